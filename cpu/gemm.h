@@ -1,0 +1,21 @@
+/* Single-precision GEMM for the CPU backend: packed panels, register-blocked micro-kernels
+ * chosen at run time (AVX-512, AVX2+FMA, portable C), OpenMP-parallel.
+ *
+ *   C[M x N] = alpha * op(A)[M x K] * op(B)[K x N] + beta * C
+ *
+ * All matrices are row-major; lda/ldb/ldc are row strides in elements.  op(A) = A (M x K, lda >= K)
+ * or A^T (A stored K x M, lda >= M); likewise for B.  beta == 0 overwrites C without reading it
+ * (NaN in C does not leak).  Called from inside an OpenMP parallel region it runs on the calling
+ * thread only. */
+#ifndef YC_GEMM_H
+#define YC_GEMM_H
+
+#include <stdbool.h>
+
+void yc_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc);
+
+/* Name of the micro-kernel selected for this CPU ("avx512", "avx2", "generic"). */
+const char *yc_sgemm_kernel_name(void);
+
+#endif

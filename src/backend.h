@@ -1,0 +1,201 @@
+/* The backend interface: what the model, the planner and the trainer ask of a device.
+ *
+ * Backends (cpu/, cl/) know buffers, tensors and ops, nothing else: they never include model,
+ * loss, optimizer or data headers.  Adding an op is one enum value below, one case per backend
+ * and one case in tests/test_ops.c.  The struct layout follows ggml's backend headers: one
+ * interface struct of function pointers, each member documented on the line above it. */
+#ifndef YC_BACKEND_H
+#define YC_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tensor.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Ops.  Every op reads src[] and writes dst[]; the roles of the slots are listed per op.
+ * "acc" means the op honours yc_op.accumulate for dst[0]: 0 overwrites, 1 adds to what is there.
+ * Parameter gradients (dW, dbias, dgamma, dbeta) are always added to (+=): the trainer zeroes
+ * them after each optimizer step, so micro-batches accumulate for free.
+ * Shapes: x (N,C,H,W), y (N,K,P,Q) for convolutions; vectors are (1,C,1,1).
+ * ------------------------------------------------------------------------------------------- */
+typedef enum yc_op_kind {
+    /* y = conv(x, W) + b.        src: x (N,C,H,W), W (K,C,R,S), b (1,K,1,1) or NULL;  dst: y (N,K,P,Q)
+     * P = (H + 2*pad_h - R) / stride_h + 1, Q likewise. */
+    YC_OP_CONV2D,
+    /* dx (=|+=) conv^T(dy, W).   src: dy (N,K,P,Q), W (K,C,R,S);  dst: dx (N,C,H,W) [acc] */
+    YC_OP_CONV2D_BWD_DATA,
+    /* dW += dy (*) x; db += sum dy.  src: x (N,C,H,W), dy (N,K,P,Q);  dst: dW (K,C,R,S), db (1,K,1,1) or NULL */
+    YC_OP_CONV2D_BWD_FILTER,
+    /* Batch norm, training mode: batch statistics over (N,H,W), biased variance for normalising,
+     * unbiased variance for the running estimate:  running = (1-momentum)*running + momentum*batch.
+     * src: x, gamma (1,C,1,1), beta (1,C,1,1);  dst: y (N,C,H,W), stats (2,C,1,1) = [mean; 1/sqrt(var+eps)],
+     * running_mean (1,C,1,1) (read and written), running_var (1,C,1,1) (read and written). */
+    YC_OP_BN_TRAIN,
+    /* Batch norm, evaluation mode: y = (x - running_mean) / sqrt(running_var + eps) * gamma + beta.
+     * src: x, gamma, beta, running_mean, running_var;  dst: y */
+    YC_OP_BN_EVAL,
+    /* Batch norm backward (training mode).
+     * src: dy, x (the BN input), gamma, stats (from YC_OP_BN_TRAIN);  dst: dx [acc], dgamma, dbeta */
+    YC_OP_BN_BWD,
+    /* y = x * sigmoid(x).        src: x;  dst: y (same shape) */
+    YC_OP_SILU,
+    /* dx (=|+=) dy * silu'(x).   src: dy, x (the SiLU input);  dst: dx [acc] */
+    YC_OP_SILU_BWD,
+    /* y = a + b.                 src: a, b (same shape);  dst: y */
+    YC_OP_ADD,
+    /* dst (=|+=) src: copies or accumulates a tensor (gradient plumbing, concat fallback).
+     * src: a;  dst: y (same shape) [acc] */
+    YC_OP_COPY,
+    /* dst = value (usually 0).   dst: y */
+    YC_OP_FILL,
+    /* Max pooling, padding counts as -inf.  src: x;  dst: y (N,C,P,Q) */
+    YC_OP_MAXPOOL,
+    /* Max pooling backward: each dy goes to the first maximum of its window (row-major scan, as
+     * PyTorch picks it).  src: dy, x (the pool input);  dst: dx [acc] */
+    YC_OP_MAXPOOL_BWD,
+    /* Nearest upsampling by an integer factor: y[h][w] = x[h/f][w/f].  src: x;  dst: y (N,C,H*f,W*f) */
+    YC_OP_UPSAMPLE,
+    /* Upsample backward: dx[h][w] = sum of dy over its f*f block.  src: dy;  dst: dx [acc] */
+    YC_OP_UPSAMPLE_BWD,
+    YC_OP_COUNT
+} yc_op_kind;
+
+#define YC_OP_MAX_SRC 5
+#define YC_OP_MAX_DST 4
+
+typedef struct yc_op {
+    /* what to compute (roles of src/dst are listed at yc_op_kind) */
+    yc_op_kind kind;
+    /* inputs; unused slots are NULL */
+    const yc_tensor *src[YC_OP_MAX_SRC];
+    /* outputs; unused slots are NULL */
+    const yc_tensor *dst[YC_OP_MAX_DST];
+    /* 0: dst[0] = result; 1: dst[0] += result (only for ops marked [acc]) */
+    int accumulate;
+    /* op parameters; only the member of the op's family is meaningful */
+    union {
+        /* YC_OP_CONV2D* */
+        struct { int kh, kw, stride_h, stride_w, pad_h, pad_w, groups; } conv;
+        /* YC_OP_BN_* */
+        struct { float eps, momentum; } bn;
+        /* YC_OP_MAXPOOL* */
+        struct { int k, stride, pad; } pool;
+        /* YC_OP_UPSAMPLE* */
+        struct { int factor; } up;
+        /* YC_OP_FILL */
+        struct { float value; } fill;
+    } p;
+    /* for profiles and messages (e.g. "model.3.conv"); may be NULL */
+    const char *name;
+} yc_op;
+
+/* Name of an op kind ("conv2d", "bn_bwd", ...). */
+const char *yc_op_kind_name(yc_op_kind kind);
+
+/* Checks that an op's tensors have consistent shapes and the slots its kind needs; used by every
+ * backend before exec and by tests.  Returns YC_OK or YC_EFORMAT with a message naming the op. */
+int yc_op_check(const yc_op *op);
+
+/* ---------------------------------------------------------------------------------------------
+ * Devices.
+ * ------------------------------------------------------------------------------------------- */
+typedef enum yc_device_kind {
+    YC_DEVICE_CPU = 0,
+    YC_DEVICE_OPENCL = 1,
+} yc_device_kind;
+
+typedef struct yc_device_info {
+    /* which backend drives it */
+    yc_device_kind kind;
+    /* human-readable name ("cpu (OpenMP, 2 threads)", "NVIDIA H100 80GB HBM3") */
+    char name[256];
+    /* OpenCL platform name and version strings (empty for the CPU backend) */
+    char platform[256];
+    char version[128];
+    /* OpenCL platform and device index (-1 for the CPU backend) */
+    int cl_platform, cl_device;
+    /* memory the device has, and what is free now (0 when unknown) */
+    size_t mem_total, mem_free;
+    /* largest single allocation the device accepts */
+    size_t max_alloc;
+    /* required alignment of buffer offsets passed to ops, in bytes */
+    size_t alignment;
+    /* can store FP16 (convert on load/store) */
+    bool fp16_storage;
+    /* has native half arithmetic (cl_khr_fp16) */
+    bool fp16_arith;
+    /* is an OpenCL GPU (used by --device auto) */
+    bool is_gpu;
+    /* number of compute units or threads */
+    int compute_units;
+} yc_device_info;
+
+/* ---------------------------------------------------------------------------------------------
+ * Backends.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct yc_backend yc_backend;
+
+/* A byte range of a buffer (op workspaces). */
+typedef struct yc_span {
+    yc_buffer *buf;
+    size_t offset;
+    size_t size;
+} yc_span;
+
+struct yc_backend_i {
+    /* short name: "cpu" or "opencl" */
+    const char *name;
+    /* releases the backend (all its buffers must have been freed) */
+    void (*free)(yc_backend *be);
+
+    /* allocates `size` bytes; NULL with a message on failure (never more than info.max_alloc) */
+    yc_buffer *(*buffer_alloc)(yc_backend *be, size_t size);
+    /* frees a buffer (NULL is ignored) */
+    void (*buffer_free)(yc_backend *be, yc_buffer *buf);
+    /* size in bytes of a buffer */
+    size_t (*buffer_size)(yc_backend *be, const yc_buffer *buf);
+    /* host -> device: copies `size` bytes to buf at `offset` */
+    int (*buffer_write)(yc_backend *be, yc_buffer *buf, size_t offset, const void *src, size_t size);
+    /* device -> host: copies `size` bytes from buf at `offset` */
+    int (*buffer_read)(yc_backend *be, const yc_buffer *buf, size_t offset, void *dst, size_t size);
+    /* sets `size` bytes at `offset` to `byte` */
+    int (*buffer_memset)(yc_backend *be, yc_buffer *buf, size_t offset, int byte, size_t size);
+    /* optional: host address of the buffer's first byte when the device shares host memory
+     * (the CPU backend), else NULL */
+    void *(*buffer_host_ptr)(yc_backend *be, yc_buffer *buf);
+
+    /* whether exec can run this op (kind, dtypes, parameters) */
+    bool (*supports)(yc_backend *be, const yc_op *op);
+    /* scratch bytes exec needs for this op (0 if none); the planner reserves the maximum */
+    size_t (*workspace)(yc_backend *be, const yc_op *op);
+    /* runs the op; `ws` holds at least workspace(op) bytes.  May be asynchronous. */
+    int (*exec)(yc_backend *be, const yc_op *op, yc_span ws);
+    /* waits until all submitted work has finished */
+    int (*synchronize)(yc_backend *be);
+};
+
+struct yc_backend {
+    /* the implementation */
+    const struct yc_backend_i *iface;
+    /* the device this backend drives */
+    yc_device_info info;
+    /* implementation data */
+    void *ctx;
+};
+
+/* Creates the CPU backend (OpenMP).  `threads` <= 0 means the default (physical cores). */
+int yc_backend_cpu_new(yc_backend **out, int threads);
+
+/* Convenience wrappers over the interface. */
+static inline yc_buffer *yc_buffer_alloc(yc_backend *be, size_t size) { return be->iface->buffer_alloc(be, size); }
+static inline void yc_buffer_free(yc_backend *be, yc_buffer *b) { be->iface->buffer_free(be, b); }
+static inline int yc_backend_exec(yc_backend *be, const yc_op *op, yc_span ws) { return be->iface->exec(be, op, ws); }
+static inline void yc_backend_free(yc_backend *be) { if (be) be->iface->free(be); }
+
+/* Reads a tensor into a dense host float array of yc_tensor_elems(t) values (FP16 converted). */
+int yc_tensor_get_f32(yc_backend *be, const yc_tensor *t, float *dst);
+/* Writes a dense host float array into a tensor (FP16 converted). */
+int yc_tensor_set_f32(yc_backend *be, const yc_tensor *t, const float *src);
+
+#endif

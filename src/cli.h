@@ -1,0 +1,33 @@
+/* Command-line helpers shared by the commands: value parsing with clear messages, usage errors,
+ * and exit statuses. */
+#ifndef YC_CLI_H
+#define YC_CLI_H
+
+#include <stddef.h>
+
+/* Exit statuses of the yolocl process. */
+enum {
+    YC_EXIT_OK = 0,      /* success */
+    YC_EXIT_FAILURE = 1, /* the command ran and failed (message on stderr) */
+    YC_EXIT_USAGE = 2,   /* bad command line: unknown option, bad value, missing argument */
+};
+
+/* Prints "yolocl CMD: <message>" and "Try 'yolocl CMD --help'." on stderr; returns YC_EXIT_USAGE. */
+int yc_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints "yolocl: error: <yc_last_error()>" on stderr; returns YC_EXIT_FAILURE, or YC_EXIT_USAGE
+ * when status is YC_EUSAGE. */
+int yc_report_failure(int status);
+
+/* Parse option values.  On a bad value they print a usage error naming the option (via
+ * yc_usage_error with `cmd`) and return YC_EXIT_USAGE; on success 0. */
+int yc_cli_int(const char *cmd, const char *opt, const char *arg, long min, long max, int *out);
+int yc_cli_float(const char *cmd, const char *opt, const char *arg, double min, double max,
+                 float *out);
+int yc_cli_size(const char *cmd, const char *opt, const char *arg, size_t *out);
+
+/* Getopt error handling for a command: call from the `case '?'` / `case ':'` of getopt_long
+ * loops.  Uses optopt/argv to name the bad option.  Returns YC_EXIT_USAGE. */
+int yc_cli_bad_option(const char *cmd, int argc, char **argv);
+
+#endif

@@ -1,0 +1,14 @@
+/* The yolocl commands.  Each takes the arguments after the command name (argv[0] is the command
+ * name, as getopt_long expects), handles --help itself, and returns the process exit status:
+ * 0 success, 1 failure (the message is printed), 2 bad usage. */
+#ifndef YC_COMMANDS_H
+#define YC_COMMANDS_H
+
+/* yolocl devices: the CPU device and every OpenCL platform and device. */
+int yc_cmd_devices(int argc, char **argv);
+/* yolocl info: a model's layer table, parameter count and GFLOPs. */
+int yc_cmd_info(int argc, char **argv);
+/* yolocl inspect: one forward + loss + backward step written to a safetensors file. */
+int yc_cmd_inspect(int argc, char **argv);
+
+#endif
