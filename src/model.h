@@ -1,1 +1,139 @@
-/* placeholder: being written */
+/* A YOLOv5 model: its resolved config, its parameters (YOLOv5 state-dict names, optimizer groups),
+ * its non-trained state (BatchNorm running statistics, batch counters, anchors) and their storage
+ * on a backend.  The network structure itself lives in graph.c, whose module builders register
+ * the parameters here the first time they run (yc_model_new) and find them again, in the same
+ * order, every time a graph is built for a new batch shape. */
+#ifndef YC_MODEL_H
+#define YC_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "modelcfg.h"
+
+/* Optimizer parameter groups, numbered as YOLOv5's smart_optimizer orders them. */
+typedef enum yc_param_group {
+    YC_PG_BIAS = 0,      /* every bias (BN beta, Detect conv bias): no weight decay */
+    YC_PG_WEIGHT = 1,    /* conv weights: weight decay */
+    YC_PG_BN_WEIGHT = 2, /* BN gamma: no weight decay */
+} yc_param_group;
+
+#define YC_NAME_MAX 96
+
+typedef struct yc_param {
+    /* YOLOv5 state-dict name ("model.2.m.0.cv1.conv.weight") */
+    char name[YC_NAME_MAX];
+    /* dimensions as PyTorch stores them (1 for vectors, 4 for conv weights) */
+    int ndim;
+    int shape[4];
+    /* number of elements */
+    size_t numel;
+    /* element offset in the parameter (and gradient) arena */
+    size_t offset;
+    /* optimizer group */
+    yc_param_group group;
+    /* model layer it belongs to ("model.<layer>.") */
+    int layer;
+    /* the parameter and its gradient as tensors (valid after yc_model_alloc) */
+    yc_tensor t, grad;
+} yc_param;
+
+/* Non-trained state saved in the state dict. */
+typedef enum yc_state_kind {
+    YC_STATE_RUNNING_MEAN, /* BatchNorm running mean (float, on the backend) */
+    YC_STATE_RUNNING_VAR,  /* BatchNorm running variance (float, on the backend) */
+    YC_STATE_NUM_BATCHES,  /* BatchNorm num_batches_tracked (int64, on the host) */
+} yc_state_kind;
+
+typedef struct yc_state {
+    /* state-dict name ("model.0.bn.running_mean") */
+    char name[YC_NAME_MAX];
+    yc_state_kind kind;
+    /* channels (running stats) or 1 (counter) */
+    int numel;
+    /* element offset in the float state arena (running stats); index into num_batches (counter) */
+    size_t offset;
+    /* the running statistic as a tensor (valid after yc_model_alloc; unused for counters) */
+    yc_tensor t;
+} yc_state;
+
+typedef struct yc_model {
+    /* resolved config (owned) */
+    yc_model_cfg *cfg;
+    /* parameters in registration order (= YOLOv5's state-dict order) */
+    int nparams;
+    yc_param *params;
+    /* total parameter elements */
+    size_t param_elems;
+    /* running statistics and counters in registration order */
+    int nstate;
+    yc_state *state;
+    size_t state_elems;
+    /* BatchNorm num_batches_tracked values */
+    int nbn;
+    int64_t *num_batches;
+    /* Detect: levels, anchors per level, classes, outputs per anchor (nc + 5) */
+    int nl, na, nc, no;
+    /* stride of each level in input pixels (8, 16, 32[, 64]) */
+    float stride[YC_CFG_MAX_LEVELS];
+    /* anchors in grid units of their level (YOLOv5's Detect.anchors buffer), [(l*na + a)*2 + wh] */
+    float anchors[YC_CFG_MAX_LEVELS * YC_CFG_MAX_ANCHORS * 2];
+    /* the state dict in YOLOv5's order: dict[i] is parameter `idx` or state entry `idx` */
+    int ndict;
+    struct yc_dict_entry {
+        bool is_state;
+        int idx;
+    } *dict;
+    /* the Detect layer index and its state-dict name for the anchors ("model.24.anchors") */
+    int detect_layer;
+    char anchors_name[YC_NAME_MAX];
+
+    /* storage on a backend (NULL until yc_model_alloc) */
+    yc_backend *be;
+    yc_buffer *param_buf, *grad_buf, *state_buf;
+
+    /* set while graph.c registers parameters for the first time */
+    bool registering;
+} yc_model;
+
+/* Builds a model from a resolved config (takes ownership of cfg): registers the parameters,
+ * computes the strides (input size / output size per level, as YOLOv5's 256x256 probe does),
+ * orders the anchors like check_anchor_order and divides them by the strides. */
+int yc_model_new(yc_model **out, yc_model_cfg *cfg);
+void yc_model_free(yc_model *m);
+
+/* Allocates parameters, gradients (zeroed) and state on a backend. */
+int yc_model_alloc(yc_model *m, yc_backend *be);
+
+/* YOLOv5's initialisation (YOLOV5.md 1.8): conv weights and Detect biases U(-1/sqrt(fan_in), ..),
+ * Detect bias priors for objectness and classes, BN gamma 1, beta 0, running mean 0, var 1. */
+int yc_model_init_weights(yc_model *m, uint64_t seed);
+
+/* Loads every parameter and state entry by name from a safetensors file.  Missing names or
+ * shape mismatches are errors naming the tensor.  The anchors are taken from the file when it
+ * has them. */
+int yc_model_load(yc_model *m, const char *path);
+
+/* Sets all gradients to zero. */
+int yc_model_zero_grad(yc_model *m);
+
+/* Registration, used by graph.c's module builders: returns the index of the parameter `name`
+ * (registering it while m->registering, else checking that the next expected one matches). */
+int yc_model_param(yc_model *m, const char *name, int ndim, const int *shape, yc_param_group group,
+                   int layer, int *cursor);
+int yc_model_state(yc_model *m, const char *name, yc_state_kind kind, int numel, int *cursor);
+
+/* Counts, as YOLOv5's model summary prints them: parameters, and layers (= modules, with the
+ * shared SiLU counted once). */
+size_t yc_model_count_params(const yc_model *m);
+int yc_model_count_modules(const yc_model *m);
+/* GFLOPs of one forward pass at imgsz x imgsz as YOLOv5's model summary prints them (thop
+ * counting: conv MACs without bias, BatchNorm 4 per element, nearest upsample 1 per output
+ * element, all times 2), computed at the largest stride (at least 32) and scaled. */
+double yc_model_gflops(yc_model *m, int imgsz);
+/* Parameters of layer i. */
+size_t yc_model_layer_params(const yc_model *m, int layer);
+
+#endif

@@ -1,1 +1,95 @@
-/* placeholder: being written */
+/* Model configs in YOLOv5's yaml format (nc, depth_multiple, width_multiple, anchors, backbone,
+ * head), resolved as YOLOv5 v7.0's parse_model does: repeat rounding, channel rounding to
+ * multiples of 8, input channels inserted, Concat widths summed, Detect inputs collected.
+ * Reference: ../shared/YOLOV5.md section 1.1-1.3. */
+#ifndef YC_MODELCFG_H
+#define YC_MODELCFG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define YC_MAX_FROM 8
+#define YC_MAX_LAYERS 512
+#define YC_CFG_MAX_LEVELS 8
+#define YC_CFG_MAX_ANCHORS 16
+
+/* The modules yolocl builds (YOLOv5's models/common.py names). */
+typedef enum yc_module {
+    YC_MOD_CONV,       /* Conv: conv (no bias) + BatchNorm + SiLU */
+    YC_MOD_BOTTLENECK, /* Bottleneck: 1x1 Conv, 3x3 Conv, optional residual */
+    YC_MOD_C3,         /* C3: CSP bottleneck with 3 convolutions */
+    YC_MOD_SPP,        /* SPP: Conv, max-pools k=(5,9,13) in parallel, concat, Conv */
+    YC_MOD_SPPF,       /* SPPF: Conv, three chained k=5 max-pools, concat, Conv */
+    YC_MOD_UPSAMPLE,   /* nn.Upsample(None, factor, 'nearest') */
+    YC_MOD_CONCAT,     /* Concat along channels, in `from` order */
+    YC_MOD_DETECT,     /* Detect: one 1x1 conv with bias per level */
+} yc_module;
+
+/* One resolved row: `from`, repeats, module and its arguments as YOLOv5 passes them. */
+typedef struct yc_layer_cfg {
+    /* absolute input layer indices (-1 = the network input) */
+    int from[YC_MAX_FROM];
+    /* the `from` entries as written (-1 = previous layer), for the summary table */
+    int from_raw[YC_MAX_FROM];
+    int nfrom;
+    /* module kind and its name as YOLOv5 prints it ("models.common.Conv") */
+    yc_module module;
+    const char *type_name;
+    /* effective repeat count n' = max(round(n*depth_multiple), 1) when n > 1 */
+    int n;
+    /* sequential repeats of the whole module (n' for modules other than C3; 1 for C3) */
+    int repeats;
+    /* input and output channels (Concat: sum of inputs; Detect: na*(nc+5) per level) */
+    int c1, c2;
+    /* Conv: kernel, stride, padding (autopad k/2 when the yaml gives none), groups */
+    int k, s, p, g;
+    /* SPP pool kernels (SPPF: pool[0] only) */
+    int pool[4], npool;
+    /* C3 and Bottleneck: residual connections; expansion e */
+    bool shortcut;
+    double e;
+    /* nn.Upsample scale factor */
+    int factor;
+    /* the resolved argument list as YOLOv5 prints it ("[3, 32, 6, 2, 2]") */
+    char args_text[512];
+    /* line of the row in the yaml, for messages */
+    int line;
+} yc_layer_cfg;
+
+typedef struct yc_model_cfg {
+    /* classes (after any override) */
+    int nc;
+    /* input channels (yaml `ch`, default 3) */
+    int ch;
+    double depth_multiple, width_multiple;
+    /* channel rounding divisor (yaml `channel_multiple`, default 8) */
+    int channel_multiple;
+    /* detection levels and anchors per level */
+    int nl, na;
+    /* anchors in input pixels, anchors[(l*na + a)*2 + {0: w, 1: h}], as written in the yaml
+     * (YOLOv5 flips their order and divides by the stride when it builds Detect) */
+    float anchors[YC_CFG_MAX_LEVELS * YC_CFG_MAX_ANCHORS * 2];
+    /* anchors were given as a count (`anchors: 3`): placeholders AutoAnchor must replace */
+    bool anchors_placeholder;
+    /* resolved rows, backbone then head */
+    int nlayers;
+    yc_layer_cfg layers[YC_MAX_LAYERS];
+    /* yaml path and the model's display name ("YOLOv5s") */
+    char path[1024];
+    char name[128];
+} yc_model_cfg;
+
+/* Finds a model config: an existing path is used as it is; a bare name ("yolov5s" or
+ * "yolov5s.yaml") is looked up in $YOLOCL_DATA_DIR/models, the installed package data directory
+ * and the source tree's data/models.  Writes the path found into `path`. */
+int yc_model_cfg_find(const char *name, char *path, size_t len);
+
+/* Reads and resolves a model yaml.  `nc_override` > 0 replaces the yaml's nc (as YOLOv5's
+ * Model(cfg, nc=...) does).  Errors name the file, the row and what is wrong. */
+int yc_model_cfg_load(yc_model_cfg **out, const char *path, int nc_override);
+void yc_model_cfg_free(yc_model_cfg *cfg);
+
+/* Index of the Detect row (the last row must be Detect). */
+int yc_model_cfg_detect(const yc_model_cfg *cfg);
+
+#endif

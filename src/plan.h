@@ -1,1 +1,42 @@
-/* placeholder: being written */
+/* The memory planner: places blocks with known lifetimes in one arena, by offset, so that no two
+ * blocks alive at the same time share a byte.  Best-fit over a free list with merging of
+ * neighbours, in schedule order (ggml-alloc's approach).  Pure computation: no device memory. */
+#ifndef YC_PLAN_H
+#define YC_PLAN_H
+
+#include <stddef.h>
+
+typedef struct yc_plan_block {
+    /* bytes needed */
+    size_t size;
+    /* first and last schedule position at which the block is alive (first <= last) */
+    int first, last;
+    /* for reports ("model.3.conv.out") */
+    const char *name;
+    /* output: byte offset in the arena */
+    size_t offset;
+} yc_plan_block;
+
+typedef struct yc_plan {
+    /* the blocks (owned) */
+    int nblocks;
+    yc_plan_block *blocks;
+    /* output: bytes the arena needs (the planned peak) */
+    size_t arena_bytes;
+    /* output: the largest sum of sizes of blocks alive at one position: no placement can do
+     * better, so arena_bytes / lower_bound_bytes measures fragmentation */
+    size_t lower_bound_bytes;
+    /* output: the position where that sum is reached */
+    int peak_position;
+    /* alignment of every offset (bytes, a power of two) */
+    size_t alignment;
+} yc_plan;
+
+/* Places plan->blocks[0..nblocks-1]; sizes are rounded up to the alignment. */
+int yc_plan_place(yc_plan *plan);
+
+/* Checks that no two blocks whose lifetimes overlap share a byte and that all lie inside the
+ * arena; YC_ERR with a message naming both blocks otherwise. */
+int yc_plan_verify(const yc_plan *plan);
+
+#endif

@@ -311,3 +311,28 @@ int yc_physical_cores(void)
         return (int)online;
     return pairs;
 }
+
+int yc_data_path(const char *rel, char *out, size_t len)
+{
+    const char *dirs[3];
+    int n = 0;
+    const char *env = getenv("YOLOCL_DATA_DIR");
+    if (env && env[0])
+        dirs[n++] = env;
+    dirs[n++] = YC_PKGDATADIR;
+    dirs[n++] = YC_SRCDATADIR;
+    for (int i = 0; i < n; i++) {
+        int w = snprintf(out, len, "%s/%s", dirs[i], rel);
+        if (w > 0 && (size_t)w < len && yc_file_exists(out))
+            return YC_OK;
+    }
+    char searched[3072] = "";
+    for (int i = 0; i < n; i++) {
+        size_t used = strlen(searched);
+        snprintf(searched + used, sizeof searched - used, "%s%s", i ? ", " : "", dirs[i]);
+    }
+    if (len)
+        out[0] = '\0';
+    return yc_error_status(YC_EIO, "%s not found in %s (set YOLOCL_DATA_DIR to the data directory)",
+                           rel, searched);
+}

@@ -62,3 +62,8 @@ static inline size_t yc_align_up(size_t x, size_t align)
 }
 
 #endif
+
+/* Finds a bundled data file (e.g. "models/yolov5s.yaml") in $YOLOCL_DATA_DIR, the installed
+ * package data directory, then the source tree's data/ directory.  Writes the first existing path
+ * into `out`; YC_EIO with the places searched when none exists. */
+int yc_data_path(const char *rel, char *out, size_t len);

@@ -1,1 +1,378 @@
-int main(void) { return 77; }
+/* Model configs, parameter registry, strides and anchors, GFLOPs, the training graph and its
+ * memory plan, against the numbers of ../shared/YOLOV5.md section 1 (copied here, so this test
+ * needs no shared files). */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "graph.h"
+#include "log.h"
+#include "model.h"
+#include "modelcfg.h"
+#include "safetensors.h"
+#include "yamltree.h"
+
+static const char *test_data(void)
+{
+    const char *d = getenv("YOLOCL_TEST_DATA");
+    return d ? d : "tests/data";
+}
+
+static yc_model *load_model(const char *name, int nc)
+{
+    char path[1024];
+    yc_model_cfg *cfg = NULL;
+    yc_model *m = NULL;
+    ck_assert_msg(yc_model_cfg_find(name, path, sizeof path) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_model_cfg_load(&cfg, path, nc) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_model_new(&m, cfg) == YC_OK, "%s", yc_last_error());
+    return m;
+}
+
+/* ---- yaml tree ------------------------------------------------------------------------------ */
+
+START_TEST(yaml_scalars_and_errors)
+{
+    const char *text = "a: 1\nb: [1, 2.5, 'x', True, ~]\nc:\n  d: no\n";
+    yc_yaml_node *root = NULL;
+    ck_assert_int_eq(yc_yaml_load_string(text, strlen(text), "t", &root), YC_OK);
+    long v;
+    double d;
+    bool b;
+    ck_assert_int_eq(yc_yaml_int(yc_yaml_get(root, "a"), &v), YC_OK);
+    ck_assert_int_eq(v, 1);
+    const yc_yaml_node *seq = yc_yaml_get(root, "b");
+    ck_assert_int_eq(seq->n, 5);
+    ck_assert_int_eq(yc_yaml_double(seq->items[1], &d), YC_OK);
+    ck_assert(d == 2.5);
+    ck_assert(seq->items[2]->quoted);
+    ck_assert_int_ne(yc_yaml_int(seq->items[2], &v), YC_OK);
+    ck_assert_int_eq(yc_yaml_bool(seq->items[3], &b), YC_OK);
+    ck_assert(b);
+    ck_assert(yc_yaml_is_null(seq->items[4]));
+    ck_assert_int_eq(yc_yaml_bool(yc_yaml_get(yc_yaml_get(root, "c"), "d"), &b), YC_OK);
+    ck_assert(!b);
+    char *dump = yc_yaml_dump(root);
+    ck_assert_ptr_nonnull(dump);
+    yc_yaml_node *again = NULL;
+    ck_assert_int_eq(yc_yaml_load_string(dump, strlen(dump), "dump", &again), YC_OK);
+    ck_assert_int_eq(yc_yaml_get(again, "b")->n, 5);
+    free(dump);
+    yc_yaml_free(again);
+    yc_yaml_free(root);
+
+    const char *bad[] = {"a: [1, 2", "a: 1\na: 2\n", "x: &a [*a]\n", "- a\nb: c\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        root = NULL;
+        int st = yc_yaml_load_string(bad[i], strlen(bad[i]), "bad", &root);
+        if (st == YC_OK) {
+            /* a self-referencing alias is legal YAML for libyaml only up to our depth cap */
+            yc_yaml_free(root);
+            ck_assert_int_eq((int)i, 2);
+        } else {
+            ck_assert_ptr_null(root);
+            ck_assert(strlen(yc_last_error()) > 0);
+        }
+    }
+}
+END_TEST
+
+/* ---- configs --------------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    size_t params;
+    double gflops640, gflops1280;
+} models[] = {
+    {"yolov5n", 1872157, 4.6, 0},         {"yolov5s", 7235389, 16.6, 0},
+    {"yolov5m", 21190557, 49.2, 0},       {"yolov5l", 46563709, 109.6, 0},
+    {"yolov5x", 86749405, 206.3, 0},      {"yolov5n6", 3246940, 4.7, 18.6},
+    {"yolov5s6", 12626620, 17.0, 68.0},   {"yolov5m6", 35731932, 50.3, 201.1},
+    {"yolov5l6", 76770172, 111.8, 447.4}, {"yolov5x6", 140794780, 210.5, 841.8},
+};
+
+START_TEST(param_counts_and_gflops)
+{
+    yc_model *m = load_model(models[_i].name, 0);
+    ck_assert_msg(yc_model_count_params(m) == models[_i].params, "%s: %zu parameters, want %zu",
+                  models[_i].name, yc_model_count_params(m), models[_i].params);
+    char got[32], want[32];
+    snprintf(got, sizeof got, "%.1f", yc_model_gflops(m, 640));
+    snprintf(want, sizeof want, "%.1f", models[_i].gflops640);
+    ck_assert_msg(strcmp(got, want) == 0, "%s: %s GFLOPs at 640, want %s", models[_i].name, got,
+                  want);
+    if (models[_i].gflops1280 > 0) {
+        snprintf(got, sizeof got, "%.1f", yc_model_gflops(m, 1280));
+        snprintf(want, sizeof want, "%.1f", models[_i].gflops1280);
+        ck_assert_msg(strcmp(got, want) == 0, "%s: %s GFLOPs at 1280, want %s", models[_i].name,
+                      got, want);
+    }
+    bool p6 = strchr(models[_i].name + 6, '6') != NULL;
+    ck_assert_int_eq(m->nl, p6 ? 4 : 3);
+    for (int l = 0; l < m->nl; l++)
+        ck_assert(m->stride[l] == (float)(8 << l));
+    yc_model_free(m);
+}
+END_TEST
+
+START_TEST(yolov5s_layer_table)
+{
+    yc_model *m = load_model("yolov5s.yaml", 0);
+    const yc_model_cfg *c = m->cfg;
+    ck_assert_int_eq(c->nlayers, 25);
+    ck_assert_int_eq(yc_model_count_modules(m), 214);
+    ck_assert_str_eq(m->cfg->name, "YOLOv5s");
+    static const size_t layer_params[25] = {
+        3520,   18560,  18816,  73984,   115712, 295424, 625152, 1180672, 1182720,
+        656896, 131584, 0,      0,       361984, 33024,  0,      0,       90880,
+        147712, 0,      296448, 590336,  0,      1182720, 229245};
+    for (int i = 0; i < 25; i++)
+        ck_assert_msg(yc_model_layer_params(m, i) == layer_params[i], "layer %d: %zu", i,
+                      yc_model_layer_params(m, i));
+    ck_assert_str_eq(c->layers[0].args_text, "[3, 32, 6, 2, 2]");
+    ck_assert_str_eq(c->layers[4].args_text, "[128, 128, 2]");
+    ck_assert_int_eq(c->layers[4].n, 2);
+    ck_assert_str_eq(c->layers[9].args_text, "[512, 512, 5]");
+    ck_assert_str_eq(c->layers[11].args_text, "[None, 2, 'nearest']");
+    ck_assert_str_eq(c->layers[12].args_text, "[1]");
+    ck_assert_int_eq(c->layers[12].c2, 512);
+    ck_assert_str_eq(c->layers[13].args_text, "[512, 256, 1, False]");
+    ck_assert_str_eq(c->layers[24].args_text,
+                     "[80, [[10, 13, 16, 30, 33, 23], [30, 61, 62, 45, 59, 119], [116, 90, 156, "
+                     "198, 373, 326]], [128, 256, 512]]");
+    ck_assert_int_eq(c->layers[16].from[1], 4);
+    ck_assert_int_eq(c->layers[16].from_raw[0], -1);
+    /* anchors in grid units (YOLOV5.md 1.7) */
+    static const float grid[18] = {1.25f,  1.625f,  2.0f,   3.75f,   4.125f, 2.875f,
+                                   1.875f, 3.8125f, 3.875f, 2.8125f, 3.6875f, 7.4375f,
+                                   3.625f, 2.8125f, 4.875f, 6.1875f, 11.65625f, 10.1875f};
+    for (int i = 0; i < 18; i++)
+        ck_assert(fabsf(m->anchors[i] - grid[i]) < 1e-6f);
+    /* groups: 60 decayed weights, 57 BN weights, 60 biases (train.py's log for yolov5s) */
+    int groups[3] = {0, 0, 0};
+    for (int i = 0; i < m->nparams; i++)
+        groups[m->params[i].group]++;
+    ck_assert_int_eq(groups[YC_PG_BIAS], 60);
+    ck_assert_int_eq(groups[YC_PG_WEIGHT], 60);
+    ck_assert_int_eq(groups[YC_PG_BN_WEIGHT], 57);
+    ck_assert_str_eq(m->params[0].name, "model.0.conv.weight");
+    ck_assert_str_eq(m->anchors_name, "model.24.anchors");
+    yc_model_free(m);
+}
+END_TEST
+
+/* The registry's names and shapes are exactly the tiny reference state dict's, in its order. */
+START_TEST(names_match_reference_state_dict)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tiny/yolov5n-tiny.yaml", test_data());
+    yc_model_cfg *cfg = NULL;
+    yc_model *m = NULL;
+    ck_assert_msg(yc_model_cfg_load(&cfg, path, 0) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_model_new(&m, cfg) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq((int)yc_model_count_params(m), 115416);
+    snprintf(path, sizeof path, "%s/tiny/weights.safetensors", test_data());
+    yc_st_file *f = NULL;
+    ck_assert_msg(yc_st_open(&f, path) == YC_OK, "%s", yc_last_error());
+    /* the file holds the state dict in PyTorch's order, anchors included */
+    int fi = 0;
+    for (int i = 0; i < m->ndict; i++, fi++) {
+        const yc_st_tensor *t = yc_st_get(f, fi);
+        if (strcmp(t->name, m->anchors_name) == 0)
+            t = yc_st_get(f, ++fi);
+        const char *name = m->dict[i].is_state ? m->state[m->dict[i].idx].name
+                                               : m->params[m->dict[i].idx].name;
+        ck_assert_msg(strcmp(t->name, name) == 0, "entry %d: file has %s, model has %s", i,
+                      t->name, name);
+        if (!m->dict[i].is_state) {
+            const yc_param *p = &m->params[m->dict[i].idx];
+            ck_assert_int_eq(t->ndim, p->ndim);
+            for (int d = 0; d < p->ndim; d++)
+                ck_assert_int_eq(t->shape[d], p->shape[d]);
+        }
+    }
+    ck_assert_int_eq(fi, yc_st_count(f));
+    yc_st_close(f);
+    yc_model_free(m);
+}
+END_TEST
+
+static int load_text(const char *text)
+{
+    char path[] = "/tmp/yolocl-cfg-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq((int)write(fd, text, strlen(text)), (int)strlen(text));
+    close(fd);
+    yc_model_cfg *cfg = NULL;
+    int st = yc_model_cfg_load(&cfg, path, 0);
+    unlink(path);
+    if (st == YC_OK) {
+        yc_model *m = NULL;
+        st = yc_model_new(&m, cfg);
+        yc_model_free(m);
+    }
+    return st;
+}
+
+#define HEADER "nc: 2\ndepth_multiple: 1.0\nwidth_multiple: 1.0\nanchors:\n  - [10,13, 16,30]\n"
+
+START_TEST(malformed_configs_name_the_row)
+{
+    static const struct {
+        const char *text;
+        const char *expect;
+    } cases[] = {
+        {HEADER "backbone:\n  [[-1, 1, Conv, [16, 3, 2]],\n   [-1, 1, Focus2, [32]]]\n"
+                "head:\n  [[[-1], 1, Detect, [nc, anchors]]]\n",
+         "layer 1: module 'Focus2' is not supported"},
+        {HEADER "backbone:\n  [[-1, 1, Conv, [16, 3, 2]],\n   [5, 1, Conv, [32]]]\n"
+                "head:\n  [[[-1], 1, Detect, [nc, anchors]]]\n",
+         "layer 1: 'from' entry 5 does not name an earlier layer"},
+        {HEADER "backbone:\n  [[-1, 1, Conv, [16, 3, 2]],\n   [-1, 1, Conv]]\n"
+                "head:\n  [[[-1], 1, Detect, [nc, anchors]]]\n",
+         "layer 1: a row must be [from, number, module, args]"},
+        {HEADER "backbone:\n  [[-1, 1, Conv, [sixteen, 3, 2]]]\n"
+                "head:\n  [[[-1], 1, Detect, [nc, anchors]]]\n",
+         "layer 0: output channels must be an integer, got 'sixteen'"},
+        {HEADER "backbone:\n  [[-1, 1, Conv, [16, 3, 2]]]\n"
+                "head:\n  [[[-1, 0], 1, Detect, [nc, anchors]]]\n",
+         "Detect has 2 inputs but anchors has 1 levels"},
+        {"nc: 2\ndepth_multiple: 1.0\nanchors: 3\nbackbone: []\nhead: []\n",
+         "the key 'width_multiple' is missing"},
+        {HEADER "backbone:\n  [[-1, 1, Conv, [16, 3, 2]]]\nhead:\n  [[-1, 1, Conv, [8, 1]]]\n",
+         "the last layer must be Detect"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int st = load_text(cases[i].text);
+        ck_assert_msg(st != YC_OK, "case %zu accepted", i);
+        ck_assert_msg(strstr(yc_last_error(), cases[i].expect), "case %zu: '%s' lacks '%s'", i,
+                      yc_last_error(), cases[i].expect);
+    }
+    /* a minimal valid config with one level */
+    ck_assert_msg(load_text(HEADER "backbone:\n  [[-1, 1, Conv, [16, 3, 2]],\n"
+                                   "   [-1, 1, Conv, [16, 3, 2]],\n   [-1, 1, Conv, [16, 3, 2]]]\n"
+                                   "head:\n  [[[-1], 1, Detect, [nc, anchors]]]\n") == YC_OK,
+                  "%s", yc_last_error());
+}
+END_TEST
+
+START_TEST(bundled_names_resolve)
+{
+    char path[1024];
+    ck_assert_int_eq(yc_model_cfg_find("yolov5s", path, sizeof path), YC_OK);
+    ck_assert(strstr(path, "models/yolov5s.yaml"));
+    ck_assert_int_eq(yc_model_cfg_find("yolov5s6.yaml", path, sizeof path), YC_OK);
+    ck_assert_int_ne(yc_model_cfg_find("yolov9z", path, sizeof path), YC_OK);
+    ck_assert(strstr(yc_last_error(), "yolov9z"));
+}
+END_TEST
+
+/* nc override (Model(cfg, nc=...)): only the Detect outputs change. */
+START_TEST(nc_override)
+{
+    yc_model *m = load_model("yolov5s", 3);
+    ck_assert_int_eq(m->nc, 3);
+    ck_assert_int_eq((int)yc_model_layer_params(m, 24), (128 + 256 + 512) * 24 + 3 * 24);
+    yc_model_free(m);
+}
+END_TEST
+
+/* ---- the training graph and its memory plan ------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    int batch, size;
+} graphs[] = {
+    {"yolov5n", 1, 64},  {"yolov5n", 3, 96},  {"yolov5s", 2, 128}, {"yolov5m", 1, 64},
+    {"yolov5l", 2, 64},  {"yolov5x", 1, 64},  {"yolov5n6", 2, 128}, {"yolov5s6", 1, 192},
+    {"yolov5m6", 1, 64}, {"yolov5l6", 1, 128}, {"yolov5x6", 1, 64},
+};
+
+START_TEST(training_plan_never_overlaps_live_tensors)
+{
+    yc_model *m = load_model(graphs[_i].name, 0);
+    for (int mode = 0; mode < 2; mode++) {
+        yc_graph *g = NULL;
+        int st = yc_graph_new(&g, m, graphs[_i].batch, graphs[_i].size, graphs[_i].size,
+                              mode ? YC_GRAPH_EVAL : YC_GRAPH_TRAIN);
+        ck_assert_msg(st == YC_OK, "%s", yc_last_error());
+        const yc_plan *p = yc_graph_plan(g);
+        ck_assert_msg(yc_plan_verify(p) == YC_OK, "%s", yc_last_error());
+        ck_assert(p->arena_bytes >= p->lower_bound_bytes);
+        ck_assert(p->arena_bytes > 0);
+        yc_graph_free(g);
+    }
+    yc_model_free(m);
+}
+END_TEST
+
+START_TEST(image_size_must_fit_the_strides)
+{
+    yc_model *m = load_model("yolov5n", 0);
+    yc_graph *g = NULL;
+    ck_assert_int_ne(yc_graph_new(&g, m, 1, 100, 100, YC_GRAPH_TRAIN), YC_OK);
+    ck_assert_msg(strstr(yc_last_error(), "multiple of the largest stride"), "%s",
+                  yc_last_error());
+    ck_assert_ptr_null(g);
+    yc_model_free(m);
+}
+END_TEST
+
+START_TEST(planner_best_fit_cases)
+{
+    yc_plan_block b[5] = {
+        {.size = 100, .first = 0, .last = 1, .name = "a"},
+        {.size = 100, .first = 1, .last = 2, .name = "b"},
+        {.size = 64, .first = 2, .last = 3, .name = "c"}, /* reuses a's bytes */
+        {.size = 200, .first = 3, .last = 4, .name = "d"},
+        {.size = 10, .first = 0, .last = 4, .name = "e"},
+    };
+    yc_plan p = {.nblocks = 5, .blocks = b, .alignment = 64};
+    ck_assert_int_eq(yc_plan_place(&p), YC_OK);
+    ck_assert_int_eq(yc_plan_verify(&p), YC_OK);
+    ck_assert_uint_eq(b[2].offset, b[0].offset);
+    /* sizes round up to 64: a 128, b 128, c 64, d 256, e 64; position 3 holds c + d + e */
+    ck_assert_uint_eq(p.lower_bound_bytes, 64 + 256 + 64);
+    ck_assert_int_eq(p.peak_position, 3);
+    ck_assert(p.arena_bytes <= 128 + 128 + 256 + 64);
+    /* a deliberately broken placement is caught */
+    b[1].offset = b[0].offset;
+    ck_assert_int_ne(yc_plan_verify(&p), YC_OK);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("model");
+    TCase *tc = tcase_create("config");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, yaml_scalars_and_errors);
+    tcase_add_loop_test(tc, param_counts_and_gflops, 0, (int)(sizeof models / sizeof *models));
+    tcase_add_test(tc, yolov5s_layer_table);
+    tcase_add_test(tc, names_match_reference_state_dict);
+    tcase_add_test(tc, malformed_configs_name_the_row);
+    tcase_add_test(tc, bundled_names_resolve);
+    tcase_add_test(tc, nc_override);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("graph");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, training_plan_never_overlaps_live_tensors, 0,
+                        (int)(sizeof graphs / sizeof *graphs));
+    tcase_add_test(tc, image_size_must_fit_the_strides);
+    tcase_add_test(tc, planner_best_fit_cases);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

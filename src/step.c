@@ -1,0 +1,92 @@
+/* One training step (see step.h). */
+#include "step.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+void yc_step_loss_params(const yc_model *m, const yc_hyp *hyp, int imgsz, float label_smoothing,
+                         yc_loss_params *lp)
+{
+    memset(lp, 0, sizeof *lp);
+    lp->nc = m->nc;
+    lp->na = m->na;
+    lp->nl = m->nl;
+    memcpy(lp->anchors, m->anchors, (size_t)m->nl * m->na * 2 * sizeof(float));
+    lp->cls_pw = (float)hyp->cls_pw;
+    lp->obj_pw = (float)hyp->obj_pw;
+    lp->anchor_t = (float)hyp->anchor_t;
+    lp->fl_gamma = (float)hyp->fl_gamma;
+    lp->label_smoothing = label_smoothing;
+    yc_loss_params_gains(lp, (float)hyp->box, (float)hyp->obj, (float)hyp->cls, imgsz);
+}
+
+int yc_step_new(yc_step **out, yc_model *m, int batch, int h, int w, const yc_loss_params *lp)
+{
+    *out = NULL;
+    yc_step *s = yc_calloc(1, sizeof *s, "training step");
+    if (!s)
+        return YC_ENOMEM;
+    s->m = m;
+    s->batch = batch;
+    s->h = h;
+    s->w = w;
+    int status = yc_graph_new(&s->g, m, batch, h, w, YC_GRAPH_TRAIN);
+    if (!status)
+        status = yc_graph_alloc(s->g);
+    if (!status && !(s->loss = yc_loss_new(lp)))
+        status = YC_ENOMEM;
+    for (int l = 0; l < m->nl && !status; l++) {
+        size_t n = yc_tensor_elems(yc_graph_head(s->g, l));
+        s->head[l] = yc_malloc(n * sizeof(float), "head outputs");
+        s->grad[l] = yc_malloc(n * sizeof(float), "head gradients");
+        if (!s->head[l] || !s->grad[l])
+            status = YC_ENOMEM;
+    }
+    if (status) {
+        yc_step_free(s);
+        return status;
+    }
+    *out = s;
+    return YC_OK;
+}
+
+void yc_step_free(yc_step *s)
+{
+    if (!s)
+        return;
+    for (int l = 0; l < YC_MAX_LEVELS; l++) {
+        free(s->head[l]);
+        free(s->grad[l]);
+    }
+    yc_loss_free(s->loss);
+    yc_graph_free(s->g);
+    free(s);
+}
+
+int yc_step_run(yc_step *s, const float *images, const float *targets, int nt,
+                yc_loss_result *result)
+{
+    yc_model *m = s->m;
+    int status = yc_tensor_set_f32(m->be, yc_graph_input(s->g), images);
+    if (status || (status = yc_graph_forward(s->g)))
+        return status;
+    yc_loss_head heads[YC_MAX_LEVELS];
+    for (int l = 0; l < m->nl; l++) {
+        const yc_tensor *t = yc_graph_head(s->g, l);
+        if ((status = yc_tensor_get_f32(m->be, t, s->head[l])))
+            return status;
+        heads[l].p = s->head[l];
+        heads[l].grad = s->grad[l];
+        heads[l].ny = t->h;
+        heads[l].nx = t->w;
+        heads[l].img_stride = yc_tensor_image_elems(t);
+    }
+    if ((status = yc_loss_compute(s->loss, s->batch, heads, targets, nt, result)))
+        return status;
+    for (int l = 0; l < m->nl; l++)
+        if ((status = yc_tensor_set_f32(m->be, yc_graph_head_grad(s->g, l), s->grad[l])))
+            return status;
+    return yc_graph_backward(s->g);
+}

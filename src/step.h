@@ -1,0 +1,38 @@
+/* One training step on a batch: input upload, forward, YOLOv5 loss on the host, head gradients
+ * download/upload, backward.  Parameter gradients are added to the model's gradient arena (zero
+ * them with yc_model_zero_grad after each optimizer step).  `yolocl inspect` runs one; the
+ * trainer runs them in a loop with the same objects, so nothing is allocated per step. */
+#ifndef YC_STEP_H
+#define YC_STEP_H
+
+#include "graph.h"
+#include "hyp.h"
+#include "loss.h"
+#include "model.h"
+
+typedef struct yc_step {
+    /* the model (not owned) and the training graph for this batch shape (owned) */
+    yc_model *m;
+    yc_graph *g;
+    /* loss state (owned) */
+    yc_loss_ctx *loss;
+    /* host copies of the head outputs and their gradients, per level (owned) */
+    float *head[YC_MAX_LEVELS], *grad[YC_MAX_LEVELS];
+    /* batch shape */
+    int batch, h, w;
+} yc_step;
+
+/* The loss parameters YOLOv5's train.py gives ComputeLoss for this model, hyperparameters,
+ * image size (for the objectness gain) and label smoothing. */
+void yc_step_loss_params(const yc_model *m, const yc_hyp *hyp, int imgsz, float label_smoothing,
+                         yc_loss_params *lp);
+
+/* Builds and allocates the training graph for batch x h x w on the model's backend. */
+int yc_step_new(yc_step **out, yc_model *m, int batch, int h, int w, const yc_loss_params *lp);
+void yc_step_free(yc_step *s);
+
+/* images: batch x ch x h x w floats in [0, 1]; targets: nt rows (image, class, x, y, w, h). */
+int yc_step_run(yc_step *s, const float *images, const float *targets, int nt,
+                yc_loss_result *result);
+
+#endif
