@@ -45,7 +45,7 @@ int yc_error_context(int status, const char *fmt, ...)
     va_end(ap);
     memcpy(old, errmsg, sizeof old);
     if (old[0])
-        snprintf(errmsg, sizeof errmsg, "%s: %s", prefix, old);
+        snprintf(errmsg, sizeof errmsg, "%.1000s: %.1000s", prefix, old);
     else
         snprintf(errmsg, sizeof errmsg, "%s", prefix);
     return status;

@@ -43,7 +43,9 @@ void yc_loss_params_gains(yc_loss_params *lp, float hyp_box, float hyp_obj, floa
 typedef struct yc_loss_head {
     /* raw outputs (logits) */
     const float *p;
-    /* d(total loss)/dp in the same layout; every element is written (zero where no gradient).
+    /* d(total loss)/dp in the same layout; every element of the na*no*ny*nx values of each image
+     * is written (zero where no gradient); padding between images (img_stride > na*no*ny*nx) is
+     * not touched.
      * NULL computes the loss only (validation). */
     float *grad;
     /* grid size */
@@ -85,13 +87,28 @@ void yc_loss_free(yc_loss_ctx *ctx);
 
 /* build_targets for `nt` targets (rows of 6 floats: image index, class, x, y, w, h, normalised to
  * the batch image) over the levels' grids; fills sets[0..nl-1] (owned by ctx, valid until the next
- * call).  Rejects rows with a class outside [0, nc) or an image index outside [0, batch). */
+ * call; sets may be NULL).  Only heads[l].ny/nx are used.  Computed in float32 like PyTorch, so
+ * the cells, the ratio test and tbox match YOLOv5 bit for bit.  Rejects (YC_EFORMAT, message
+ * naming the row) rows with a non-finite value, a class or image index that is not an integer in
+ * [0, nc) or [0, batch), or a negative width or height. */
 int yc_loss_build_targets(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads,
                           const float *targets, int nt, const yc_target_set **sets);
 
 /* The full loss for one batch: heads[0..nl-1], targets as above.  Writes the gradient of
- * result->total into heads[l].grad when those are not NULL. */
+ * result->total into heads[l].grad when those are not NULL.  Runs the same assignment as
+ * yc_loss_build_targets (with the same checks).  Losses are accumulated in double; non-finite
+ * logits are not rejected (they make the result non-finite, for the caller to detect).
+ * Several assignments on one (b, a, gj, gi) (two targets in one cell, integer-valued centres,
+ * clamped cells: YOLOV5.md 2.2 item 4) all count in the box and class means and their gradients
+ * add up; the cell's objectness target is the CIoU of the one that comes last in assignment
+ * order, which is what PyTorch's index_put_ does on the CPU (the reference has such cells). */
 int yc_loss_compute(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, const float *targets,
                     int nt, yc_loss_result *result);
+
+/* CIoU of a predicted box and a target box, both (cx, cy, w, h), exactly as YOLOv5's
+ * bbox_iou(xywh=True, CIoU=True, eps=1e-7) (YOLOV5.md 2.4).  When dpbox is not NULL it receives
+ * d CIoU / d pbox with PyTorch's autograd conventions: alpha held constant, ties of min/max split
+ * the gradient in halves, clamp(0) passes the gradient at 0. */
+double yc_loss_ciou(const double pbox[4], const double tbox[4], double dpbox[4]);
 
 #endif

@@ -48,7 +48,10 @@ typedef struct yc_st_tensor {
 typedef struct yc_st_file yc_st_file;
 
 /* Opens and validates a file.  On failure *out is NULL and the message names the file and what
- * is wrong with it. */
+ * is wrong with it (YC_EIO: cannot be read; YC_EFORMAT: malformed; YC_EUNSUPPORTED: a valid dtype
+ * or rank yolocl does not read).  Accepted as the format allows: gaps and trailing bytes in the
+ * data section, empty tensors at any offset, unknown fields in a tensor entry.  The file stays
+ * open until yc_st_close; tensors are read with pread, so reads may run on several threads. */
 int yc_st_open(yc_st_file **out, const char *path);
 void yc_st_close(yc_st_file *f);
 
@@ -58,8 +61,9 @@ const yc_st_tensor *yc_st_get(const yc_st_file *f, int i);
 /* Tensor by name, or NULL. */
 const yc_st_tensor *yc_st_find(const yc_st_file *f, const char *name);
 
-/* Reads a tensor as float32 into dst (which holds `count` floats); converts F16, BF16, F64 and
- * the integer types.  Fails if count != numel. */
+/* Reads a tensor as float32 into dst (which holds `count` floats); converts F16 (exactly, with
+ * subnormals, infinities and NaN), BF16, F64 (rounded) and the integer types (BOOL as 0 or 1).
+ * Fails if count != numel. */
 int yc_st_read_f32(yc_st_file *f, const yc_st_tensor *t, float *dst, size_t count);
 /* Reads a tensor's raw bytes (dst holds t->end - t->begin bytes). */
 int yc_st_read_raw(yc_st_file *f, const yc_st_tensor *t, void *dst);
@@ -82,10 +86,11 @@ typedef struct yc_st_writer yc_st_writer;
 
 yc_st_writer *yc_st_writer_new(void);
 void yc_st_writer_free(yc_st_writer *w);
-/* Adds a tensor; names must be unique. */
+/* Adds a tensor (data: numel * dtype size bytes, little-endian; may be NULL when numel is 0).
+ * Names must be unique, non-empty, valid UTF-8 and not "__metadata__". */
 int yc_st_writer_add(yc_st_writer *w, const char *name, yc_st_dtype dtype, int ndim,
                      const int64_t *shape, const void *data);
-/* Adds a metadata string (copied). */
+/* Adds a metadata string (copied); keys must be unique, key and value valid UTF-8. */
 int yc_st_writer_meta(yc_st_writer *w, const char *key, const char *value);
 /* Writes everything to `path`: header padded with spaces to a multiple of 8, then the tensors
  * packed back to back in the order they were added. */

@@ -1,2 +1,212 @@
 #!/bin/sh
-exit 77
+# Command-line tests of yolocl: --help, --version, help COMMAND, usage errors and their exit
+# status (2), `devices`, and the man page.  make check runs it with YOLOCL (the built binary),
+# YOLOCL_DATA_DIR and YOLOCL_TEST_DATA set; without a binary it exits 77 (skipped).
+#
+# Adding a check: `run ARG...` runs yolocl with stdout and stderr captured, then
+# expect_status, expect_output, expect_output_re, expect_stderr and expect_stderr_empty test
+# what it did (each counts one pass or one failure).  `check STATUS ARG...` is run followed by
+# expect_status.
+
+if [ -z "${YOLOCL:-}" ] || [ ! -x "$YOLOCL" ]; then
+    echo "test_cli: SKIP: YOLOCL does not name an executable yolocl (got '${YOLOCL:-}')"
+    exit 77
+fi
+
+top=${srcdir:-$(dirname "$0")/..}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/yolocl-test-cli.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+
+passed=0
+failed=0
+last_cmd=
+last_status=
+
+# run ARG...: runs yolocl; stdout in $tmp/out, stderr in $tmp/err, status in $last_status.
+run() {
+    last_cmd="yolocl $*"
+    "$YOLOCL" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    last_status=$?
+}
+
+pass() {
+    passed=$((passed + 1))
+}
+
+# fail MESSAGE: counts a failure and shows what the last command printed.
+fail() {
+    failed=$((failed + 1))
+    printf 'FAIL: %s: %s\n' "$last_cmd" "$1"
+    printf '  exit status: %s\n  stdout:\n' "$last_status"
+    sed -n '1,20s/^/    /p' "$tmp/out"
+    printf '  stderr:\n'
+    sed -n '1,20s/^/    /p' "$tmp/err"
+}
+
+# expect_status N
+expect_status() {
+    if [ "$last_status" -eq "$1" ]; then pass; else fail "exit status $last_status, expected $1"; fi
+}
+
+# expect_output TEXT: stdout contains TEXT (a fixed string).
+expect_output() {
+    if grep -q -F -e "$1" "$tmp/out"; then pass; else fail "stdout lacks '$1'"; fi
+}
+
+# expect_output_re REGEX: a line of stdout matches the extended regular expression.
+expect_output_re() {
+    if grep -q -E -e "$1" "$tmp/out"; then pass; else fail "no stdout line matches /$1/"; fi
+}
+
+# expect_stderr TEXT: stderr contains TEXT (a fixed string).
+expect_stderr() {
+    if grep -q -F -e "$1" "$tmp/err"; then pass; else fail "stderr lacks '$1'"; fi
+}
+
+expect_stderr_empty() {
+    if [ ! -s "$tmp/err" ]; then pass; else fail "stderr is not empty"; fi
+}
+
+# check STATUS ARG...: run ARG... and expect_status STATUS.
+check() {
+    check_status=$1
+    shift
+    run "$@"
+    expect_status "$check_status"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Help and version
+
+check 0 --help
+expect_output "Usage: yolocl"
+expect_output "devices"
+expect_output "--version"
+expect_output "See yolocl(1)"
+expect_stderr_empty
+cp "$tmp/out" "$tmp/help"
+
+check 0 -h
+if cmp -s "$tmp/out" "$tmp/help"; then pass; else fail "-h differs from --help"; fi
+
+check 0 help
+if cmp -s "$tmp/out" "$tmp/help"; then pass; else fail "help differs from --help"; fi
+
+check 0 --version
+expect_output_re '^yolocl [0-9]+\.[0-9]+'
+expect_output_re '^OpenCL: (yes|no)'
+expect_output "OpenMP"
+expect_stderr_empty
+opencl_built=no
+if grep -q '^OpenCL: yes' "$tmp/out"; then opencl_built=yes; fi
+
+# Every command that --help lists has a help of its own, the same through `help COMMAND`.
+commands=$(sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z]*\) .*/\1/p' "$tmp/help")
+if [ -n "$commands" ]; then pass; else last_cmd="yolocl --help"; fail "no command list"; fi
+for c in $commands; do
+    [ "$c" = help ] && continue
+    check 0 "$c" --help
+    expect_output "Usage: yolocl $c"
+    expect_stderr_empty
+    cp "$tmp/out" "$tmp/cmdhelp"
+    check 0 help "$c"
+    if cmp -s "$tmp/out" "$tmp/cmdhelp"; then pass; else fail "differs from '$c --help'"; fi
+done
+
+# ---------------------------------------------------------------------------------------------
+# Usage errors: a message naming the problem, a hint, exit status 2
+
+check 2
+expect_stderr "missing command"
+expect_stderr "Try 'yolocl --help'."
+
+check 2 frobnicate
+expect_stderr "unknown command 'frobnicate'"
+
+check 2 help frobnicate
+expect_stderr "unknown command 'frobnicate'"
+
+check 2 --frobnicate devices
+expect_stderr "unknown option '--frobnicate'"
+
+check 2 -Z devices
+expect_stderr "unknown option '-Z'"
+
+check 2 devices --frobnicate
+expect_stderr "yolocl devices: unknown option '--frobnicate'"
+expect_stderr "Try 'yolocl devices --help'."
+
+check 2 devices --json=yes
+expect_stderr "'--json' does not take a value"
+
+check 2 devices extra
+expect_stderr "unexpected argument 'extra'"
+
+check 2 info --cfg
+expect_stderr "'--cfg' needs a value"
+
+check 2 info --cfg yolov5s --nc many
+expect_stderr "--nc"
+
+check 2 info --cfg yolov5s --img -64
+expect_stderr "--img"
+
+check 2 inspect --cfg yolov5n --weights
+expect_stderr "'--weights' needs a value"
+
+# ---------------------------------------------------------------------------------------------
+# devices
+
+check 0 devices
+expect_output_re '^cpu: '
+expect_output "fp16 storage"
+if [ "$opencl_built" = yes ]; then
+    expect_output_re '^(OpenCL platform [0-9]+: |no OpenCL platforms$)'
+else
+    expect_output "OpenCL: not in this build"
+fi
+
+check 0 devices --json
+expect_output_re '^\{"devices": \['
+expect_output '"id": "cpu"'
+if command -v python3 >/dev/null 2>&1; then
+    if python3 -c 'import json, sys; json.load(sys.stdin)' <"$tmp/out" 2>/dev/null; then
+        pass
+    else
+        fail "output is not valid JSON"
+    fi
+fi
+
+check 0 -q devices
+check 0 --verbose devices
+
+# ---------------------------------------------------------------------------------------------
+# The man page (needs mandoc; groff is checked too where installed)
+
+man_page=$top/man/yolocl.1
+if command -v mandoc >/dev/null 2>&1; then
+    last_cmd="mandoc -Tlint -W warning $man_page"
+    last_status=0
+    mandoc -Tlint -W warning "$man_page" >"$tmp/out" 2>"$tmp/err" || last_status=$?
+    if [ "$last_status" -eq 0 ] && [ ! -s "$tmp/out" ] && [ ! -s "$tmp/err" ]; then
+        pass
+    else
+        fail "man page warnings"
+    fi
+else
+    echo "test_cli: mandoc not installed: man page lint skipped"
+fi
+if command -v groff >/dev/null 2>&1; then
+    last_cmd="groff -man -ww -z $man_page"
+    last_status=0
+    groff -man -ww -z "$man_page" >"$tmp/out" 2>"$tmp/err" || last_status=$?
+    if [ "$last_status" -eq 0 ] && [ ! -s "$tmp/out" ] && [ ! -s "$tmp/err" ]; then
+        pass
+    else
+        fail "man page warnings"
+    fi
+fi
+
+echo "test_cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
