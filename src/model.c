@@ -128,6 +128,18 @@ int yc_model_new(yc_model **out, yc_model_cfg *cfg)
         m->stride[l] = 256.0f / (float)h->h;
     }
     yc_graph_free(g);
+    /* Lay the arena out group by group (biases, decayed weights, BN weights), each group a
+     * contiguous range, so optimizer steps are one op per group. */
+    size_t off = 0;
+    for (int grp = 0; grp < YC_PG_COUNT; grp++) {
+        m->group_offset[grp] = off;
+        for (int i = 0; i < m->nparams; i++)
+            if (m->params[i].group == (yc_param_group)grp) {
+                m->params[i].offset = off;
+                off += m->params[i].numel;
+            }
+        m->group_elems[grp] = off - m->group_offset[grp];
+    }
     m->num_batches = yc_calloc((size_t)(m->nbn ? m->nbn : 1), sizeof *m->num_batches, "model");
     if (!m->num_batches) {
         yc_model_free(m);

@@ -18,6 +18,7 @@ typedef enum yc_param_group {
     YC_PG_BIAS = 0,      /* every bias (BN beta, Detect conv bias): no weight decay */
     YC_PG_WEIGHT = 1,    /* conv weights: weight decay */
     YC_PG_BN_WEIGHT = 2, /* BN gamma: no weight decay */
+    YC_PG_COUNT = 3,
 } yc_param_group;
 
 #define YC_NAME_MAX 96
@@ -30,7 +31,8 @@ typedef struct yc_param {
     int shape[4];
     /* number of elements */
     size_t numel;
-    /* element offset in the parameter (and gradient) arena */
+    /* element offset in the parameter (and gradient) arena; parameters of one optimizer group
+     * are contiguous */
     size_t offset;
     /* optimizer group */
     yc_param_group group;
@@ -67,6 +69,9 @@ typedef struct yc_model {
     yc_param *params;
     /* total parameter elements */
     size_t param_elems;
+    /* the arena holds the groups one after the other: group g is elements
+     * [group_offset[g], group_offset[g] + group_elems[g]) */
+    size_t group_offset[YC_PG_COUNT], group_elems[YC_PG_COUNT];
     /* running statistics and counters in registration order */
     int nstate;
     yc_state *state;

@@ -159,6 +159,23 @@ START_TEST(yolov5s_layer_table)
     ck_assert_int_eq(groups[YC_PG_WEIGHT], 60);
     ck_assert_int_eq(groups[YC_PG_BN_WEIGHT], 57);
     ck_assert_str_eq(m->params[0].name, "model.0.conv.weight");
+    /* each optimizer group is one contiguous range of the arena, in group order */
+    size_t end = 0;
+    for (int grp = 0; grp < YC_PG_COUNT; grp++) {
+        ck_assert_uint_eq(m->group_offset[grp], end);
+        size_t n = 0;
+        for (int i = 0; i < m->nparams; i++) {
+            const yc_param *p = &m->params[i];
+            if (p->group != (yc_param_group)grp)
+                continue;
+            ck_assert(p->offset >= m->group_offset[grp]);
+            ck_assert(p->offset + p->numel <= m->group_offset[grp] + m->group_elems[grp]);
+            n += p->numel;
+        }
+        ck_assert_uint_eq(n, m->group_elems[grp]);
+        end += n;
+    }
+    ck_assert_uint_eq(end, m->param_elems);
     ck_assert_str_eq(m->anchors_name, "model.24.anchors");
     yc_model_free(m);
 }
