@@ -1,1 +1,431 @@
-/* placeholder: being written */
+/* Convolution on the CPU: forward, backward-data and backward-filter as im2col + GEMM (yc_sgemm).
+ *
+ * Per image, with CRS = C*R*S and PQ = P*Q (the column matrix col is CRS x PQ):
+ *   forward         y[K, PQ]     = W[K, CRS] * col(x)[CRS, PQ]  (+ b[k] per row)
+ *   backward-data   col[CRS, PQ] = W^T[CRS, K] * dy[K, PQ];  dx (=|+=) col2im(col)
+ *   backward-filter dW[K, CRS]  += dy[K, PQ] * col(x)^T[PQ, CRS];  db[k] += sum dy[k, :]
+ * The columns are built one block of output rows at a time (at most YC_CONV_BLOCK floats of col,
+ * so that a block stays in cache between im2col and the GEMM, and the workspace stays small);
+ * each block is one GEMM with its columns strided in y, dy or col.  A 1x1 convolution with stride 1
+ * and no padding ("direct") needs no im2col: the image (C x HW) is its own column matrix.
+ *
+ * Threading: the work is a list of items, (image, block) pairs (whole images for backward-data,
+ * whose col2im of neighbouring blocks writes the same rows of dx).  With T threads, the largest
+ * multiple of T of them is spread over the threads in one parallel region, each thread with its
+ * own column buffer and the GEMM single-threaded inside it (yc_sgemm runs on the calling thread in
+ * a parallel region): no barrier in the loop.  Forward and backward-data hand items out
+ * dynamically (every item is computed the same way whichever thread takes it, so results do not
+ * depend on scheduling; a core taken by another process slows one item, not a fixed share).
+ * Backward-filter splits them statically: thread 0 adds into dW, threads 1..T-1 into private dW
+ * partials (split-K), summed into dW in thread order at the end.  The items left over run one by
+ * one with a parallel im2col/col2im and the multi-threaded GEMM.
+ *
+ * Workspace (each buffer rounded up to 64 bytes): T column blocks, then for backward-filter T-1
+ * dW partials of K*CRS floats; one column block when every item runs alone; direct convolutions
+ * need no column block. */
+#include <omp.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "cpu_ops.h"
+#include "gemm.h"
+
+/* Floats of one column block (4 MiB): output rows are grouped so that CRS x rows*Q stays below. */
+#define YC_CONV_BLOCK ((size_t)1 << 20)
+
+/* Shapes of one convolution and its blocking. */
+typedef struct geom {
+    /* input images, channels, rows, columns */
+    int N, C, H, W;
+    /* filters and their size */
+    int K, R, S;
+    /* output rows and columns */
+    int P, Q;
+    /* strides and padding */
+    int sh, sw, ph, pw;
+    /* C*R*S, P*Q, H*W */
+    int crs, pq, hw;
+    /* 1x1, stride 1, no padding: no im2col */
+    bool direct;
+    /* output rows per block and blocks per image */
+    int rows, nblocks;
+} geom;
+
+/* How one op runs and where its buffers lie in the workspace. */
+typedef struct plan {
+    /* threads */
+    int T;
+    /* work items (images or image blocks) and how many of them run in the per-thread mode (a
+     * multiple of T; 0 when that mode is off) */
+    int items, nfull;
+    /* floats of one column block and of one dW partial (0 when not needed) */
+    size_t col, part;
+    /* workspace bytes */
+    size_t bytes;
+} plan;
+
+static geom geom_make(const yc_op *op, int N, int C, int H, int W, int K, int P, int Q)
+{
+    geom g = {.N = N, .C = C, .H = H, .W = W, .K = K, .P = P, .Q = Q};
+    g.R = op->p.conv.kh;
+    g.S = op->p.conv.kw;
+    g.sh = op->p.conv.stride_h;
+    g.sw = op->p.conv.stride_w;
+    g.ph = op->p.conv.pad_h;
+    g.pw = op->p.conv.pad_w;
+    g.crs = C * g.R * g.S;
+    g.pq = P * Q;
+    g.hw = H * W;
+    g.direct = g.R == 1 && g.S == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+    size_t row = (size_t)g.crs * (size_t)Q; /* col floats of one output row */
+    size_t rows = YC_CONV_BLOCK / row;
+    g.rows = rows < 1 ? 1 : rows > (size_t)P ? P : (int)rows;
+    g.nblocks = (P + g.rows - 1) / g.rows;
+    return g;
+}
+
+static size_t round16(size_t n)
+{
+    return (n + 15) / 16 * 16;
+}
+
+static plan plan_make(yc_op_kind kind, const geom *g, int threads)
+{
+    plan pl = {.T = threads > 0 ? threads : 1};
+    bool whole_images = kind == YC_OP_CONV2D_BWD_DATA && !g->direct;
+    pl.items = whole_images ? g->N : g->N * g->nblocks;
+    pl.col = g->direct ? 0 : round16((size_t)g->crs * (size_t)g->rows * (size_t)g->Q);
+    pl.part = kind == YC_OP_CONV2D_BWD_FILTER ? round16((size_t)g->K * (size_t)g->crs) : 0;
+    if (pl.T > 1 && pl.items >= pl.T) {
+        pl.nfull = pl.items / pl.T * pl.T;
+        pl.bytes = ((size_t)pl.T * pl.col + (size_t)(pl.T - 1) * pl.part) * sizeof(float);
+    }
+    if (pl.nfull < pl.items && pl.col * sizeof(float) > pl.bytes)
+        pl.bytes = pl.col * sizeof(float);
+    return pl;
+}
+
+/* Geometry from the op's tensors: x and dy (or y) are the activation slots of each kind. */
+static geom geom_of_op(const yc_op *op)
+{
+    const yc_tensor *x, *w, *y;
+    switch (op->kind) {
+    case YC_OP_CONV2D:
+        x = op->src[0], w = op->src[1], y = op->dst[0];
+        break;
+    case YC_OP_CONV2D_BWD_DATA:
+        x = op->dst[0], w = op->src[1], y = op->src[0];
+        break;
+    default:
+        x = op->src[0], w = op->dst[0], y = op->src[1];
+        break;
+    }
+    return geom_make(op, x->n, x->c, x->h, x->w, w->n, y->h, y->w);
+}
+
+size_t yc_cpu_conv2d_workspace(const yc_op *op, int threads)
+{
+    geom g = geom_of_op(op);
+    return plan_make(op->kind, &g, threads).bytes;
+}
+
+/* Columns q with 0 <= q*sw - pw + s < W form [*q0, *q1) (empty when *q0 == *q1). */
+static void valid_cols(const geom *g, int s, int *q0, int *q1)
+{
+    int lo = g->pw - s, hi = g->W - 1 + g->pw - s; /* q*sw in [lo, hi] */
+    int a = lo > 0 ? (lo + g->sw - 1) / g->sw : 0;
+    int b = hi >= 0 ? hi / g->sw + 1 : 0;
+    if (a > g->Q)
+        a = g->Q;
+    if (b > g->Q)
+        b = g->Q;
+    if (b < a)
+        b = a;
+    *q0 = a;
+    *q1 = b;
+}
+
+/* Output rows [*p0, *p1) of block `blk`. */
+static void block_rows(const geom *g, int blk, int *p0, int *p1)
+{
+    *p0 = blk * g->rows;
+    *p1 = *p0 + g->rows < g->P ? *p0 + g->rows : g->P;
+}
+
+/* col[row, (p - p0)*Q + q] (row stride (p1 - p0)*Q) = x (C,H,W) patches for CRS rows [r0, r1)
+ * and output rows [p0, p1); row = (c*R + r)*S + s. */
+static void im2col(const geom *g, const float *x, float *col, int p0, int p1, int r0, int r1)
+{
+    size_t ld = (size_t)(p1 - p0) * g->Q;
+    for (int row = r0; row < r1; row++) {
+        int c = row / (g->R * g->S), r = row / g->S % g->R, s = row % g->S;
+        const float *xc = x + (size_t)c * g->hw;
+        float *d = col + (size_t)row * ld;
+        int q0, q1;
+        valid_cols(g, s, &q0, &q1);
+        for (int p = p0; p < p1; p++, d += g->Q) {
+            int ih = p * g->sh - g->ph + r;
+            if (ih < 0 || ih >= g->H || q0 == q1) {
+                memset(d, 0, (size_t)g->Q * sizeof *d);
+                continue;
+            }
+            const float *xr = xc + (size_t)ih * g->W;
+            int off = s - g->pw; /* d[q] = xr[q*sw + off] */
+            memset(d, 0, (size_t)q0 * sizeof *d);
+            if (g->sw == 1) {
+                memcpy(d + q0, xr + q0 + off, (size_t)(q1 - q0) * sizeof *d);
+            } else {
+                for (int q = q0; q < q1; q++)
+                    d[q] = xr[q * g->sw + off];
+            }
+            memset(d + q1, 0, (size_t)(g->Q - q1) * sizeof *d);
+        }
+    }
+}
+
+/* dx (C,H,W) += col2im of a column block (output rows [p0, p1), layout as in im2col) for
+ * channels [c0, c1): each channel's rows write only that channel. */
+static void col2im(const geom *g, const float *col, int p0, int p1, float *dx, int c0, int c1)
+{
+    size_t ld = (size_t)(p1 - p0) * g->Q;
+    for (int c = c0; c < c1; c++) {
+        float *dc = dx + (size_t)c * g->hw;
+        for (int r = 0; r < g->R; r++) {
+            for (int s = 0; s < g->S; s++) {
+                const float *src = col + ((size_t)(c * g->R + r) * g->S + s) * ld;
+                int q0, q1;
+                valid_cols(g, s, &q0, &q1);
+                for (int p = p0; p < p1; p++, src += g->Q) {
+                    int ih = p * g->sh - g->ph + r;
+                    if (ih < 0 || ih >= g->H)
+                        continue;
+                    float *dr = dc + (size_t)ih * g->W;
+                    int off = s - g->pw; /* dr[q*sw + off] += src[q] */
+                    if (g->sw == 1) {
+                        for (int q = q0; q < q1; q++)
+                            dr[q + off] += src[q];
+                    } else {
+                        for (int q = q0; q < q1; q++)
+                            dr[q * g->sw + off] += src[q];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Builds the columns of image x for output rows [p0, p1) into col, with T threads (T == 1: the
+ * calling thread); returns the matrix to multiply (x itself for a direct conv) and its row stride. */
+static const float *columns(const geom *g, const float *x, float *col, int p0, int p1, int T, int *ld)
+{
+    if (g->direct) {
+        *ld = g->pq;
+        return x + (size_t)p0 * g->Q;
+    }
+    *ld = (p1 - p0) * g->Q;
+    if (T == 1) {
+        im2col(g, x, col, p0, p1, 0, g->crs);
+    } else {
+#pragma omp parallel for num_threads(T) schedule(static)
+        for (int row = 0; row < g->crs; row++)
+            im2col(g, x, col, p0, p1, row, row + 1);
+    }
+    return col;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Forward: y (N,K,P,Q) = conv(x (N,C,H,W), W (K,C,R,S)) + b (1,K,1,1)
+ * ------------------------------------------------------------------------------------------- */
+
+/* One block (output rows [p0, p1) of one image); T threads (1: the calling thread only). */
+static void fwd_block(const geom *g, const float *x, const float *w, const float *b, float *y, float *col,
+                      int blk, int T)
+{
+    int p0, p1, ld;
+    block_rows(g, blk, &p0, &p1);
+    const float *B = columns(g, x, col, p0, p1, T, &ld);
+    int n = (p1 - p0) * g->Q;
+    float *yb = y + (size_t)p0 * g->Q;
+    /* y[K, block] = W[K, CRS] * col[CRS, block] */
+    yc_sgemm(false, false, g->K, n, g->crs, 1.0f, w, g->crs, B, ld, 0.0f, yb, g->pq);
+    if (!b)
+        return;
+#pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
+    for (int k = 0; k < g->K; k++) {
+        float *yk = yb + (size_t)k * g->pq, bk = b[k];
+        for (int i = 0; i < n; i++)
+            yk[i] += bk;
+    }
+}
+
+void yc_cpu_conv2d_fwd(const yc_cpu_args *a)
+{
+    const yc_hv *x = &a->src[0], *y = &a->dst[0];
+    const float *w = a->src[1].p, *b = a->src[2].p;
+    geom g = geom_make(a->op, x->n, x->c, x->h, x->w, y->c, y->h, y->w);
+    plan pl = plan_make(YC_OP_CONV2D, &g, a->threads);
+    float *ws = a->ws;
+    if (pl.nfull > 0) {
+#pragma omp parallel num_threads(pl.T)
+        {
+            float *col = pl.col ? ws + (size_t)omp_get_thread_num() * pl.col : NULL;
+#pragma omp for schedule(dynamic, 1)
+            for (int it = 0; it < pl.nfull; it++) {
+                int i = it / g.nblocks;
+                fwd_block(&g, x->p + (size_t)i * x->ns, w, b, y->p + (size_t)i * y->ns, col, it % g.nblocks,
+                          1);
+            }
+        }
+    }
+    for (int it = pl.nfull; it < pl.items; it++) {
+        int i = it / g.nblocks;
+        fwd_block(&g, x->p + (size_t)i * x->ns, w, b, y->p + (size_t)i * y->ns, ws, it % g.nblocks, pl.T);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Backward-data: dx (N,C,H,W) (=|+=) conv^T(dy (N,K,P,Q), W (K,C,R,S))
+ * ------------------------------------------------------------------------------------------- */
+
+/* Direct conv, one block of columns: dx[C, block] (=|+=) W^T[C, K] * dy[K, block] */
+static void bwd_data_direct(const geom *g, const float *dy, const float *w, float *dx, int blk, int acc)
+{
+    int p0, p1;
+    block_rows(g, blk, &p0, &p1);
+    size_t off = (size_t)p0 * g->Q;
+    yc_sgemm(true, false, g->C, (p1 - p0) * g->Q, g->K, 1.0f, w, g->crs, dy + off, g->pq, acc ? 1.0f : 0.0f,
+             dx + off, g->pq);
+}
+
+/* One whole image, block by block; T threads (1: the calling thread only). */
+static void bwd_data_image(const geom *g, const float *dy, const float *w, float *dx, float *col, int acc,
+                           int T)
+{
+    for (int blk = 0; blk < g->nblocks; blk++) {
+        int p0, p1;
+        block_rows(g, blk, &p0, &p1);
+        int n = (p1 - p0) * g->Q;
+        /* col[CRS, block] = W^T[CRS, K] * dy[K, block] */
+        yc_sgemm(true, false, g->crs, n, g->K, 1.0f, w, g->crs, dy + (size_t)p0 * g->Q, g->pq, 0.0f, col, n);
+        bool zero = !acc && blk == 0;
+        if (T == 1) {
+            if (zero)
+                memset(dx, 0, (size_t)g->C * g->hw * sizeof *dx);
+            col2im(g, col, p0, p1, dx, 0, g->C);
+        } else {
+#pragma omp parallel for num_threads(T) schedule(static)
+            for (int c = 0; c < g->C; c++) {
+                if (zero)
+                    memset(dx + (size_t)c * g->hw, 0, (size_t)g->hw * sizeof *dx);
+                col2im(g, col, p0, p1, dx, c, c + 1);
+            }
+        }
+    }
+}
+
+void yc_cpu_conv2d_bwd_data(const yc_cpu_args *a)
+{
+    const yc_hv *dy = &a->src[0], *dx = &a->dst[0];
+    const float *w = a->src[1].p;
+    int acc = a->op->accumulate;
+    geom g = geom_make(a->op, dx->n, dx->c, dx->h, dx->w, dy->c, dy->h, dy->w);
+    plan pl = plan_make(YC_OP_CONV2D_BWD_DATA, &g, a->threads);
+    float *ws = a->ws;
+    if (g.direct) {
+        /* items are (image, block) pairs; the GEMM is multi-threaded outside the region */
+#pragma omp parallel for num_threads(pl.T) schedule(dynamic, 1) if (pl.nfull > 0)
+        for (int it = 0; it < pl.nfull; it++) {
+            int i = it / g.nblocks;
+            bwd_data_direct(&g, dy->p + (size_t)i * dy->ns, w, dx->p + (size_t)i * dx->ns, it % g.nblocks,
+                            acc);
+        }
+        for (int it = pl.nfull; it < pl.items; it++) {
+            int i = it / g.nblocks;
+            bwd_data_direct(&g, dy->p + (size_t)i * dy->ns, w, dx->p + (size_t)i * dx->ns, it % g.nblocks,
+                            acc);
+        }
+        return;
+    }
+    if (pl.nfull > 0) {
+#pragma omp parallel num_threads(pl.T)
+        {
+            float *col = ws + (size_t)omp_get_thread_num() * pl.col;
+#pragma omp for schedule(dynamic, 1)
+            for (int i = 0; i < pl.nfull; i++)
+                bwd_data_image(&g, dy->p + (size_t)i * dy->ns, w, dx->p + (size_t)i * dx->ns, col, acc, 1);
+        }
+    }
+    for (int i = pl.nfull; i < g.N; i++)
+        bwd_data_image(&g, dy->p + (size_t)i * dy->ns, w, dx->p + (size_t)i * dx->ns, ws, acc, pl.T);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Backward-filter: dW (K,C,R,S) += dy (N,K,P,Q) (*) x (N,C,H,W);  db (1,K,1,1) += sum dy
+ * ------------------------------------------------------------------------------------------- */
+
+/* dw[K, CRS] = beta * dw + dy[K, block] * col(x)^T[block, CRS] for one block; T threads (1: the
+ * calling thread only). */
+static void bwd_filter_block(const geom *g, const float *x, const float *dy, float *dw, float *col, int blk,
+                             float beta, int T)
+{
+    int p0, p1, ld;
+    block_rows(g, blk, &p0, &p1);
+    const float *B = columns(g, x, col, p0, p1, T, &ld);
+    yc_sgemm(false, true, g->K, g->crs, (p1 - p0) * g->Q, 1.0f, dy + (size_t)p0 * g->Q, g->pq, B, ld, beta,
+             dw, g->crs);
+}
+
+void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a)
+{
+    const yc_hv *x = &a->src[0], *dy = &a->src[1];
+    float *dw = a->dst[0].p, *db = a->dst[1].p;
+    geom g = geom_make(a->op, x->n, x->c, x->h, x->w, dy->c, dy->h, dy->w);
+    plan pl = plan_make(YC_OP_CONV2D_BWD_FILTER, &g, a->threads);
+    float *ws = a->ws;
+    size_t nw = (size_t)g.K * g.crs;
+    if (pl.nfull > 0) {
+        float *parts = ws + (size_t)pl.T * pl.col; /* partial t-1 belongs to thread t >= 1 */
+#pragma omp parallel num_threads(pl.T)
+        {
+            int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            float *col = pl.col ? ws + (size_t)t * pl.col : NULL;
+            /* thread 0 adds into dW; the others overwrite their partial with their first item
+             * (nfull >= T: every thread of the team gets at least one item) */
+            float *mine = t == 0 ? dw : parts + (size_t)(t - 1) * pl.part;
+            float beta = t == 0 ? 1.0f : 0.0f;
+#pragma omp for schedule(static)
+            for (int it = 0; it < pl.nfull; it++) {
+                int i = it / g.nblocks;
+                bwd_filter_block(&g, x->p + (size_t)i * x->ns, dy->p + (size_t)i * dy->ns, mine, col,
+                                 it % g.nblocks, beta, 1);
+                beta = 1.0f;
+            }
+#pragma omp for schedule(static)
+            for (size_t e = 0; e < nw; e++) {
+                float s = dw[e];
+                for (int u = 1; u < nt; u++)
+                    s += parts[(size_t)(u - 1) * pl.part + e];
+                dw[e] = s;
+            }
+        }
+    }
+    for (int it = pl.nfull; it < pl.items; it++) {
+        int i = it / g.nblocks;
+        bwd_filter_block(&g, x->p + (size_t)i * x->ns, dy->p + (size_t)i * dy->ns, dw, ws, it % g.nblocks,
+                         1.0f, pl.T);
+    }
+    if (db) {
+        /* db[k] += sum over images and positions of dy[k], in double */
+#pragma omp parallel for num_threads(pl.T) schedule(static) if ((size_t)g.N * g.K * g.pq > 16384)
+        for (int k = 0; k < g.K; k++) {
+            double s = 0.0;
+            for (int i = 0; i < g.N; i++) {
+                const float *d = dy->p + (size_t)i * dy->ns + (size_t)k * g.pq;
+#pragma omp simd reduction(+ : s)
+                for (int j = 0; j < g.pq; j++)
+                    s += d[j];
+            }
+            db[k] = (float)((double)db[k] + s);
+        }
+    }
+}

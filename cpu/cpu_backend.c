@@ -1,1 +1,346 @@
-/* placeholder: being written */
+/* The CPU backend (OpenMP): buffers are 64-byte aligned host memory, ops run synchronously on
+ * the calling thread plus an OpenMP team of `threads` threads.
+ *
+ * exec validates every op before it runs: yc_op_check (slots, shapes), supports (FP32 only,
+ * groups == 1), placement (a buffer, element-aligned offset, every element inside the buffer) and
+ * the workspace size.  Kernels are in the other files of cpu/ (see cpu_ops.h). */
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysinfo.h>
+
+#include "backend.h"
+#include "cpu_ops.h"
+#include "log.h"
+#include "util.h"
+
+/* Alignment of buffers (a cache line; enough for any vector load). */
+#define YC_CPU_ALIGN 64
+
+struct yc_buffer {
+    /* YC_CPU_ALIGN-aligned host memory */
+    void *data;
+    /* bytes requested */
+    size_t size;
+};
+
+typedef struct cpu_ctx {
+    /* OpenMP threads per op */
+    int threads;
+} cpu_ctx;
+
+static int ctx_threads(yc_backend *be)
+{
+    return ((cpu_ctx *)be->ctx)->threads;
+}
+
+static void cpu_free(yc_backend *be)
+{
+    free(be->ctx);
+    free(be);
+}
+
+static yc_buffer *cpu_buffer_alloc(yc_backend *be, size_t size)
+{
+    if (size > be->info.max_alloc) {
+        char a[32], b[32];
+        yc_error_status(YC_ENOMEM, "cpu: cannot allocate %s: more than the host's %s",
+                        yc_format_size(size, a, sizeof a), yc_format_size(be->info.max_alloc, b, sizeof b));
+        return NULL;
+    }
+    yc_buffer *buf = yc_malloc(sizeof *buf, "cpu buffer");
+    if (!buf)
+        return NULL;
+    size_t rounded = yc_align_up(size ? size : 1, YC_CPU_ALIGN);
+    buf->data = aligned_alloc(YC_CPU_ALIGN, rounded);
+    if (!buf->data) {
+        char a[32];
+        yc_error_status(YC_ENOMEM, "out of memory: %s for a cpu buffer", yc_format_size(size, a, sizeof a));
+        free(buf);
+        return NULL;
+    }
+    buf->size = size;
+    return buf;
+}
+
+static void cpu_buffer_free(yc_backend *be, yc_buffer *buf)
+{
+    (void)be;
+    if (!buf)
+        return;
+    free(buf->data);
+    free(buf);
+}
+
+static size_t cpu_buffer_size(yc_backend *be, const yc_buffer *buf)
+{
+    (void)be;
+    return buf ? buf->size : 0;
+}
+
+/* [offset, offset + size) lies inside buf. */
+static int check_range(const yc_buffer *buf, size_t offset, size_t size, const char *what)
+{
+    if (!buf)
+        return yc_error_status(YC_EFORMAT, "cpu: %s: no buffer", what);
+    if (offset > buf->size || size > buf->size - offset)
+        return yc_error_status(YC_EFORMAT, "cpu: %s of %zu bytes at offset %zu outside a buffer of %zu bytes",
+                               what, size, offset, buf->size);
+    return YC_OK;
+}
+
+static int cpu_buffer_write(yc_backend *be, yc_buffer *buf, size_t offset, const void *src, size_t size)
+{
+    (void)be;
+    int rc = check_range(buf, offset, size, "write");
+    if (rc == YC_OK && size)
+        memcpy((char *)buf->data + offset, src, size);
+    return rc;
+}
+
+static int cpu_buffer_read(yc_backend *be, const yc_buffer *buf, size_t offset, void *dst, size_t size)
+{
+    (void)be;
+    int rc = check_range(buf, offset, size, "read");
+    if (rc == YC_OK && size)
+        memcpy(dst, (const char *)buf->data + offset, size);
+    return rc;
+}
+
+static int cpu_buffer_memset(yc_backend *be, yc_buffer *buf, size_t offset, int byte, size_t size)
+{
+    (void)be;
+    int rc = check_range(buf, offset, size, "memset");
+    if (rc == YC_OK && size)
+        memset((char *)buf->data + offset, byte, size);
+    return rc;
+}
+
+static void *cpu_buffer_host_ptr(yc_backend *be, yc_buffer *buf)
+{
+    (void)be;
+    return buf ? buf->data : NULL;
+}
+
+static bool cpu_supports(yc_backend *be, const yc_op *op)
+{
+    (void)be;
+    if (!op || (int)op->kind < 0 || op->kind >= YC_OP_COUNT)
+        return false;
+    for (int i = 0; i < YC_OP_MAX_SRC; i++)
+        if (op->src[i] && op->src[i]->type != YC_F32)
+            return false;
+    for (int i = 0; i < YC_OP_MAX_DST; i++)
+        if (op->dst[i] && op->dst[i]->type != YC_F32)
+            return false;
+    switch (op->kind) {
+    case YC_OP_CONV2D:
+    case YC_OP_CONV2D_BWD_DATA:
+    case YC_OP_CONV2D_BWD_FILTER:
+        return op->p.conv.groups == 1;
+    default:
+        return true;
+    }
+}
+
+static size_t cpu_workspace(yc_backend *be, const yc_op *op)
+{
+    switch (op->kind) {
+    case YC_OP_CONV2D:
+    case YC_OP_CONV2D_BWD_DATA:
+    case YC_OP_CONV2D_BWD_FILTER:
+        return yc_cpu_conv2d_workspace(op, ctx_threads(be));
+    default:
+        return 0;
+    }
+}
+
+/* Resolves a placed tensor to host memory after checking that all its elements lie in its
+ * buffer at float-aligned addresses. */
+static int resolve(const yc_op *op, const yc_tensor *t, const char *slot, int i, yc_hv *hv)
+{
+    const char *kind = yc_op_kind_name(op->kind), *name = op->name ? op->name : "";
+    if (!t->buf)
+        return yc_error_status(YC_EFORMAT, "%s '%s': %s[%d] %s has no buffer", kind, name, slot, i,
+                               t->name ? t->name : "");
+    size_t img = yc_tensor_image_elems(t);
+    if (t->n > 1 && t->nstride > (SIZE_MAX / sizeof(float) - img) / (size_t)(t->n - 1))
+        return yc_error_status(YC_EFORMAT, "%s '%s': %s[%d] %s has an nstride of %zu elements", kind, name,
+                               slot, i, t->name ? t->name : "", t->nstride);
+    size_t span = t->n > 1 ? (size_t)(t->n - 1) * t->nstride + img : img;
+    if (t->offset % sizeof(float) != 0 || t->offset > t->buf->size ||
+        span > (t->buf->size - t->offset) / sizeof(float))
+        return yc_error_status(YC_EFORMAT,
+                               "%s '%s': %s[%d] %s (offset %zu, %zu elements) does not fit its buffer of "
+                               "%zu bytes or is not float-aligned",
+                               kind, name, slot, i, t->name ? t->name : "", t->offset, span, t->buf->size);
+    hv->p = (float *)((char *)t->buf->data + t->offset);
+    hv->n = t->n;
+    hv->c = t->c;
+    hv->h = t->h;
+    hv->w = t->w;
+    hv->ns = t->n > 1 ? t->nstride : img;
+    return YC_OK;
+}
+
+static int cpu_exec(yc_backend *be, const yc_op *op, yc_span ws)
+{
+    int rc = yc_op_check(op);
+    if (rc)
+        return rc;
+    const char *name = op->name ? op->name : "";
+    if (!cpu_supports(be, op))
+        return yc_error_status(YC_EUNSUPPORTED,
+                               "%s '%s': the CPU backend runs FP32 tensors and groups == 1 only",
+                               yc_op_kind_name(op->kind), name);
+    yc_cpu_args a = {.op = op, .threads = ctx_threads(be)};
+    for (int i = 0; i < YC_OP_MAX_SRC; i++)
+        if (op->src[i] && (rc = resolve(op, op->src[i], "src", i, &a.src[i])))
+            return rc;
+    for (int i = 0; i < YC_OP_MAX_DST; i++)
+        if (op->dst[i] && (rc = resolve(op, op->dst[i], "dst", i, &a.dst[i])))
+            return rc;
+    size_t need = cpu_workspace(be, op);
+    if (need) {
+        if (!ws.buf || ws.size < need || ws.offset % sizeof(float) != 0 || ws.offset > ws.buf->size ||
+            ws.size > ws.buf->size - ws.offset)
+            return yc_error_status(YC_EFORMAT,
+                                   "%s '%s': needs a float-aligned workspace of %zu bytes inside its "
+                                   "buffer, got %zu bytes at offset %zu",
+                                   yc_op_kind_name(op->kind), name, need, ws.size, ws.offset);
+        a.ws = (char *)ws.buf->data + ws.offset;
+        a.ws_size = ws.size;
+    }
+    /* yc_sgemm's own parallel regions use the default team size */
+    omp_set_num_threads(a.threads);
+    switch (op->kind) {
+    case YC_OP_CONV2D:
+        yc_cpu_conv2d_fwd(&a);
+        break;
+    case YC_OP_CONV2D_BWD_DATA:
+        yc_cpu_conv2d_bwd_data(&a);
+        break;
+    case YC_OP_CONV2D_BWD_FILTER:
+        yc_cpu_conv2d_bwd_filter(&a);
+        break;
+    case YC_OP_BN_TRAIN:
+        yc_cpu_bn_train(&a);
+        break;
+    case YC_OP_BN_EVAL:
+        yc_cpu_bn_eval(&a);
+        break;
+    case YC_OP_BN_BWD:
+        yc_cpu_bn_bwd(&a);
+        break;
+    case YC_OP_SILU:
+        yc_cpu_silu_fwd(&a);
+        break;
+    case YC_OP_SILU_BWD:
+        yc_cpu_silu_bwd(&a);
+        break;
+    case YC_OP_ADD:
+        yc_cpu_add(&a);
+        break;
+    case YC_OP_COPY:
+        yc_cpu_copy(&a);
+        break;
+    case YC_OP_FILL:
+        yc_cpu_fill(&a);
+        break;
+    case YC_OP_MAXPOOL:
+        yc_cpu_maxpool_fwd(&a);
+        break;
+    case YC_OP_MAXPOOL_BWD:
+        yc_cpu_maxpool_bwd(&a);
+        break;
+    case YC_OP_UPSAMPLE:
+        yc_cpu_upsample_fwd(&a);
+        break;
+    case YC_OP_UPSAMPLE_BWD:
+        yc_cpu_upsample_bwd(&a);
+        break;
+    case YC_OP_COUNT:
+        return yc_error_status(YC_EUNSUPPORTED, "unknown op kind");
+    }
+    return YC_OK;
+}
+
+static int cpu_synchronize(yc_backend *be)
+{
+    (void)be;
+    return YC_OK;
+}
+
+static const struct yc_backend_i cpu_iface = {
+    .name = "cpu",
+    .free = cpu_free,
+    .buffer_alloc = cpu_buffer_alloc,
+    .buffer_free = cpu_buffer_free,
+    .buffer_size = cpu_buffer_size,
+    .buffer_write = cpu_buffer_write,
+    .buffer_read = cpu_buffer_read,
+    .buffer_memset = cpu_buffer_memset,
+    .buffer_host_ptr = cpu_buffer_host_ptr,
+    .supports = cpu_supports,
+    .workspace = cpu_workspace,
+    .exec = cpu_exec,
+    .synchronize = cpu_synchronize,
+};
+
+/* MemAvailable from /proc/meminfo in bytes, 0 when unknown. */
+static size_t mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib > SIZE_MAX / 1024 ? SIZE_MAX : (size_t)kib * 1024;
+}
+
+int yc_backend_cpu_new(yc_backend **out, int threads)
+{
+    *out = NULL;
+    if (threads <= 0)
+        threads = yc_physical_cores();
+    if (threads <= 0)
+        threads = 1;
+    yc_backend *be = yc_calloc(1, sizeof *be, "cpu backend");
+    cpu_ctx *ctx = yc_calloc(1, sizeof *ctx, "cpu backend");
+    if (!be || !ctx) {
+        free(be);
+        free(ctx);
+        return YC_ENOMEM;
+    }
+    ctx->threads = threads;
+    be->iface = &cpu_iface;
+    be->ctx = ctx;
+    yc_device_info *info = &be->info;
+    info->kind = YC_DEVICE_CPU;
+    snprintf(info->name, sizeof info->name, "cpu (OpenMP, %d thread%s)", threads, threads == 1 ? "" : "s");
+    info->cl_platform = -1;
+    info->cl_device = -1;
+    struct sysinfo si;
+    if (sysinfo(&si) == 0) {
+        unsigned long long unit = si.mem_unit ? si.mem_unit : 1;
+        info->mem_total = (size_t)((unsigned long long)si.totalram * unit);
+        info->mem_free = mem_available();
+        if (!info->mem_free)
+            info->mem_free = (size_t)(((unsigned long long)si.freeram + si.bufferram) * unit);
+    }
+    info->max_alloc = info->mem_total ? info->mem_total : SIZE_MAX;
+    info->alignment = YC_CPU_ALIGN;
+    info->fp16_storage = true;
+    info->fp16_arith = false;
+    info->is_gpu = false;
+    info->compute_units = threads;
+    omp_set_num_threads(threads);
+    *out = be;
+    return YC_OK;
+}

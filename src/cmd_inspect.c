@@ -17,14 +17,17 @@
 
 static void print_usage(void)
 {
-    fputs("Usage: yolocl inspect --cfg MODEL --weights W.safetensors --batch IO.safetensors\n"
-          "                      --out OUT.safetensors [--nc N] [--hyp HYP] [--device D]\n"
+    fputs("Usage: yolocl inspect --cfg MODEL --batch IO.safetensors --out OUT.safetensors\n"
+          "                      [--weights W.safetensors | --seed N] [--nc N] [--hyp HYP]\n"
+          "                      [--device D]\n"
           "Run one training step (train-mode forward, YOLOv5 loss, backward) and write the head\n"
           "outputs, the loss and every parameter gradient to OUT.safetensors.\n"
           "\n"
           "  -c, --cfg MODEL          model config (bundled name or yaml path)\n"
           "      --nc N               number of classes (default: the yaml's nc)\n"
-          "  -w, --weights FILE       weights with YOLOv5 state-dict names (safetensors)\n"
+          "  -w, --weights FILE       weights with YOLOv5 state-dict names (safetensors);\n"
+          "                           without it the model starts from YOLOv5's random init\n"
+          "      --seed N             seed of that random init (default 0)\n"
           "  -b, --batch FILE         safetensors with `images` (B,3,H,W float32 in [0,1], RGB;\n"
           "                           also accepted under the name `input`) and `targets`\n"
           "                           (N,6: image index, class, x, y, w, h normalised)\n"
@@ -154,12 +157,13 @@ int yc_cmd_inspect(int argc, char **argv)
         {"hyp", required_argument, NULL, 'y'},
         {"label-smoothing", required_argument, NULL, 'l'},
         {"device", required_argument, NULL, 'd'},
+        {"seed", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *cfg_name = NULL, *weights = NULL, *batch = NULL, *out = NULL;
     const char *hyp_name = "hyp.scratch-low", *device = "auto";
-    int nc = 0, c, st;
+    int nc = 0, seed = 0, c, st;
     float smoothing = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":c:w:b:o:h", opts, NULL)) != -1) {
@@ -190,6 +194,10 @@ int yc_cmd_inspect(int argc, char **argv)
         case 'd':
             device = optarg;
             break;
+        case 's':
+            if ((st = yc_cli_int(cmd, "--seed", optarg, 0, 2147483647, &seed)))
+                return st;
+            break;
         case 'h':
             print_usage();
             return YC_EXIT_OK;
@@ -199,8 +207,8 @@ int yc_cmd_inspect(int argc, char **argv)
     }
     if (optind < argc)
         return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (!cfg_name || !weights || !batch || !out)
-        return yc_usage_error(cmd, "--cfg, --weights, --batch and --out are required");
+    if (!cfg_name || !batch || !out)
+        return yc_usage_error(cmd, "--cfg, --batch and --out are required");
 
     yc_hyp hyp;
     char path[1024];
@@ -219,8 +227,13 @@ int yc_cmd_inspect(int argc, char **argv)
                              b.ch, m->cfg->ch);
         goto done;
     }
-    if ((st = yc_device_open(device, 0, true, &be)) || (st = yc_model_alloc(m, be)) ||
-        (st = yc_model_load(m, weights)))
+    if ((st = yc_device_open(device, 0, true, &be)) || (st = yc_model_alloc(m, be)))
+        goto done;
+    if (weights && weights[0])
+        st = yc_model_load(m, weights);
+    else if (!(st = yc_model_init_weights(m, (uint64_t)seed)))
+        yc_info("weights: YOLOv5 random initialisation, seed %d\n", seed);
+    if (st)
         goto done;
     yc_loss_params lp;
     yc_step_loss_params(m, &hyp, b.h > b.w ? b.h : b.w, smoothing, &lp);

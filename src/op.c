@@ -1,1 +1,341 @@
-/* placeholder: being written */
+/* Op names and shape checks (see backend.h).
+ *
+ * yc_op_check validates an op without touching memory: the slots its kind uses are set and the
+ * others NULL, shapes agree with each other and with the op's parameters, parameters and their
+ * gradients are dense FP32.  Buffers are not looked at (the planner checks ops before it places
+ * tensors); backends check placement themselves before exec. */
+#include "backend.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "log.h"
+
+/* The slots an op kind uses: names for messages, and which of them may be NULL. */
+typedef struct op_sig {
+    /* yc_op_kind_name() */
+    const char *name;
+    /* role of each slot as backend.h names it; NULL: the slot is unused */
+    const char *src[YC_OP_MAX_SRC];
+    const char *dst[YC_OP_MAX_DST];
+    /* bit i set: src[i] / dst[i] may be NULL */
+    unsigned src_optional, dst_optional;
+    /* honours yc_op.accumulate */
+    bool acc;
+} op_sig;
+
+static const op_sig op_sigs[YC_OP_COUNT] = {
+    [YC_OP_CONV2D] = {"conv2d", {"x", "W", "b"}, {"y"}, 1u << 2, 0, false},
+    [YC_OP_CONV2D_BWD_DATA] = {"conv2d_bwd_data", {"dy", "W"}, {"dx"}, 0, 0, true},
+    [YC_OP_CONV2D_BWD_FILTER] = {"conv2d_bwd_filter", {"x", "dy"}, {"dW", "db"}, 0, 1u << 1, false},
+    [YC_OP_BN_TRAIN] =
+        {"bn_train", {"x", "gamma", "beta"}, {"y", "stats", "running_mean", "running_var"}, 0, 0, false},
+    [YC_OP_BN_EVAL] = {"bn_eval", {"x", "gamma", "beta", "running_mean", "running_var"}, {"y"}, 0, 0, false},
+    [YC_OP_BN_BWD] = {"bn_bwd", {"dy", "x", "gamma", "stats"}, {"dx", "dgamma", "dbeta"}, 0, 0, true},
+    [YC_OP_SILU] = {"silu", {"x"}, {"y"}, 0, 0, false},
+    [YC_OP_SILU_BWD] = {"silu_bwd", {"dy", "x"}, {"dx"}, 0, 0, true},
+    [YC_OP_ADD] = {"add", {"a", "b"}, {"y"}, 0, 0, false},
+    [YC_OP_COPY] = {"copy", {"a"}, {"y"}, 0, 0, true},
+    [YC_OP_FILL] = {"fill", {NULL}, {"y"}, 0, 0, false},
+    [YC_OP_MAXPOOL] = {"maxpool", {"x"}, {"y"}, 0, 0, false},
+    [YC_OP_MAXPOOL_BWD] = {"maxpool_bwd", {"dy", "x"}, {"dx"}, 0, 0, true},
+    [YC_OP_UPSAMPLE] = {"upsample", {"x"}, {"y"}, 0, 0, false},
+    [YC_OP_UPSAMPLE_BWD] = {"upsample_bwd", {"dy"}, {"dx"}, 0, 0, true},
+};
+
+const char *yc_op_kind_name(yc_op_kind kind)
+{
+    if ((int)kind < 0 || kind >= YC_OP_COUNT)
+        return "unknown";
+    return op_sigs[kind].name;
+}
+
+/* "(n,c,h,w)" */
+static const char *shape_str(const yc_tensor *t, char *buf, size_t len)
+{
+    snprintf(buf, len, "(%d,%d,%d,%d)", t->n, t->c, t->h, t->w);
+    return buf;
+}
+
+/* Context of one check: the op and the prefix of its messages ("conv2d 'model.0.conv'"). */
+typedef struct checker {
+    /* the op under check */
+    const yc_op *op;
+    /* "<kind>" or "<kind> '<name>'" */
+    char who[192];
+} checker;
+
+static int fail(const checker *ck, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Records "<op> '<name>': <message>" and returns YC_EFORMAT. */
+static int fail(const checker *ck, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return yc_error_status(YC_EFORMAT, "%s: %s", ck->who, msg);
+}
+
+/* Shape of `t` is (n,c,h,w); `role` names it and `why` says where the expected shape comes from. */
+static int expect_shape(const checker *ck, const char *role, const yc_tensor *t, int n, int c, int h, int w,
+                        const char *why)
+{
+    if (t->n == n && t->c == c && t->h == h && t->w == w)
+        return YC_OK;
+    char a[64], b[64];
+    yc_tensor want = {.n = n, .c = c, .h = h, .w = w};
+    return fail(ck, "%s %s should be %s (%s)", role, shape_str(t, a, sizeof a), shape_str(&want, b, sizeof b),
+                why);
+}
+
+static int expect_same(const checker *ck, const char *role, const yc_tensor *t, const char *ref_role,
+                       const yc_tensor *ref)
+{
+    if (t->n == ref->n && t->c == ref->c && t->h == ref->h && t->w == ref->w)
+        return YC_OK;
+    char a[64], b[64];
+    return fail(ck, "%s %s does not match %s %s", role, shape_str(t, a, sizeof a), ref_role,
+                shape_str(ref, b, sizeof b));
+}
+
+/* A per-channel vector (1,c,1,1). */
+static int expect_vec(const checker *ck, const char *role, const yc_tensor *t, int c, const char *ref_role)
+{
+    char why[96];
+    snprintf(why, sizeof why, "one value per channel of %s", ref_role);
+    return expect_shape(ck, role, t, 1, c, 1, 1, why);
+}
+
+/* Checks every tensor on its own: positive shape, one image addressable with int indices, known
+ * dtype, nstride large enough; parameters (`param`) must be dense FP32. */
+static int check_tensor(const checker *ck, const char *role, const yc_tensor *t, bool param)
+{
+    char s[64];
+    if (t->n < 1 || t->c < 1 || t->h < 1 || t->w < 1)
+        return fail(ck, "%s has an empty or negative shape %s", role, shape_str(t, s, sizeof s));
+    if (yc_tensor_image_elems(t) > INT_MAX)
+        return fail(ck, "%s %s: one image has more than 2^31-1 elements", role, shape_str(t, s, sizeof s));
+    if (t->type != YC_F32 && t->type != YC_F16)
+        return fail(ck, "%s has an unknown element type", role);
+    if (t->n > 1 && t->nstride < yc_tensor_image_elems(t))
+        return fail(ck, "%s %s has nstride %zu < c*h*w = %zu", role, shape_str(t, s, sizeof s), t->nstride,
+                    yc_tensor_image_elems(t));
+    if (param && t->type != YC_F32)
+        return fail(ck, "%s is a parameter, statistic or gradient and must be FP32", role);
+    if (param && !yc_tensor_dense(t))
+        return fail(ck, "%s is a parameter, statistic or gradient and must be dense", role);
+    return YC_OK;
+}
+
+/* Output size of a window op along one axis; -1 when the window does not fit. */
+static int window_out(int in, int k, int stride, int pad)
+{
+    long span = (long)in + 2L * pad - k;
+    if (span < 0)
+        return -1;
+    return (int)(span / stride + 1);
+}
+
+/* x (N,C,H,W), W (K,C/g,R,S), y (N,K,P,Q), b (1,K,1,1) or NULL. */
+static int check_conv(const checker *ck, const char *xr, const yc_tensor *x, const char *wr,
+                      const yc_tensor *w, const char *yr, const yc_tensor *y, const char *br,
+                      const yc_tensor *b)
+{
+    const yc_op *op = ck->op;
+    int kh = op->p.conv.kh, kw = op->p.conv.kw, sh = op->p.conv.stride_h, sw = op->p.conv.stride_w;
+    int ph = op->p.conv.pad_h, pw = op->p.conv.pad_w, g = op->p.conv.groups;
+    if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || ph < 0 || pw < 0 || g < 1)
+        return fail(ck, "invalid parameters: kernel %dx%d, stride %dx%d, padding %dx%d, groups %d", kh, kw,
+                    sh, sw, ph, pw, g);
+    if (w->h != kh || w->w != kw)
+        return fail(ck, "%s is %dx%d but the op says kernel %dx%d", wr, w->h, w->w, kh, kw);
+    if (x->c % g != 0 || w->n % g != 0 || w->c * g != x->c) {
+        char a[64], c[64];
+        return fail(ck, "%s %s and %s %s do not agree on input channels (groups %d)", wr,
+                    shape_str(w, a, sizeof a), xr, shape_str(x, c, sizeof c), g);
+    }
+    int P = window_out(x->h, kh, sh, ph), Q = window_out(x->w, kw, sw, pw);
+    if (P < 1 || Q < 1) {
+        char a[64];
+        return fail(ck, "kernel %dx%d with padding %dx%d does not fit %s %s", kh, kw, ph, pw, xr,
+                    shape_str(x, a, sizeof a));
+    }
+    char why[160], a[64];
+    snprintf(why, sizeof why, "%s %s, %s (%d,%d,%d,%d), stride %dx%d, padding %dx%d", xr,
+             shape_str(x, a, sizeof a), wr, w->n, w->c, w->h, w->w, sh, sw, ph, pw);
+    int rc = expect_shape(ck, yr, y, x->n, w->n, P, Q, why);
+    if (rc == YC_OK && b)
+        rc = expect_vec(ck, br, b, w->n, wr);
+    return rc;
+}
+
+static int check_kind(const checker *ck)
+{
+    const yc_op *op = ck->op;
+    const yc_tensor *const *s = op->src;
+    const yc_tensor *const *d = op->dst;
+    int rc = YC_OK;
+    switch (op->kind) {
+    case YC_OP_CONV2D:
+        return check_conv(ck, "x", s[0], "W", s[1], "y", d[0], "b", s[2]);
+    case YC_OP_CONV2D_BWD_DATA:
+        return check_conv(ck, "dx", d[0], "W", s[1], "dy", s[0], NULL, NULL);
+    case YC_OP_CONV2D_BWD_FILTER:
+        return check_conv(ck, "x", s[0], "dW", d[0], "dy", s[1], "db", d[1]);
+    case YC_OP_BN_TRAIN:
+    case YC_OP_BN_EVAL:
+    case YC_OP_BN_BWD: {
+        float eps = op->p.bn.eps, mom = op->p.bn.momentum;
+        if (!(eps >= 0.0f) || (op->kind == YC_OP_BN_TRAIN && !(mom >= 0.0f && mom <= 1.0f)))
+            return fail(ck, "invalid parameters: eps %g, momentum %g", (double)eps, (double)mom);
+        const yc_tensor *x = op->kind == YC_OP_BN_BWD ? s[1] : s[0];
+        const char *xr = "x";
+        if (op->kind == YC_OP_BN_TRAIN) {
+            if ((long)x->n * x->h * x->w < 2)
+                return fail(ck, "training batch norm needs more than one value per channel");
+            if ((rc = expect_vec(ck, "gamma", s[1], x->c, xr)) ||
+                (rc = expect_vec(ck, "beta", s[2], x->c, xr)) || (rc = expect_same(ck, "y", d[0], xr, x)) ||
+                (rc = expect_shape(ck, "stats", d[1], 2, x->c, 1, 1, "mean and 1/std per channel of x")) ||
+                (rc = expect_vec(ck, "running_mean", d[2], x->c, xr)) ||
+                (rc = expect_vec(ck, "running_var", d[3], x->c, xr)))
+                return rc;
+        } else if (op->kind == YC_OP_BN_EVAL) {
+            if ((rc = expect_vec(ck, "gamma", s[1], x->c, xr)) ||
+                (rc = expect_vec(ck, "beta", s[2], x->c, xr)) ||
+                (rc = expect_vec(ck, "running_mean", s[3], x->c, xr)) ||
+                (rc = expect_vec(ck, "running_var", s[4], x->c, xr)) ||
+                (rc = expect_same(ck, "y", d[0], xr, x)))
+                return rc;
+        } else {
+            if ((rc = expect_same(ck, "dy", s[0], xr, x)) || (rc = expect_vec(ck, "gamma", s[2], x->c, xr)) ||
+                (rc = expect_shape(ck, "stats", s[3], 2, x->c, 1, 1, "mean and 1/std per channel of x")) ||
+                (rc = expect_same(ck, "dx", d[0], xr, x)) ||
+                (rc = expect_vec(ck, "dgamma", d[1], x->c, xr)) ||
+                (rc = expect_vec(ck, "dbeta", d[2], x->c, xr)))
+                return rc;
+        }
+        return YC_OK;
+    }
+    case YC_OP_SILU:
+    case YC_OP_COPY:
+        return expect_same(ck, "y", d[0], op->kind == YC_OP_SILU ? "x" : "a", s[0]);
+    case YC_OP_SILU_BWD:
+        if ((rc = expect_same(ck, "dy", s[0], "x", s[1])))
+            return rc;
+        return expect_same(ck, "dx", d[0], "x", s[1]);
+    case YC_OP_ADD:
+        if ((rc = expect_same(ck, "b", s[1], "a", s[0])))
+            return rc;
+        return expect_same(ck, "y", d[0], "a", s[0]);
+    case YC_OP_FILL:
+        return YC_OK;
+    case YC_OP_MAXPOOL:
+    case YC_OP_MAXPOOL_BWD: {
+        int k = op->p.pool.k, st = op->p.pool.stride, pad = op->p.pool.pad;
+        const yc_tensor *x = op->kind == YC_OP_MAXPOOL ? s[0] : s[1];
+        if (k < 1 || st < 1 || pad < 0 || pad > k / 2)
+            return fail(ck,
+                        "invalid parameters: kernel %d, stride %d, padding %d (padding must be at most "
+                        "half the kernel)",
+                        k, st, pad);
+        int P = window_out(x->h, k, st, pad), Q = window_out(x->w, k, st, pad);
+        char a[64];
+        if (P < 1 || Q < 1)
+            return fail(ck, "kernel %d with padding %d does not fit x %s", k, pad, shape_str(x, a, sizeof a));
+        char why[128];
+        snprintf(why, sizeof why, "x %s, kernel %d, stride %d, padding %d", shape_str(x, a, sizeof a), k, st,
+                 pad);
+        if (op->kind == YC_OP_MAXPOOL)
+            return expect_shape(ck, "y", d[0], x->n, x->c, P, Q, why);
+        if ((rc = expect_shape(ck, "dy", s[0], x->n, x->c, P, Q, why)))
+            return rc;
+        return expect_same(ck, "dx", d[0], "x", x);
+    }
+    case YC_OP_UPSAMPLE:
+    case YC_OP_UPSAMPLE_BWD: {
+        int f = op->p.up.factor;
+        const yc_tensor *lo = op->kind == YC_OP_UPSAMPLE ? s[0] : d[0];
+        const yc_tensor *hi = op->kind == YC_OP_UPSAMPLE ? d[0] : s[0];
+        const char *lr = op->kind == YC_OP_UPSAMPLE ? "x" : "dx";
+        const char *hr = op->kind == YC_OP_UPSAMPLE ? "y" : "dy";
+        char a[64], why[128];
+        if (f < 1 || (long)lo->h * f > 1L << 30 || (long)lo->w * f > 1L << 30)
+            return fail(ck, "invalid factor %d", f);
+        snprintf(why, sizeof why, "%s %s upsampled by %d", lr, shape_str(lo, a, sizeof a), f);
+        return expect_shape(ck, hr, hi, lo->n, lo->c, lo->h * f, lo->w * f, why);
+    }
+    case YC_OP_COUNT:
+        break;
+    }
+    return fail(ck, "unknown op kind");
+}
+
+/* Which slots hold parameters, statistics or parameter gradients (dense FP32 only). */
+static bool is_param_slot(yc_op_kind kind, bool dst, int i)
+{
+    switch (kind) {
+    case YC_OP_CONV2D:
+        return !dst && i >= 1;
+    case YC_OP_CONV2D_BWD_DATA:
+        return !dst && i == 1;
+    case YC_OP_CONV2D_BWD_FILTER:
+        return dst;
+    case YC_OP_BN_TRAIN:
+        return i >= 1;
+    case YC_OP_BN_EVAL:
+        return !dst && i >= 1;
+    case YC_OP_BN_BWD:
+        return dst ? i >= 1 : i >= 2;
+    default:
+        return false;
+    }
+}
+
+int yc_op_check(const yc_op *op)
+{
+    if (!op)
+        return yc_error_status(YC_EFORMAT, "op is NULL");
+    checker ck = {.op = op};
+    const char *kname = yc_op_kind_name(op->kind);
+    if (op->name)
+        snprintf(ck.who, sizeof ck.who, "%s '%s'", kname, op->name);
+    else
+        snprintf(ck.who, sizeof ck.who, "%s", kname);
+    if ((int)op->kind < 0 || op->kind >= YC_OP_COUNT)
+        return fail(&ck, "unknown op kind %d", (int)op->kind);
+    const op_sig *sig = &op_sigs[op->kind];
+    if (op->accumulate != 0 && op->accumulate != 1)
+        return fail(&ck, "accumulate is %d (must be 0 or 1)", op->accumulate);
+    if (op->accumulate && !sig->acc)
+        return fail(&ck, "accumulate is set but this op always overwrites its output");
+    for (int i = 0; i < YC_OP_MAX_SRC; i++) {
+        const char *role = sig->src[i];
+        const yc_tensor *t = op->src[i];
+        if (!role && t)
+            return fail(&ck, "src[%d] is set but unused by this op", i);
+        if (role && !t && !(sig->src_optional & (1u << i)))
+            return fail(&ck, "src[%d] (%s) is missing", i, role);
+        if (t) {
+            int rc = check_tensor(&ck, role, t, is_param_slot(op->kind, false, i));
+            if (rc)
+                return rc;
+        }
+    }
+    for (int i = 0; i < YC_OP_MAX_DST; i++) {
+        const char *role = sig->dst[i];
+        const yc_tensor *t = op->dst[i];
+        if (!role && t)
+            return fail(&ck, "dst[%d] is set but unused by this op", i);
+        if (role && !t && !(sig->dst_optional & (1u << i)))
+            return fail(&ck, "dst[%d] (%s) is missing", i, role);
+        if (t) {
+            int rc = check_tensor(&ck, role, t, is_param_slot(op->kind, true, i));
+            if (rc)
+                return rc;
+        }
+    }
+    return check_kind(&ck);
+}

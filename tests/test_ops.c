@@ -1,1 +1,1670 @@
-int main(void) { return 77; }
+/* Tests of the ops (src/backend.h) and the CPU backend, after ggml's test-backend-ops:
+ *
+ *  1. finite differences: every naive backward of tests/ref_ops.c against its naive forward, in
+ *     double (central differences);
+ *  2. a table of cases (every op, several shapes and parameters, batch 1 and more, accumulate 0
+ *     and 1, tensors as views with nstride > c*h*w) run on every backend in `backends` and
+ *     compared with the naive reference (normalised error max|a-b| / max|b| under a per-op
+ *     tolerance); every tensor sits in its own buffer between guard bytes, which must be
+ *     untouched afterwards, as must the gaps between the images of views, the inputs, and the
+ *     guards around the workspace.  Outputs start as NaN unless the op reads them (accumulate),
+ *     so an op that reads what it should overwrite fails;
+ *  3. batch-norm running statistics against values worked out by hand;
+ *  4. the vectorised exp over a sweep of all floats, SiLU and its gradient over a wide range and
+ *     at inf, NaN and huge inputs;
+ *  5. max-pool tie-breaking (first maximum, NaN as maximum, windows of -inf);
+ *  and the op checker, buffers, tensor get/set with nstride, device info, error paths. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "cpu_ops.h"
+#include "log.h"
+#include "ref_ops.h"
+#include "rng.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Backends under test.  A backend that is not available here (no device) is skipped.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct backend_entry {
+    const char *name;
+    int (*create)(yc_backend **out, int arg);
+    int arg;
+} backend_entry;
+
+static int create_cpu(yc_backend **out, int threads)
+{
+    return yc_backend_cpu_new(out, threads);
+}
+
+static const backend_entry backends[] = {
+    {"cpu", create_cpu, 0},          /* default threads (physical cores) */
+    {"cpu-3threads", create_cpu, 3}, /* another team size: other image splits in conv */
+};
+#define NBACKENDS ((int)(sizeof backends / sizeof backends[0]))
+
+/* Creates backend `i`; NULL when it does not exist on this machine. */
+static yc_backend *backend_open(int i)
+{
+    yc_backend *be = NULL;
+    int rc = backends[i].create(&be, backends[i].arg);
+    if (rc == YC_EUNSUPPORTED || rc == YC_EDEVICE)
+        return NULL;
+    ck_assert_msg(rc == YC_OK && be, "creating backend %s: %s", backends[i].name, yc_last_error());
+    return be;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Small helpers.
+ * ------------------------------------------------------------------------------------------- */
+
+/* ck_assert_msg for inner loops: Check records the location of every passing ck_assert (a write
+ * to its message file), which costs seconds over millions of elements; this only acts on failure. */
+#define CHECK(cond, ...)                                                                                     \
+    do {                                                                                                     \
+        if (!(cond))                                                                                         \
+            ck_abort_msg(__VA_ARGS__);                                                                       \
+    } while (0)
+static double *dalloc(size_t n)
+{
+    double *p = calloc(n ? n : 1, sizeof *p);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+static float *falloc(size_t n)
+{
+    float *p = calloc(n ? n : 1, sizeof *p);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+static uint32_t fbits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float bitsf(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* max|a - b| / max(max|b|, floor, tiny); infinite when a NaN appears on one side only */
+static double norm_err(const double *a, const double *b, size_t n, double floor)
+{
+    double num = 0.0, den = floor > 1e-30 ? floor : 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) != isnan(b[i]))
+            return INFINITY;
+        if (isnan(b[i]))
+            continue;
+        double d = fabs(a[i] - b[i]);
+        if (d > num)
+            num = d;
+        if (fabs(b[i]) > den)
+            den = fabs(b[i]);
+    }
+    return num / den;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 1. Finite differences of the naive reference (double).  L = sum(g * forward(...)).
+ * ------------------------------------------------------------------------------------------- */
+typedef double (*loss_fn)(void *ctx);
+
+/* Compares analytic dL/dv with central differences over every element of v. */
+static double fd_check(double *v, size_t n, const double *analytic, double h, loss_fn f, void *ctx)
+{
+    double *num = dalloc(n);
+    for (size_t i = 0; i < n; i++) {
+        double o = v[i];
+        v[i] = o + h;
+        double lp = f(ctx);
+        v[i] = o - h;
+        double lm = f(ctx);
+        v[i] = o;
+        num[i] = (lp - lm) / (2.0 * h);
+    }
+    double e = norm_err(analytic, num, n, 0.0);
+    free(num);
+    return e;
+}
+
+static void fill_uniform(yc_rng *r, double *v, size_t n, double lo, double hi)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = yc_rng_range(r, lo, hi);
+}
+
+static double dot(const double *a, const double *b, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+typedef struct conv_fd {
+    ref_conv g;
+    double *x, *w, *b, *gy, *y;
+} conv_fd;
+
+static double conv_loss(void *ctx)
+{
+    conv_fd *c = ctx;
+    ref_conv2d_fwd(&c->g, c->x, c->w, c->b, c->y);
+    return dot(c->gy, c->y, (size_t)c->g.N * c->g.K * ref_conv_P(&c->g) * ref_conv_Q(&c->g));
+}
+
+START_TEST(fd_conv)
+{
+    static const ref_conv geoms[] = {
+        {2, 3, 7, 6, 4, 3, 3, 2, 2, 1, 1}, /* 3x3 s2 p1 */
+        {1, 2, 9, 8, 3, 6, 6, 2, 2, 2, 2}, /* 6x6 s2 p2 */
+        {2, 3, 5, 4, 2, 3, 3, 1, 1, 1, 1}, /* 3x3 s1 p1 */
+        {2, 4, 3, 5, 3, 1, 1, 1, 1, 0, 0}, /* 1x1 */
+        {1, 2, 7, 5, 2, 5, 3, 2, 1, 2, 0}, /* 5x3, strides 2x1, padding 2x0 */
+    };
+    yc_rng r;
+    yc_rng_seed(&r, 11, 1);
+    for (size_t gi = 0; gi < sizeof geoms / sizeof geoms[0]; gi++) {
+        conv_fd c = {.g = geoms[gi]};
+        const ref_conv *g = &c.g;
+        size_t nx = (size_t)g->N * g->C * g->H * g->W, nw = (size_t)g->K * g->C * g->R * g->S;
+        size_t ny = (size_t)g->N * g->K * ref_conv_P(g) * ref_conv_Q(g);
+        c.x = dalloc(nx), c.w = dalloc(nw), c.b = dalloc(g->K), c.gy = dalloc(ny), c.y = dalloc(ny);
+        fill_uniform(&r, c.x, nx, -1, 1);
+        fill_uniform(&r, c.w, nw, -1, 1);
+        fill_uniform(&r, c.b, g->K, -1, 1);
+        fill_uniform(&r, c.gy, ny, -1, 1);
+        double *dx = dalloc(nx), *dw = dalloc(nw), *db = dalloc(g->K);
+        ref_conv2d_bwd_data(g, c.gy, c.w, dx);
+        ref_conv2d_bwd_filter(g, c.x, c.gy, dw, db);
+        /* L is linear in each argument: central differences are exact up to rounding */
+        double ex = fd_check(c.x, nx, dx, 1e-3, conv_loss, &c);
+        double ew = fd_check(c.w, nw, dw, 1e-3, conv_loss, &c);
+        double eb = fd_check(c.b, g->K, db, 1e-3, conv_loss, &c);
+        ck_assert_msg(ex < 1e-9 && ew < 1e-9 && eb < 1e-9, "conv geometry %zu: dx %g dW %g db %g", gi, ex, ew,
+                      eb);
+        free(c.x), free(c.w), free(c.b), free(c.gy), free(c.y), free(dx), free(dw), free(db);
+    }
+}
+END_TEST
+
+typedef struct bn_fd {
+    int N, C, HW;
+    double eps;
+    double *x, *gamma, *beta, *gy, *y, *mean, *var;
+} bn_fd;
+
+static double bn_loss(void *ctx)
+{
+    bn_fd *b = ctx;
+    ref_bn_train(b->x, b->N, b->C, b->HW, b->gamma, b->beta, b->eps, b->y, b->mean, b->var);
+    return dot(b->gy, b->y, (size_t)b->N * b->C * b->HW);
+}
+
+START_TEST(fd_bn)
+{
+    yc_rng r;
+    yc_rng_seed(&r, 12, 1);
+    bn_fd b = {.N = 3, .C = 4, .HW = 5, .eps = 1e-3};
+    size_t n = (size_t)b.N * b.C * b.HW;
+    b.x = dalloc(n), b.gy = dalloc(n), b.y = dalloc(n);
+    b.gamma = dalloc(b.C), b.beta = dalloc(b.C), b.mean = dalloc(b.C), b.var = dalloc(b.C);
+    fill_uniform(&r, b.x, n, -2, 3);
+    fill_uniform(&r, b.gy, n, -1, 1);
+    fill_uniform(&r, b.gamma, b.C, 0.5, 1.5);
+    fill_uniform(&r, b.beta, b.C, -1, 1);
+    double *dx = dalloc(n), *dg = dalloc(b.C), *dbeta = dalloc(b.C), *invstd = dalloc(b.C);
+    bn_loss(&b);
+    for (int c = 0; c < b.C; c++)
+        invstd[c] = 1.0 / sqrt(b.var[c] + b.eps);
+    ref_bn_bwd(b.gy, b.x, b.N, b.C, b.HW, b.gamma, b.mean, invstd, dx, dg, dbeta);
+    double ex = fd_check(b.x, n, dx, 1e-5, bn_loss, &b);
+    double eg = fd_check(b.gamma, b.C, dg, 1e-5, bn_loss, &b);
+    double eb = fd_check(b.beta, b.C, dbeta, 1e-5, bn_loss, &b);
+    ck_assert_msg(ex < 1e-7 && eg < 1e-7 && eb < 1e-7, "bn: dx %g dgamma %g dbeta %g", ex, eg, eb);
+    free(b.x), free(b.gy), free(b.y), free(b.gamma), free(b.beta), free(b.mean), free(b.var);
+    free(dx), free(dg), free(dbeta), free(invstd);
+}
+END_TEST
+
+typedef struct simple_fd {
+    /* forward of the op under test on x into y (n_out values) */
+    void (*fwd)(const struct simple_fd *s);
+    double *x, *gy, *y;
+    size_t nx, ny;
+    int N, C, H, W, k, stride, pad, f;
+} simple_fd;
+
+static double simple_loss(void *ctx)
+{
+    simple_fd *s = ctx;
+    s->fwd(s);
+    return dot(s->gy, s->y, s->ny);
+}
+
+static void silu_fwd_fd(const simple_fd *s)
+{
+    ref_silu(s->x, s->nx, s->y);
+}
+
+static void pool_fwd_fd(const simple_fd *s)
+{
+    ref_maxpool_fwd(s->x, s->N, s->C, s->H, s->W, s->k, s->stride, s->pad, s->y);
+}
+
+static void up_fwd_fd(const simple_fd *s)
+{
+    ref_upsample_fwd(s->x, s->N, s->C, s->H, s->W, s->f, s->y);
+}
+
+START_TEST(fd_silu)
+{
+    yc_rng r;
+    yc_rng_seed(&r, 13, 1);
+    simple_fd s = {.fwd = silu_fwd_fd, .nx = 200, .ny = 200};
+    s.x = dalloc(s.nx), s.gy = dalloc(s.ny), s.y = dalloc(s.ny);
+    fill_uniform(&r, s.x, s.nx, -12, 12);
+    fill_uniform(&r, s.gy, s.ny, -1, 1);
+    double *dx = dalloc(s.nx);
+    ref_silu_bwd(s.gy, s.x, s.nx, dx);
+    double e = fd_check(s.x, s.nx, dx, 1e-5, simple_loss, &s);
+    ck_assert_msg(e < 1e-8, "silu: %g", e);
+    free(s.x), free(s.gy), free(s.y), free(dx);
+}
+END_TEST
+
+START_TEST(fd_maxpool)
+{
+    static const int params[][3] = {{5, 1, 2}, {2, 2, 0}, {3, 2, 1}, {3, 1, 1}};
+    yc_rng r;
+    yc_rng_seed(&r, 14, 1);
+    for (size_t pi = 0; pi < sizeof params / sizeof params[0]; pi++) {
+        simple_fd s = {.fwd = pool_fwd_fd, .N = 2, .C = 2, .H = 7, .W = 6};
+        s.k = params[pi][0], s.stride = params[pi][1], s.pad = params[pi][2];
+        int P = ref_pool_out(s.H, s.k, s.stride, s.pad), Q = ref_pool_out(s.W, s.k, s.stride, s.pad);
+        s.nx = (size_t)s.N * s.C * s.H * s.W, s.ny = (size_t)s.N * s.C * P * Q;
+        s.x = dalloc(s.nx), s.gy = dalloc(s.ny), s.y = dalloc(s.ny);
+        /* distinct values 0.01 apart (a random permutation): no ties within 2h */
+        for (size_t i = 0; i < s.nx; i++)
+            s.x[i] = 0.01 * (double)i;
+        for (size_t i = s.nx - 1; i > 0; i--) {
+            size_t j = yc_rng_below(&r, (uint32_t)(i + 1));
+            double t = s.x[i];
+            s.x[i] = s.x[j], s.x[j] = t;
+        }
+        fill_uniform(&r, s.gy, s.ny, -1, 1);
+        double *dx = dalloc(s.nx);
+        ref_maxpool_bwd(s.gy, s.x, s.N, s.C, s.H, s.W, s.k, s.stride, s.pad, dx);
+        double e = fd_check(s.x, s.nx, dx, 1e-4, simple_loss, &s);
+        ck_assert_msg(e < 1e-9, "maxpool k%d s%d p%d: %g", s.k, s.stride, s.pad, e);
+        free(s.x), free(s.gy), free(s.y), free(dx);
+    }
+}
+END_TEST
+
+START_TEST(fd_upsample)
+{
+    yc_rng r;
+    yc_rng_seed(&r, 15, 1);
+    for (int f = 1; f <= 3; f++) {
+        simple_fd s = {.fwd = up_fwd_fd, .N = 2, .C = 3, .H = 4, .W = 3, .f = f};
+        s.nx = (size_t)s.N * s.C * s.H * s.W, s.ny = s.nx * f * f;
+        s.x = dalloc(s.nx), s.gy = dalloc(s.ny), s.y = dalloc(s.ny);
+        fill_uniform(&r, s.x, s.nx, -1, 1);
+        fill_uniform(&r, s.gy, s.ny, -1, 1);
+        double *dx = dalloc(s.nx);
+        ref_upsample_bwd(s.gy, s.N, s.C, s.H, s.W, f, dx);
+        double e = fd_check(s.x, s.nx, dx, 1e-3, simple_loss, &s);
+        ck_assert_msg(e < 1e-9, "upsample f%d: %g", f, e);
+        free(s.x), free(s.gy), free(s.y), free(dx);
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * 2. The table of cases, on every backend.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct op_case {
+    yc_op_kind kind;
+    /* the op's input x (N,C,H,W); for backward ops, the forward input */
+    int n, c, h, w;
+    /* conv: filters, window, strides, padding.  maxpool: kh = kernel, sh = stride, ph = padding.
+     * upsample: kh = factor.  bn: kh = 0 for (eps 1e-3, momentum 0.03), 1 for (1e-5, 0.1). */
+    int k, kh, kw, sh, sw, ph, pw;
+    /* conv: with b (forward) or db (backward-filter) */
+    int bias;
+    /* op->accumulate */
+    int acc;
+    /* activations are views: nstride > c*h*w and offsets that are not 64-byte aligned */
+    int view;
+    /* inputs drawn from {-1, -0.5, 0, 0.5, 1} (max-pool ties) */
+    int ties;
+} op_case;
+
+#define MAX_CASES 600
+static op_case cases[MAX_CASES];
+static int ncases;
+
+static void add_case(op_case c)
+{
+    if (ncases >= MAX_CASES) {
+        fprintf(stderr, "test_ops: more than %d cases: raise MAX_CASES\n", MAX_CASES);
+        exit(EXIT_FAILURE);
+    }
+    cases[ncases++] = c;
+}
+
+/* Sets a case's x to (n, chw[0], chw[1], chw[2]). */
+static void set_shape(op_case *c, int n, const int *chw)
+{
+    c->n = n;
+    c->c = chw[0];
+    c->h = chw[1];
+    c->w = chw[2];
+}
+
+/* Fills `cases`: every op over shapes, parameters and the accumulate/view/batch variants. */
+static void build_cases(void)
+{
+    /* -, c, h, w, K, kh, kw, sh, sw, ph, pw (the batch comes from the variants) */
+    static const int convs[][11] = {
+        {0, 3, 13, 12, 4, 6, 6, 2, 2, 2, 2},   /* the YOLOv5 stem: 6x6 s2 p2 */
+        {0, 5, 9, 8, 6, 3, 3, 2, 2, 1, 1},     /* 3x3 s2 p1 (downsampling) */
+        {0, 4, 7, 7, 5, 3, 3, 1, 1, 1, 1},     /* 3x3 s1 p1 (bottlenecks) */
+        {0, 6, 5, 7, 3, 1, 1, 1, 1, 0, 0},     /* 1x1: no im2col */
+        {0, 2, 7, 5, 3, 3, 3, 1, 1, 0, 0},     /* 3x3 without padding, odd sizes */
+        {0, 3, 9, 6, 2, 5, 3, 2, 1, 2, 0},     /* asymmetric window, strides and padding */
+        {0, 4, 6, 5, 3, 1, 1, 2, 2, 0, 0},     /* 1x1 with stride 2: im2col */
+        {0, 16, 20, 19, 24, 3, 3, 1, 1, 1, 1}, /* larger: several GEMM blocks */
+        /* more than one column block per image (cpu/conv.c: YC_CONV_BLOCK = 2^20 floats) */
+        {0, 16, 90, 90, 3, 3, 3, 1, 1, 1, 1},
+        {0, 8, 130, 129, 3, 6, 6, 2, 2, 2, 2},
+        {0, 64, 130, 130, 3, 1, 1, 1, 1, 0, 0},
+    };
+    /* batch, bias, accumulate, view */
+    static const int variants[][4] = {{1, 1, 0, 0}, {3, 0, 1, 1}, {3, 1, 0, 1}, {4, 1, 1, 0}, {2, 0, 0, 0}};
+    static const yc_op_kind conv_kinds[] = {YC_OP_CONV2D, YC_OP_CONV2D_BWD_DATA, YC_OP_CONV2D_BWD_FILTER};
+    for (size_t g = 0; g < sizeof convs / sizeof convs[0]; g++)
+        for (size_t k = 0; k < 3; k++)
+            for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+                const int *p = convs[g];
+                if (p[1] * p[5] * p[6] * p[2] * p[3] > 1 << 20 && (v == 0 || v == 3 || v == 4))
+                    continue; /* the big ones: two variants are enough */
+                op_case c = {
+                    .kind = conv_kinds[k], .k = p[4], .kh = p[5], .kw = p[6], .sh = p[7], .sw = p[8]};
+                set_shape(&c, variants[v][0], p + 1);
+                c.ph = p[9], c.pw = p[10], c.bias = variants[v][1], c.view = variants[v][3];
+                c.acc = conv_kinds[k] == YC_OP_CONV2D_BWD_DATA ? variants[v][2] : 0;
+                add_case(c);
+            }
+
+    /* batch norm: shapes x (acc, view) x parameter sets */
+    static const int bns[][4] = {{3, 5, 7, 6}, {1, 3, 1, 2}, {2, 4, 1, 1}, {3, 6, 30, 31}};
+    static const yc_op_kind bn_kinds[] = {YC_OP_BN_TRAIN, YC_OP_BN_EVAL, YC_OP_BN_BWD};
+    for (size_t s = 0; s < sizeof bns / sizeof bns[0]; s++)
+        for (size_t k = 0; k < 3; k++)
+            for (int v = 0; v < 4; v++) {
+                op_case c = {.kind = bn_kinds[k]};
+                set_shape(&c, bns[s][0], bns[s] + 1);
+                c.acc = bn_kinds[k] == YC_OP_BN_BWD ? v & 1 : 0;
+                c.view = v >> 1 & 1;
+                c.kh = (int)(s + v) & 1;
+                add_case(c);
+            }
+
+    /* elementwise: shapes x kinds x (acc, view) */
+    static const int ews[][4] = {{3, 4, 5, 7}, {1, 1, 1, 1}, {1, 3, 2, 9}, {3, 8, 40, 41}};
+    static const yc_op_kind ew_kinds[] = {YC_OP_SILU, YC_OP_SILU_BWD, YC_OP_ADD, YC_OP_COPY, YC_OP_FILL};
+    for (size_t s = 0; s < sizeof ews / sizeof ews[0]; s++)
+        for (size_t k = 0; k < sizeof ew_kinds / sizeof ew_kinds[0]; k++)
+            for (int v = 0; v < 4; v++) {
+                yc_op_kind kind = ew_kinds[k];
+                bool acc_op = kind == YC_OP_SILU_BWD || kind == YC_OP_COPY;
+                if (!acc_op && (v & 1))
+                    continue;
+                op_case c = {.kind = kind};
+                set_shape(&c, ews[s][0], ews[s] + 1);
+                c.acc = v & 1;
+                c.view = v >> 1 & 1;
+                add_case(c);
+            }
+
+    /* max pooling: kernel, stride, padding x shapes x (acc, view, ties) */
+    static const int pools[][3] = {{5, 1, 2}, {2, 2, 0}, {3, 2, 1}, {3, 1, 1}, {1, 1, 0}, {3, 3, 0}};
+    static const int pshapes[][4] = {{3, 4, 7, 6}, {1, 2, 5, 9}, {3, 4, 33, 31}};
+    for (size_t p = 0; p < sizeof pools / sizeof pools[0]; p++)
+        for (size_t s = 0; s < sizeof pshapes / sizeof pshapes[0]; s++)
+            for (int k = 0; k < 2; k++)
+                for (int v = 0; v < 4; v++) {
+                    op_case c = {.kind = k ? YC_OP_MAXPOOL_BWD : YC_OP_MAXPOOL};
+                    set_shape(&c, pshapes[s][0], pshapes[s] + 1);
+                    c.kh = pools[p][0], c.sh = pools[p][1], c.ph = pools[p][2];
+                    c.acc = k ? v & 1 : 0;
+                    c.view = v >> 1 & 1;
+                    c.ties = (v == 0 || v == 3);
+                    add_case(c);
+                }
+
+    /* nearest upsampling: factor x shapes x (acc, view) */
+    static const int ups[][4] = {{3, 4, 5, 6}, {1, 2, 3, 1}, {2, 5, 21, 20}};
+    for (int f = 1; f <= 3; f++)
+        for (size_t s = 0; s < sizeof ups / sizeof ups[0]; s++)
+            for (int k = 0; k < 2; k++)
+                for (int v = 0; v < 4; v++) {
+                    if (!k && (v & 1))
+                        continue;
+                    op_case c = {.kind = k ? YC_OP_UPSAMPLE_BWD : YC_OP_UPSAMPLE, .kh = f};
+                    set_shape(&c, ups[s][0], ups[s] + 1);
+                    c.acc = v & 1;
+                    c.view = v >> 1 & 1;
+                    add_case(c);
+                }
+}
+
+static float bn_eps(const op_case *c)
+{
+    return c->kh ? 1e-5f : 1e-3f;
+}
+
+static float bn_momentum(const op_case *c)
+{
+    return c->kh ? 0.1f : 0.03f;
+}
+
+static const char *case_label(const op_case *c, char *buf, size_t len)
+{
+    char par[96] = "";
+    switch (c->kind) {
+    case YC_OP_CONV2D:
+    case YC_OP_CONV2D_BWD_DATA:
+    case YC_OP_CONV2D_BWD_FILTER:
+        snprintf(par, sizeof par, " K%d %dx%d s%dx%d p%dx%d%s", c->k, c->kh, c->kw, c->sh, c->sw, c->ph,
+                 c->pw, c->bias ? " bias" : "");
+        break;
+    case YC_OP_BN_TRAIN:
+    case YC_OP_BN_EVAL:
+    case YC_OP_BN_BWD:
+        snprintf(par, sizeof par, " eps %g momentum %g", (double)bn_eps(c), (double)bn_momentum(c));
+        break;
+    case YC_OP_MAXPOOL:
+    case YC_OP_MAXPOOL_BWD:
+        snprintf(par, sizeof par, " k%d s%d p%d%s", c->kh, c->sh, c->ph, c->ties ? " ties" : "");
+        break;
+    case YC_OP_UPSAMPLE:
+    case YC_OP_UPSAMPLE_BWD:
+        snprintf(par, sizeof par, " f%d", c->kh);
+        break;
+    default:
+        break;
+    }
+    snprintf(buf, len, "%s x(%d,%d,%d,%d)%s%s%s", yc_op_kind_name(c->kind), c->n, c->c, c->h, c->w, par,
+             c->acc ? " acc" : "", c->view ? " view" : "");
+    return buf;
+}
+
+/* What a tensor of a case is. */
+enum role {
+    R_IN,    /* read only: must be unchanged */
+    R_OUT,   /* overwritten: starts as NaN */
+    R_ACC,   /* honours accumulate: starts as NaN (acc 0) or values (acc 1) */
+    R_PGRAD, /* parameter gradient: always added to */
+    R_RW,    /* read and written (running statistics) */
+};
+enum init {
+    I_UNIFORM, /* uniform in [-1, 1) (or ties values) */
+    I_POS,     /* uniform in [0.5, 1.5) */
+    I_WIDE,    /* uniform in [-8, 8) (SiLU inputs) */
+    I_SHIFTED, /* 3 + uniform in [-2, 2) (batch-norm inputs with a nonzero mean) */
+    I_STATS,   /* [mean; invstd] of the BN input src[1] */
+};
+
+typedef struct tdesc {
+    const char *name;
+    /* shape; n == 0 for an unused slot */
+    int n, c, h, w;
+    int role, init;
+    /* an activation: a view when the case asks for views */
+    bool act;
+} tdesc;
+
+typedef struct tspec {
+    tdesc src[YC_OP_MAX_SRC], dst[YC_OP_MAX_DST];
+} tspec;
+
+static tdesc td(const char *name, int n, int c, int h, int w, int role, int init, bool act)
+{
+    return (tdesc){name, n, c, h, w, role, init, act};
+}
+
+static ref_conv case_conv(const op_case *c)
+{
+    return (ref_conv){c->n, c->c, c->h, c->w, c->k, c->kh, c->kw, c->sh, c->sw, c->ph, c->pw};
+}
+
+#define FILL_VALUE (-2.75f)
+
+/* The op and its tensors' shapes and roles for a case. */
+static void case_spec(const op_case *c, tspec *sp, yc_op *op)
+{
+    memset(sp, 0, sizeof *sp);
+    memset(op, 0, sizeof *op);
+    op->kind = c->kind;
+    op->accumulate = c->acc;
+    op->name = "case";
+    int N = c->n, C = c->c, H = c->h, W = c->w;
+    switch (c->kind) {
+    case YC_OP_CONV2D:
+    case YC_OP_CONV2D_BWD_DATA:
+    case YC_OP_CONV2D_BWD_FILTER: {
+        ref_conv g = case_conv(c);
+        int P = ref_conv_P(&g), Q = ref_conv_Q(&g);
+        op->p.conv.kh = c->kh, op->p.conv.kw = c->kw, op->p.conv.stride_h = c->sh,
+        op->p.conv.stride_w = c->sw;
+        op->p.conv.pad_h = c->ph, op->p.conv.pad_w = c->pw, op->p.conv.groups = 1;
+        if (c->kind == YC_OP_CONV2D) {
+            sp->src[0] = td("x", N, C, H, W, R_IN, I_UNIFORM, true);
+            sp->src[1] = td("W", c->k, C, c->kh, c->kw, R_IN, I_UNIFORM, false);
+            if (c->bias)
+                sp->src[2] = td("b", 1, c->k, 1, 1, R_IN, I_UNIFORM, false);
+            sp->dst[0] = td("y", N, c->k, P, Q, R_OUT, I_UNIFORM, true);
+        } else if (c->kind == YC_OP_CONV2D_BWD_DATA) {
+            sp->src[0] = td("dy", N, c->k, P, Q, R_IN, I_UNIFORM, true);
+            sp->src[1] = td("W", c->k, C, c->kh, c->kw, R_IN, I_UNIFORM, false);
+            sp->dst[0] = td("dx", N, C, H, W, R_ACC, I_UNIFORM, true);
+        } else {
+            sp->src[0] = td("x", N, C, H, W, R_IN, I_UNIFORM, true);
+            sp->src[1] = td("dy", N, c->k, P, Q, R_IN, I_UNIFORM, true);
+            sp->dst[0] = td("dW", c->k, C, c->kh, c->kw, R_PGRAD, I_UNIFORM, false);
+            if (c->bias)
+                sp->dst[1] = td("db", 1, c->k, 1, 1, R_PGRAD, I_UNIFORM, false);
+        }
+        break;
+    }
+    case YC_OP_BN_TRAIN:
+        op->p.bn.eps = bn_eps(c), op->p.bn.momentum = bn_momentum(c);
+        sp->src[0] = td("x", N, C, H, W, R_IN, I_SHIFTED, true);
+        sp->src[1] = td("gamma", 1, C, 1, 1, R_IN, I_POS, false);
+        sp->src[2] = td("beta", 1, C, 1, 1, R_IN, I_UNIFORM, false);
+        sp->dst[0] = td("y", N, C, H, W, R_OUT, I_UNIFORM, true);
+        sp->dst[1] = td("stats", 2, C, 1, 1, R_OUT, I_UNIFORM, false);
+        sp->dst[2] = td("running_mean", 1, C, 1, 1, R_RW, I_UNIFORM, false);
+        sp->dst[3] = td("running_var", 1, C, 1, 1, R_RW, I_POS, false);
+        break;
+    case YC_OP_BN_EVAL:
+        op->p.bn.eps = bn_eps(c), op->p.bn.momentum = bn_momentum(c);
+        sp->src[0] = td("x", N, C, H, W, R_IN, I_SHIFTED, true);
+        sp->src[1] = td("gamma", 1, C, 1, 1, R_IN, I_POS, false);
+        sp->src[2] = td("beta", 1, C, 1, 1, R_IN, I_UNIFORM, false);
+        sp->src[3] = td("running_mean", 1, C, 1, 1, R_IN, I_UNIFORM, false);
+        sp->src[4] = td("running_var", 1, C, 1, 1, R_IN, I_POS, false);
+        sp->dst[0] = td("y", N, C, H, W, R_OUT, I_UNIFORM, true);
+        break;
+    case YC_OP_BN_BWD:
+        op->p.bn.eps = bn_eps(c), op->p.bn.momentum = bn_momentum(c);
+        sp->src[0] = td("dy", N, C, H, W, R_IN, I_UNIFORM, true);
+        sp->src[1] = td("x", N, C, H, W, R_IN, I_SHIFTED, true);
+        sp->src[2] = td("gamma", 1, C, 1, 1, R_IN, I_POS, false);
+        sp->src[3] = td("stats", 2, C, 1, 1, R_IN, I_STATS, false);
+        sp->dst[0] = td("dx", N, C, H, W, R_ACC, I_UNIFORM, true);
+        sp->dst[1] = td("dgamma", 1, C, 1, 1, R_PGRAD, I_UNIFORM, false);
+        sp->dst[2] = td("dbeta", 1, C, 1, 1, R_PGRAD, I_UNIFORM, false);
+        break;
+    case YC_OP_SILU:
+        sp->src[0] = td("x", N, C, H, W, R_IN, I_WIDE, true);
+        sp->dst[0] = td("y", N, C, H, W, R_OUT, I_UNIFORM, true);
+        break;
+    case YC_OP_SILU_BWD:
+        sp->src[0] = td("dy", N, C, H, W, R_IN, I_UNIFORM, true);
+        sp->src[1] = td("x", N, C, H, W, R_IN, I_WIDE, true);
+        sp->dst[0] = td("dx", N, C, H, W, R_ACC, I_UNIFORM, true);
+        break;
+    case YC_OP_ADD:
+        sp->src[0] = td("a", N, C, H, W, R_IN, I_UNIFORM, true);
+        sp->src[1] = td("b", N, C, H, W, R_IN, I_UNIFORM, true);
+        sp->dst[0] = td("y", N, C, H, W, R_OUT, I_UNIFORM, true);
+        break;
+    case YC_OP_COPY:
+        sp->src[0] = td("a", N, C, H, W, R_IN, I_UNIFORM, true);
+        sp->dst[0] = td("y", N, C, H, W, R_ACC, I_UNIFORM, true);
+        break;
+    case YC_OP_FILL:
+        op->p.fill.value = FILL_VALUE;
+        sp->dst[0] = td("y", N, C, H, W, R_OUT, I_UNIFORM, true);
+        break;
+    case YC_OP_MAXPOOL:
+    case YC_OP_MAXPOOL_BWD: {
+        op->p.pool.k = c->kh, op->p.pool.stride = c->sh, op->p.pool.pad = c->ph;
+        int P = ref_pool_out(H, c->kh, c->sh, c->ph), Q = ref_pool_out(W, c->kh, c->sh, c->ph);
+        if (c->kind == YC_OP_MAXPOOL) {
+            sp->src[0] = td("x", N, C, H, W, R_IN, I_UNIFORM, true);
+            sp->dst[0] = td("y", N, C, P, Q, R_OUT, I_UNIFORM, true);
+        } else {
+            sp->src[0] = td("dy", N, C, P, Q, R_IN, I_UNIFORM, true);
+            sp->src[1] = td("x", N, C, H, W, R_IN, I_UNIFORM, true);
+            sp->dst[0] = td("dx", N, C, H, W, R_ACC, I_UNIFORM, true);
+        }
+        break;
+    }
+    case YC_OP_UPSAMPLE:
+        op->p.up.factor = c->kh;
+        sp->src[0] = td("x", N, C, H, W, R_IN, I_UNIFORM, true);
+        sp->dst[0] = td("y", N, C, H * c->kh, W * c->kh, R_OUT, I_UNIFORM, true);
+        break;
+    case YC_OP_UPSAMPLE_BWD:
+        op->p.up.factor = c->kh;
+        sp->src[0] = td("dy", N, C, H * c->kh, W * c->kh, R_IN, I_UNIFORM, true);
+        sp->dst[0] = td("dx", N, C, H, W, R_ACC, I_UNIFORM, true);
+        break;
+    case YC_OP_COUNT:
+        break;
+    }
+}
+
+/* Normalised-error tolerance per op (FP32 kernels against the double reference). */
+static double case_tol(yc_op_kind kind)
+{
+    switch (kind) {
+    case YC_OP_CONV2D:
+    case YC_OP_CONV2D_BWD_DATA:
+    case YC_OP_CONV2D_BWD_FILTER:
+        return 2e-6; /* sums of up to a few hundred products */
+    case YC_OP_BN_TRAIN:
+    case YC_OP_BN_EVAL:
+    case YC_OP_BN_BWD:
+        return 5e-7; /* double inside, one rounding to FP32 */
+    case YC_OP_SILU:
+    case YC_OP_SILU_BWD:
+        return 2e-6; /* FP32 formula with the vectorised exp */
+    case YC_OP_MAXPOOL_BWD:
+    case YC_OP_UPSAMPLE_BWD:
+        return 1e-6; /* FP32 sums of a few gradients */
+    default:
+        return 1e-7; /* one rounding (add) or exact */
+    }
+}
+
+/* Guard pattern around and between tensors, and the NaN that outputs start as. */
+#define GUARD_BITS 0x7FBADBADu
+#define GARBAGE_BITS 0xFFC0FFEEu
+#define GUARD_FLOATS 16
+
+/* A tensor of a case in its own buffer: [guard][view gap][images with gaps][guard]. */
+typedef struct tbuf {
+    yc_tensor t;
+    /* floats in the buffer */
+    size_t nfloats;
+    /* the whole buffer as uploaded */
+    float *before;
+    /* dense logical values: inputs, or initial values (NaN for outputs that start as garbage) */
+    float *vals;
+} tbuf;
+
+static size_t tb_logical(const tbuf *b, size_t i)
+{
+    size_t img = yc_tensor_image_elems(&b->t);
+    return b->t.offset / sizeof(float) + i / img * b->t.nstride + i % img;
+}
+
+/* Lays the tensor out (no buffer yet) and fills the host image of its buffer with guards. */
+static void tb_create(tbuf *b, const tdesc *d, bool view)
+{
+    memset(b, 0, sizeof *b);
+    b->t = yc_tensor_make(d->n, d->c, d->h, d->w, YC_F32, d->name);
+    size_t img = yc_tensor_image_elems(&b->t);
+    size_t lead = GUARD_FLOATS;
+    if (view && d->act) {
+        /* a channel range of a wider tensor, with an odd extra gap to catch stride mix-ups */
+        b->t.nstride = img + 2 * (size_t)d->h * d->w + 5;
+        lead += 5;
+    }
+    b->t.offset = lead * sizeof(float);
+    b->nfloats = lead + (size_t)(d->n - 1) * b->t.nstride + img + GUARD_FLOATS;
+    b->before = falloc(b->nfloats);
+    b->vals = falloc(yc_tensor_elems(&b->t));
+    for (size_t i = 0; i < b->nfloats; i++)
+        b->before[i] = bitsf(GUARD_BITS);
+}
+
+/* Places the values in the host image. */
+static void tb_place(tbuf *b)
+{
+    for (size_t i = 0; i < yc_tensor_elems(&b->t); i++)
+        b->before[tb_logical(b, i)] = b->vals[i];
+}
+
+/* Allocates the tensor's buffer on a backend and uploads the host image. */
+static void tb_upload(yc_backend *be, tbuf *b)
+{
+    b->t.buf = yc_buffer_alloc(be, b->nfloats * sizeof(float));
+    ck_assert_msg(b->t.buf != NULL, "buffer: %s", yc_last_error());
+    ck_assert_int_eq(be->iface->buffer_write(be, b->t.buf, 0, b->before, b->nfloats * sizeof(float)), YC_OK);
+}
+
+static void tb_release(yc_backend *be, tbuf *b)
+{
+    if (b->t.buf)
+        yc_buffer_free(be, b->t.buf);
+    b->t.buf = NULL;
+}
+
+static void tb_free(tbuf *b)
+{
+    free(b->before);
+    free(b->vals);
+}
+
+/* Reads the buffer back; checks that everything outside the logical elements (and everything,
+ * for inputs) kept its bits; returns the logical elements as doubles. */
+static double *tb_check(yc_backend *be, const tbuf *b, bool input, const char *label, const char *bname)
+{
+    float *after = falloc(b->nfloats);
+    ck_assert_int_eq(be->iface->buffer_read(be, b->t.buf, 0, after, b->nfloats * sizeof(float)), YC_OK);
+    size_t n = yc_tensor_elems(&b->t);
+    char *logical = calloc(b->nfloats, 1);
+    ck_assert_ptr_nonnull(logical);
+    for (size_t i = 0; i < n; i++)
+        logical[tb_logical(b, i)] = 1;
+    for (size_t i = 0; i < b->nfloats; i++)
+        if (input || !logical[i])
+            CHECK(fbits(after[i]) == fbits(b->before[i]),
+                  "%s on %s: %s %s changed at float %zu of its buffer (%08x -> %08x)", label, bname,
+                  input ? "input" : "guard or gap of", b->t.name, i, fbits(b->before[i]), fbits(after[i]));
+    double *out = dalloc(n);
+    for (size_t i = 0; i < n; i++)
+        out[i] = after[tb_logical(b, i)];
+    free(logical);
+    free(after);
+    return out;
+}
+
+static void fill_init(yc_rng *r, float *v, size_t n, int init, bool ties)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (init) {
+        case I_POS:
+            v[i] = (float)yc_rng_range(r, 0.5, 1.5);
+            break;
+        case I_WIDE:
+            v[i] = (float)yc_rng_range(r, -8, 8);
+            break;
+        case I_SHIFTED:
+            v[i] = (float)(3.0 + yc_rng_range(r, -2, 2));
+            break;
+        default:
+            v[i] = ties ? (float)((int)yc_rng_below(r, 5) - 2) * 0.5f : (float)yc_rng_range(r, -1, 1);
+            break;
+        }
+    }
+}
+
+static double *to_double(const float *v, size_t n)
+{
+    double *d = dalloc(n);
+    for (size_t i = 0; i < n; i++)
+        d[i] = v[i];
+    return d;
+}
+
+/* d = acc ? d + t : t */
+static void acc_into(double *d, const double *t, size_t n, bool acc)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = acc ? d[i] + t[i] : t[i];
+}
+
+/* Expected final dst contents: `s` are the inputs, `d` hold the initial dst values (0 where the
+ * dst starts as garbage) and receive the expected values. */
+static void ref_run(const op_case *c, double *const s[], double *const d[])
+{
+    int N = c->n, C = c->c, H = c->h, W = c->w, HW = H * W;
+    size_t nx = (size_t)N * C * HW;
+    switch (c->kind) {
+    case YC_OP_CONV2D: {
+        ref_conv g = case_conv(c);
+        ref_conv2d_fwd(&g, s[0], s[1], c->bias ? s[2] : NULL, d[0]);
+        break;
+    }
+    case YC_OP_CONV2D_BWD_DATA: {
+        ref_conv g = case_conv(c);
+        double *t = dalloc(nx);
+        ref_conv2d_bwd_data(&g, s[0], s[1], t);
+        acc_into(d[0], t, nx, c->acc);
+        free(t);
+        break;
+    }
+    case YC_OP_CONV2D_BWD_FILTER: {
+        ref_conv g = case_conv(c);
+        size_t nw = (size_t)c->k * C * c->kh * c->kw;
+        double *tw = dalloc(nw), *tb = dalloc(c->k);
+        ref_conv2d_bwd_filter(&g, s[0], s[1], tw, tb);
+        acc_into(d[0], tw, nw, true);
+        if (c->bias)
+            acc_into(d[1], tb, c->k, true);
+        free(tw), free(tb);
+        break;
+    }
+    case YC_OP_BN_TRAIN: {
+        double eps = bn_eps(c), m = bn_momentum(c), M = (double)N * HW;
+        double *mean = dalloc(C), *var = dalloc(C);
+        ref_bn_train(s[0], N, C, HW, s[1], s[2], eps, d[0], mean, var);
+        for (int i = 0; i < C; i++) {
+            d[1][i] = mean[i];
+            d[1][C + i] = 1.0 / sqrt(var[i] + eps);
+            d[2][i] = (1.0 - m) * d[2][i] + m * mean[i];
+            d[3][i] = (1.0 - m) * d[3][i] + m * var[i] * M / (M - 1.0);
+        }
+        free(mean), free(var);
+        break;
+    }
+    case YC_OP_BN_EVAL:
+        ref_bn_eval(s[0], N, C, HW, s[1], s[2], s[3], s[4], bn_eps(c), d[0]);
+        break;
+    case YC_OP_BN_BWD: {
+        double *t = dalloc(nx), *dg = dalloc(C), *db = dalloc(C);
+        ref_bn_bwd(s[0], s[1], N, C, HW, s[2], s[3], s[3] + C, t, dg, db);
+        acc_into(d[0], t, nx, c->acc);
+        acc_into(d[1], dg, C, true);
+        acc_into(d[2], db, C, true);
+        free(t), free(dg), free(db);
+        break;
+    }
+    case YC_OP_SILU:
+        ref_silu(s[0], nx, d[0]);
+        break;
+    case YC_OP_SILU_BWD: {
+        double *t = dalloc(nx);
+        ref_silu_bwd(s[0], s[1], nx, t);
+        acc_into(d[0], t, nx, c->acc);
+        free(t);
+        break;
+    }
+    case YC_OP_ADD:
+        ref_add(s[0], s[1], nx, d[0]);
+        break;
+    case YC_OP_COPY: {
+        double *t = dalloc(nx);
+        ref_copy(s[0], nx, t);
+        acc_into(d[0], t, nx, c->acc);
+        free(t);
+        break;
+    }
+    case YC_OP_FILL:
+        ref_fill(FILL_VALUE, nx, d[0]);
+        break;
+    case YC_OP_MAXPOOL:
+        ref_maxpool_fwd(s[0], N, C, H, W, c->kh, c->sh, c->ph, d[0]);
+        break;
+    case YC_OP_MAXPOOL_BWD: {
+        double *t = dalloc(nx);
+        ref_maxpool_bwd(s[0], s[1], N, C, H, W, c->kh, c->sh, c->ph, t);
+        acc_into(d[0], t, nx, c->acc);
+        free(t);
+        break;
+    }
+    case YC_OP_UPSAMPLE:
+        ref_upsample_fwd(s[0], N, C, H, W, c->kh, d[0]);
+        break;
+    case YC_OP_UPSAMPLE_BWD: {
+        double *t = dalloc(nx);
+        ref_upsample_bwd(s[0], N, C, H, W, c->kh, t);
+        acc_into(d[0], t, nx, c->acc);
+        free(t);
+        break;
+    }
+    case YC_OP_COUNT:
+        break;
+    }
+}
+
+/* Scale below which an output's error is not normalised further.  Batch-norm's dx is a difference
+ * of terms of size gamma * invstd * |dy| that cancels exactly when a channel has two values (it is
+ * zero then): its error is measured against those terms. */
+static double err_floor(const op_case *c, double *const s[], int dst)
+{
+    if (c->kind != YC_OP_BN_BWD || dst != 0)
+        return 0.0;
+    double gmax = 0.0, dymax = 0.0;
+    for (int k = 0; k < c->c; k++)
+        gmax = fmax(gmax, fabs(s[2][k] * s[3][c->c + k]));
+    for (size_t i = 0; i < (size_t)c->n * c->c * c->h * c->w; i++)
+        dymax = fmax(dymax, fabs(s[0][i]));
+    return gmax * dymax;
+}
+
+/* A case ready to run: tensors with their host images, inputs and expected outputs (double). */
+typedef struct prepared {
+    tspec sp;
+    yc_op op;
+    tbuf src[YC_OP_MAX_SRC], dst[YC_OP_MAX_DST];
+    /* inputs, and expected final dst contents (NULL for unused slots) */
+    double *rs[YC_OP_MAX_SRC], *rd[YC_OP_MAX_DST];
+    char label[192];
+} prepared;
+
+/* Draws the inputs and initial outputs of case `c` and computes the expected results. */
+static void case_prepare(const op_case *c, prepared *pc)
+{
+    memset(pc, 0, sizeof *pc);
+    case_label(c, pc->label, sizeof pc->label);
+    case_spec(c, &pc->sp, &pc->op);
+    yc_rng r;
+    yc_rng_seed(&r, 1000 + (uint64_t)(c - cases), (uint64_t)c->kind);
+    for (int i = 0; i < YC_OP_MAX_SRC; i++) {
+        const tdesc *d = &pc->sp.src[i];
+        if (!d->n)
+            continue;
+        tbuf *b = &pc->src[i];
+        tb_create(b, d, c->view);
+        size_t n = yc_tensor_elems(&b->t);
+        if (d->init == I_STATS) {
+            /* [mean; invstd] of x (src[1]), as FP32 */
+            double *x = to_double(pc->src[1].vals, yc_tensor_elems(&pc->src[1].t));
+            double *y = dalloc(yc_tensor_elems(&pc->src[1].t)), *g1 = dalloc(c->c), *b0 = dalloc(c->c);
+            double *mean = dalloc(c->c), *var = dalloc(c->c);
+            for (int k = 0; k < c->c; k++)
+                g1[k] = 1.0;
+            ref_bn_train(x, c->n, c->c, c->h * c->w, g1, b0, bn_eps(c), y, mean, var);
+            for (int k = 0; k < c->c; k++) {
+                b->vals[k] = (float)mean[k];
+                b->vals[c->c + k] = (float)(1.0 / sqrt(var[k] + bn_eps(c)));
+            }
+            free(x), free(y), free(g1), free(b0), free(mean), free(var);
+        } else {
+            fill_init(&r, b->vals, n, d->init, c->ties);
+        }
+        tb_place(b);
+        pc->rs[i] = to_double(b->vals, n);
+        pc->op.src[i] = &b->t;
+    }
+    for (int i = 0; i < YC_OP_MAX_DST; i++) {
+        const tdesc *d = &pc->sp.dst[i];
+        if (!d->n)
+            continue;
+        tbuf *b = &pc->dst[i];
+        tb_create(b, d, c->view);
+        size_t n = yc_tensor_elems(&b->t);
+        bool reads = d->role == R_PGRAD || d->role == R_RW || (d->role == R_ACC && c->acc);
+        if (reads) {
+            fill_init(&r, b->vals, n, d->init, false);
+            pc->rd[i] = to_double(b->vals, n);
+        } else {
+            for (size_t k = 0; k < n; k++)
+                b->vals[k] = bitsf(GARBAGE_BITS);
+            pc->rd[i] = dalloc(n);
+        }
+        tb_place(b);
+        pc->op.dst[i] = &b->t;
+    }
+    ref_run(c, pc->rs, pc->rd);
+}
+
+static void case_release(prepared *pc)
+{
+    for (int i = 0; i < YC_OP_MAX_SRC; i++)
+        if (pc->rs[i]) {
+            free(pc->rs[i]);
+            tb_free(&pc->src[i]);
+        }
+    for (int i = 0; i < YC_OP_MAX_DST; i++)
+        if (pc->rd[i]) {
+            free(pc->rd[i]);
+            tb_free(&pc->dst[i]);
+        }
+}
+
+/* Runs a prepared case on backend `bi` and compares it with the expected results. */
+static void case_run(const op_case *c, prepared *pc, int bi)
+{
+    yc_backend *be = backend_open(bi);
+    if (!be)
+        return;
+    const char *bname = backends[bi].name, *label = pc->label;
+    ck_assert_msg(be->iface->supports(be, &pc->op), "%s: not supported by %s", label, bname);
+    for (int i = 0; i < YC_OP_MAX_SRC; i++)
+        if (pc->rs[i])
+            tb_upload(be, &pc->src[i]);
+    for (int i = 0; i < YC_OP_MAX_DST; i++)
+        if (pc->rd[i])
+            tb_upload(be, &pc->dst[i]);
+
+    /* the workspace, between guards */
+    size_t wsz = be->iface->workspace(be, &pc->op);
+    size_t wfloats = 2 * GUARD_FLOATS + (wsz + sizeof(float) - 1) / sizeof(float);
+    float *wbefore = falloc(wfloats), *wafter = falloc(wfloats);
+    for (size_t i = 0; i < wfloats; i++)
+        wbefore[i] = bitsf(GUARD_BITS);
+    yc_buffer *wbuf = yc_buffer_alloc(be, wfloats * sizeof(float));
+    ck_assert_ptr_nonnull(wbuf);
+    ck_assert_int_eq(be->iface->buffer_write(be, wbuf, 0, wbefore, wfloats * sizeof(float)), YC_OK);
+    yc_span ws = {wbuf, GUARD_FLOATS * sizeof(float), wsz};
+
+    int rc = yc_backend_exec(be, &pc->op, ws);
+    ck_assert_msg(rc == YC_OK, "%s on %s: exec failed: %s", label, bname, yc_last_error());
+    ck_assert_int_eq(be->iface->synchronize(be), YC_OK);
+
+    ck_assert_int_eq(be->iface->buffer_read(be, wbuf, 0, wafter, wfloats * sizeof(float)), YC_OK);
+    for (size_t i = 0; i < wfloats; i++)
+        if (i < GUARD_FLOATS || i >= GUARD_FLOATS + (wsz + 3) / 4)
+            CHECK(fbits(wafter[i]) == GUARD_BITS, "%s on %s: workspace guard changed at float %zu", label,
+                  bname, i);
+
+    double tol = case_tol(c->kind);
+    for (int i = 0; i < YC_OP_MAX_DST; i++)
+        if (pc->rd[i]) {
+            size_t n = yc_tensor_elems(&pc->dst[i].t);
+            double *got = tb_check(be, &pc->dst[i], false, label, bname);
+            double e = norm_err(got, pc->rd[i], n, err_floor(c, pc->rs, i));
+            ck_assert_msg(e <= tol, "%s on %s: %s error %.3g > %.3g", label, bname, pc->sp.dst[i].name, e,
+                          tol);
+            free(got);
+            tb_release(be, &pc->dst[i]);
+        }
+    for (int i = 0; i < YC_OP_MAX_SRC; i++)
+        if (pc->rs[i]) {
+            free(tb_check(be, &pc->src[i], true, label, bname));
+            tb_release(be, &pc->src[i]);
+        }
+    yc_buffer_free(be, wbuf);
+    free(wbefore), free(wafter);
+    yc_backend_free(be);
+}
+
+START_TEST(op_cases)
+{
+    prepared pc;
+    case_prepare(&cases[_i], &pc);
+    for (int bi = 0; bi < NBACKENDS; bi++)
+        case_run(&cases[_i], &pc, bi);
+    case_release(&pc);
+}
+END_TEST
+
+/* In-place elementwise ops: the output is the input tensor itself. */
+START_TEST(in_place)
+{
+    for (int bi = 0; bi < NBACKENDS; bi++) {
+        yc_backend *be = backend_open(bi);
+        if (!be)
+            continue;
+        yc_tensor t = yc_tensor_make(2, 3, 5, 7, YC_F32, "t");
+        t.nstride = 3 * 5 * 7 + 9;
+        size_t n = yc_tensor_elems(&t);
+        t.buf = yc_buffer_alloc(be, (t.nstride * 2) * sizeof(float));
+        yc_tensor u = t;
+        u.buf = yc_buffer_alloc(be, (t.nstride * 2) * sizeof(float));
+        ck_assert(t.buf && u.buf);
+        float *x = falloc(n), *b = falloc(n), *got = falloc(n);
+        yc_rng r;
+        yc_rng_seed(&r, 77, 1);
+        fill_init(&r, x, n, I_WIDE, false);
+        fill_init(&r, b, n, I_UNIFORM, false);
+        double *dx = to_double(x, n), *want = dalloc(n);
+
+        yc_op op = {.kind = YC_OP_SILU, .src = {&t}, .dst = {&t}};
+        ck_assert_int_eq(yc_tensor_set_f32(be, &t, x), YC_OK);
+        ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &t, got), YC_OK);
+        ref_silu(dx, n, want);
+        double *g = to_double(got, n);
+        ck_assert_msg(norm_err(g, want, n, 0.0) < 1e-6, "in-place silu on %s", backends[bi].name);
+        free(g);
+
+        op = (yc_op){.kind = YC_OP_ADD, .src = {&t, &u}, .dst = {&t}};
+        ck_assert_int_eq(yc_tensor_set_f32(be, &t, x), YC_OK);
+        ck_assert_int_eq(yc_tensor_set_f32(be, &u, b), YC_OK);
+        ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &t, got), YC_OK);
+        for (size_t i = 0; i < n; i++)
+            CHECK(got[i] == x[i] + b[i], "in-place add on %s at %zu", backends[bi].name, i);
+
+        op = (yc_op){.kind = YC_OP_COPY, .accumulate = 1, .src = {&u}, .dst = {&u}};
+        ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &u, got), YC_OK);
+        for (size_t i = 0; i < n; i++)
+            CHECK(got[i] == 2.0f * b[i], "in-place accumulate on %s at %zu", backends[bi].name, i);
+
+        free(x), free(b), free(got), free(dx), free(want);
+        yc_buffer_free(be, t.buf);
+        yc_buffer_free(be, u.buf);
+        yc_backend_free(be);
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * 3. Batch-norm running statistics, worked out by hand.
+ * ------------------------------------------------------------------------------------------- */
+START_TEST(bn_running_stats)
+{
+    for (int bi = 0; bi < NBACKENDS; bi++) {
+        yc_backend *be = backend_open(bi);
+        if (!be)
+            continue;
+        /* x (2,2,1,2): channel 0 = {1,2},{3,4}: mean 2.5, biased var 1.25, unbiased 5/3;
+         *              channel 1 = {-1,-1},{-1,3}: mean 0, biased var 3, unbiased 4 */
+        const float xv[] = {1, 2, -1, -1, 3, 4, -1, 3};
+        const float gv[] = {1, 2}, bv[] = {0, 0.5f};
+        float rm[] = {0.5f, -1}, rv[] = {1, 2};
+        yc_buffer *buf = yc_buffer_alloc(be, 64 * sizeof(float));
+        ck_assert_ptr_nonnull(buf);
+        yc_tensor x = yc_tensor_make(2, 2, 1, 2, YC_F32, "x"), y = x,
+                  g = yc_tensor_make(1, 2, 1, 1, YC_F32, "g");
+        yc_tensor b = g, m = g, v = g, st = yc_tensor_make(2, 2, 1, 1, YC_F32, "stats");
+        x.buf = y.buf = g.buf = b.buf = m.buf = v.buf = st.buf = buf;
+        y.offset = 8 * 4, g.offset = 16 * 4, b.offset = 18 * 4, m.offset = 20 * 4, v.offset = 22 * 4;
+        st.offset = 24 * 4;
+        ck_assert_int_eq(yc_tensor_set_f32(be, &x, xv), YC_OK);
+        ck_assert_int_eq(yc_tensor_set_f32(be, &g, gv), YC_OK);
+        ck_assert_int_eq(yc_tensor_set_f32(be, &b, bv), YC_OK);
+        ck_assert_int_eq(yc_tensor_set_f32(be, &m, rm), YC_OK);
+        ck_assert_int_eq(yc_tensor_set_f32(be, &v, rv), YC_OK);
+        yc_op op = {.kind = YC_OP_BN_TRAIN, .src = {&x, &g, &b}, .dst = {&y, &st, &m, &v}};
+        op.p.bn.eps = 1e-3f, op.p.bn.momentum = 0.1f;
+        ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+        float s[4], om[2], ov[2], oy[8];
+        ck_assert_int_eq(yc_tensor_get_f32(be, &st, s), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &m, om), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &v, ov), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &y, oy), YC_OK);
+        ck_assert_float_eq_tol(s[0], 2.5f, 1e-6f);
+        ck_assert_float_eq_tol(s[1], 0.0f, 1e-6f);
+        ck_assert_float_eq_tol(s[2], (float)(1 / sqrt(1.251)), 1e-6f);
+        ck_assert_float_eq_tol(s[3], (float)(1 / sqrt(3.001)), 1e-6f);
+        ck_assert_float_eq_tol(om[0], 0.9f * 0.5f + 0.1f * 2.5f, 1e-6f);
+        ck_assert_float_eq_tol(om[1], -0.9f, 1e-6f);
+        ck_assert_float_eq_tol(ov[0], (float)(0.9 + 0.1 * 5.0 / 3.0), 1e-6f);
+        ck_assert_float_eq_tol(ov[1], (float)(0.9 * 2 + 0.1 * 4), 1e-6f);
+        /* y = (x - mean) * invstd * gamma + beta: x = 1 in channel 0, x = 3 in channel 1 */
+        ck_assert_float_eq_tol(oy[0], (float)(-1.5 / sqrt(1.251)), 1e-6f);
+        ck_assert_float_eq_tol(oy[7], (float)(3 / sqrt(3.001) * 2 + 0.5), 1e-6f);
+        /* a second step starts from the updated estimates */
+        ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &m, om), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &v, ov), YC_OK);
+        ck_assert_float_eq_tol(om[0], 0.9f * 0.7f + 0.25f, 1e-6f);
+        ck_assert_float_eq_tol(ov[1], (float)(0.9 * 2.2 + 0.4), 1e-6f);
+        /* evaluation mode uses them */
+        yc_op ev = {.kind = YC_OP_BN_EVAL, .src = {&x, &g, &b, &m, &v}, .dst = {&y}};
+        ev.p.bn.eps = 1e-3f;
+        ck_assert_int_eq(yc_backend_exec(be, &ev, (yc_span){0}), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &y, oy), YC_OK);
+        ck_assert_float_eq_tol(oy[0], (float)((1 - om[0]) / sqrt(ov[0] + 1e-3)), 1e-6f);
+        yc_buffer_free(be, buf);
+        yc_backend_free(be);
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * 4. exp and SiLU accuracy.
+ * ------------------------------------------------------------------------------------------- */
+
+/* |y - ref| in units of the float spacing at ref (subnormal spacing below FLT_MIN) */
+static double ulps(double y, double ref)
+{
+    double a = fabs(ref);
+    double u = a < 0x1p-126 ? 0x1p-149 : ldexp(1.0, ilogb(a) - 23);
+    return fabs(y - ref) / u;
+}
+
+START_TEST(exp_sweep)
+{
+    /* every 61st float bit pattern: about 70 million inputs, all exponents and signs */
+    const size_t chunk = 1 << 16;
+    float *x = falloc(chunk), *y = falloc(chunk);
+    double worst = 0.0;
+    float worst_x = 0.0f;
+    for (uint64_t base = 0; base < (1ull << 32); base += chunk * 61) {
+        size_t n = 0;
+        for (; n < chunk && base + n * 61 < (1ull << 32); n++)
+            x[n] = bitsf((uint32_t)(base + n * 61));
+        yc_cpu_exp(x, y, n);
+        for (size_t i = 0; i < n; i++) {
+            if (isnan(x[i])) {
+                CHECK(isnan(y[i]), "exp(NaN) = %g", (double)y[i]);
+                continue;
+            }
+            double ref = exp((double)x[i]);
+            if (ref > 0x1.fffffep127) {
+                CHECK(isinf(y[i]) && y[i] > 0, "exp(%.9g) = %.9g, not +inf", (double)x[i], (double)y[i]);
+                continue;
+            }
+            double e = ulps(y[i], ref);
+            if (e > worst)
+                worst = e, worst_x = x[i];
+        }
+    }
+    ck_assert_msg(worst < 1.0, "exp: %.3f ulp at x = %.9g", worst, (double)worst_x);
+    /* exactly known results, and the edges of the range against double exp */
+    const float sx[] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 88.72284f, 89.0f, 1e30f, -104.5f, -1e30f};
+    const float sy[] = {INFINITY, 0.0f, NAN, 1.0f, 1.0f, INFINITY, INFINITY, INFINITY, 0.0f, 0.0f};
+    const float ex[] = {88.7228f, 88.72283f, -87.33654f, -87.5f, -100.0f, -103.27893f, 1e-30f, -1e-30f};
+    float out[10];
+    yc_cpu_exp(sx, out, 10);
+    for (int i = 0; i < 10; i++)
+        ck_assert_msg(isnan(sy[i]) ? isnan(out[i]) : out[i] == sy[i], "exp(%g) = %.9g, expected %.9g",
+                      (double)sx[i], (double)out[i], (double)sy[i]);
+    yc_cpu_exp(ex, out, 8);
+    for (int i = 0; i < 8; i++)
+        ck_assert_msg(ulps(out[i], exp((double)ex[i])) < 1.0, "exp(%.9g) = %.9g, expected %.9g",
+                      (double)ex[i], (double)out[i], exp((double)ex[i]));
+    free(x), free(y);
+}
+END_TEST
+
+/* Runs SiLU (bwd: SiLU backward with dy) on the values x[0..n) on a backend. */
+static void run_silu(yc_backend *be, bool bwd, const float *x, const float *dy, float *out, size_t n)
+{
+    yc_tensor tx = yc_tensor_make(1, 1, 1, (int)n, YC_F32, "x"), ty = tx, td = tx;
+    yc_buffer *buf = yc_buffer_alloc(be, 3 * n * sizeof(float));
+    ck_assert_ptr_nonnull(buf);
+    tx.buf = ty.buf = td.buf = buf;
+    ty.offset = n * sizeof(float), td.offset = 2 * n * sizeof(float);
+    ck_assert_int_eq(yc_tensor_set_f32(be, &tx, x), YC_OK);
+    yc_op op = {.kind = YC_OP_SILU, .src = {&tx}, .dst = {&ty}};
+    if (bwd) {
+        ck_assert_int_eq(yc_tensor_set_f32(be, &td, dy), YC_OK);
+        op = (yc_op){.kind = YC_OP_SILU_BWD, .src = {&td, &tx}, .dst = {&ty}};
+    }
+    ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+    ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+    ck_assert_int_eq(yc_tensor_get_f32(be, &ty, out), YC_OK);
+    yc_buffer_free(be, buf);
+}
+
+START_TEST(silu_accuracy)
+{
+    /* x from -120 to 120 in steps of about 1e-3, plus the ends of the float range */
+    const size_t n = 240001;
+    float *x = falloc(n + 8), *dy = falloc(n + 8), *y = falloc(n + 8), *g = falloc(n + 8);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(-120.0 + 240.0 * (double)i / (double)(n - 1)), dy[i] = 1.0f - (float)(i % 7) * 0.25f;
+    for (int bi = 0; bi < NBACKENDS; bi++) {
+        yc_backend *be = backend_open(bi);
+        if (!be)
+            continue;
+        run_silu(be, false, x, NULL, y, n);
+        run_silu(be, true, x, dy, g, n);
+        double worst = 0.0, worst_g = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            double xv = x[i], s = 1.0 / (1.0 + exp(-xv));
+            double ref = xv * s, gref = dy[i] * (s + xv * s * (1.0 - s));
+            /* below -88.7, exp(-x) overflows in FP32 and PyTorch's formula gives -0 */
+            if (xv < -88.0) {
+                CHECK(fabs(y[i]) <= 1e-36, "silu(%.9g) = %g", xv, (double)y[i]);
+            } else {
+                double e = ulps(y[i], ref);
+                if (e > worst)
+                    worst = e;
+            }
+            /* the gradient: relative to |dy| (the factor in brackets cancels near x = -1.28) */
+            double eg = fabs(g[i] - gref) / (fabs(dy[i]) + 1e-30);
+            if (eg > worst_g)
+                worst_g = eg;
+        }
+        ck_assert_msg(worst <= 4.0, "silu on %s: %.2f ulp", backends[bi].name, worst);
+        ck_assert_msg(worst_g <= 1e-6, "silu_bwd on %s: error %.3g", backends[bi].name, worst_g);
+
+        /* special values: PyTorch's x / (1 + exp(-x)) and dy * s * (1 + x * (1 - s)) */
+        const float sx[] = {-INFINITY, INFINITY, NAN,    -0.0f,    0.0f,   -1e30f,
+                            1e30f,     -100.0f,  100.0f, -FLT_MAX, FLT_MAX};
+        const size_t ns = sizeof sx / sizeof sx[0];
+        float sd[sizeof sx / sizeof sx[0]], sy[sizeof sx / sizeof sx[0]], sg[sizeof sx / sizeof sx[0]];
+        for (size_t i = 0; i < ns; i++)
+            sd[i] = 2.0f;
+        run_silu(be, false, sx, NULL, sy, ns);
+        run_silu(be, true, sx, sd, sg, ns);
+        ck_assert(isnan(sy[0]));                     /* -inf / inf */
+        ck_assert(isinf(sy[1]) && sy[1] > 0);        /* inf / 1 */
+        ck_assert(isnan(sy[2]));                     /* NaN */
+        ck_assert(sy[3] == 0.0f && signbit(sy[3]));  /* -0 / 2 */
+        ck_assert(sy[4] == 0.0f && !signbit(sy[4])); /* +0 / 2 */
+        ck_assert(sy[5] == 0.0f && signbit(sy[5]));  /* -1e30 / inf */
+        ck_assert(sy[6] == 1e30f);                   /* 1e30 / 1 */
+        ck_assert(sy[7] == 0.0f && signbit(sy[7]));  /* exp(100) overflows */
+        ck_assert(sy[8] == 100.0f);
+        ck_assert(sy[9] == 0.0f && signbit(sy[9]));
+        ck_assert(sy[10] == FLT_MAX);
+        ck_assert(isnan(sg[0]) && isnan(sg[1]) && isnan(sg[2])); /* inf * 0 */
+        ck_assert(sg[3] == 1.0f && sg[4] == 1.0f);               /* dy * 0.5 * 1 */
+        ck_assert(sg[5] == 0.0f && signbit(sg[5]));              /* (2 * 0) * (1 - 1e30) */
+        ck_assert(sg[6] == 2.0f && sg[8] == 2.0f && sg[10] == 2.0f);
+        ck_assert(sg[7] == 0.0f && signbit(sg[7]));
+        yc_backend_free(be);
+    }
+    free(x), free(dy), free(y), free(g);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * 5. Max-pool tie-breaking, worked out by hand.
+ * ------------------------------------------------------------------------------------------- */
+
+/* One plane x (1,1,H,W) pooled with (k, s, p), dy = 1 everywhere; compares y and dx. */
+static void pool_case(yc_backend *be, const char *bname, const char *what, int H, int W, int k, int s, int p,
+                      const float *x, const float *ywant, const float *dxwant)
+{
+    int P = ref_pool_out(H, k, s, p), Q = ref_pool_out(W, k, s, p);
+    yc_buffer *buf = yc_buffer_alloc(be, (size_t)(3 * H * W + 2 * P * Q) * sizeof(float));
+    ck_assert_ptr_nonnull(buf);
+    yc_tensor tx = yc_tensor_make(1, 1, H, W, YC_F32, "x"), ty = yc_tensor_make(1, 1, P, Q, YC_F32, "y");
+    yc_tensor tdy = ty, tdx = tx;
+    tx.buf = ty.buf = tdy.buf = tdx.buf = buf;
+    ty.offset = (size_t)H * W * 4, tdy.offset = ty.offset + (size_t)P * Q * 4,
+    tdx.offset = tdy.offset + (size_t)P * Q * 4;
+    float *ones = falloc((size_t)P * Q), *got = falloc((size_t)H * W);
+    for (int i = 0; i < P * Q; i++)
+        ones[i] = 1.0f;
+    ck_assert_int_eq(yc_tensor_set_f32(be, &tx, x), YC_OK);
+    ck_assert_int_eq(yc_tensor_set_f32(be, &tdy, ones), YC_OK);
+    yc_op op = {.kind = YC_OP_MAXPOOL, .src = {&tx}, .dst = {&ty}};
+    op.p.pool.k = k, op.p.pool.stride = s, op.p.pool.pad = p;
+    ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+    ck_assert_int_eq(yc_tensor_get_f32(be, &ty, got), YC_OK);
+    for (int i = 0; i < P * Q; i++)
+        CHECK((isnan(ywant[i]) && isnan(got[i])) || got[i] == ywant[i], "%s on %s: y[%d] = %g, expected %g",
+              what, bname, i, (double)got[i], (double)ywant[i]);
+    op.kind = YC_OP_MAXPOOL_BWD;
+    op.src[0] = &tdy, op.src[1] = &tx, op.dst[0] = &tdx;
+    ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+    ck_assert_int_eq(yc_tensor_get_f32(be, &tdx, got), YC_OK);
+    for (int i = 0; i < H * W; i++)
+        CHECK(got[i] == dxwant[i], "%s on %s: dx[%d] = %g, expected %g", what, bname, i, (double)got[i],
+              (double)dxwant[i]);
+    free(ones), free(got);
+    yc_buffer_free(be, buf);
+}
+
+START_TEST(maxpool_ties)
+{
+    const float ones16[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    for (int bi = 0; bi < NBACKENDS; bi++) {
+        yc_backend *be = backend_open(bi);
+        if (!be)
+            continue;
+        const char *bn = backends[bi].name;
+        /* all equal, k2 s2: each window's first element */
+        const float y1[4] = {1, 1, 1, 1};
+        const float dx1[16] = {1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0};
+        pool_case(be, bn, "constant k2 s2", 4, 4, 2, 2, 0, ones16, y1, dx1);
+        /* all equal, k3 s1 p1: the first position inside the image of each window */
+        const float y2[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+        const float dx2[9] = {4, 2, 0, 2, 1, 0, 0, 0, 0};
+        pool_case(be, bn, "constant k3 s1 p1", 3, 3, 3, 1, 1, ones16, y2, dx2);
+        /* ties below a larger value elsewhere: the first of the maxima */
+        const float x3[4] = {3, 1, 3, 3}, y3[1] = {3}, dx3[4] = {1, 0, 0, 0};
+        pool_case(be, bn, "ties", 2, 2, 2, 2, 0, x3, y3, dx3);
+        const float x4[4] = {1, 3, 2, 3}, dx4[4] = {0, 1, 0, 0};
+        pool_case(be, bn, "later ties", 2, 2, 2, 2, 0, x4, y3, dx4);
+        /* NaN is the maximum; with two NaNs the last one (PyTorch) */
+        const float x5[4] = {NAN, 5, NAN, 1}, y5[1] = {NAN}, dx5[4] = {0, 0, 1, 0};
+        pool_case(be, bn, "two NaNs", 2, 2, 2, 2, 0, x5, y5, dx5);
+        const float x6[4] = {1, NAN, 7, 3}, dx6[4] = {0, 1, 0, 0};
+        pool_case(be, bn, "NaN before a larger value", 2, 2, 2, 2, 0, x6, y5, dx6);
+        /* a window of -inf: its first position */
+        const float x7[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, y7[1] = {-INFINITY},
+                    dx7[4] = {1, 0, 0, 0};
+        pool_case(be, bn, "-inf window", 2, 2, 2, 2, 0, x7, y7, dx7);
+        yc_backend_free(be);
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * The op checker, buffers, tensors, device info, errors.
+ * ------------------------------------------------------------------------------------------- */
+static bool err_has(const char *s)
+{
+    return strstr(yc_last_error(), s) != NULL;
+}
+
+START_TEST(op_check)
+{
+    yc_tensor x = yc_tensor_make(2, 4, 8, 8, YC_F32, "x"), w = yc_tensor_make(16, 4, 3, 3, YC_F32, "w");
+    yc_tensor b = yc_tensor_make(1, 16, 1, 1, YC_F32, "b"), y = yc_tensor_make(2, 16, 4, 4, YC_F32, "y");
+    yc_op op = {.kind = YC_OP_CONV2D, .src = {&x, &w, &b}, .dst = {&y}, .name = "layer"};
+    op.p.conv.kh = 3, op.p.conv.kw = 3, op.p.conv.stride_h = 2, op.p.conv.stride_w = 2;
+    op.p.conv.pad_h = 1, op.p.conv.pad_w = 1, op.p.conv.groups = 1;
+    ck_assert_int_eq(yc_op_check(&op), YC_OK);
+    op.src[2] = NULL;
+    ck_assert_int_eq(yc_op_check(&op), YC_OK); /* the bias is optional */
+
+    yc_tensor w3 = yc_tensor_make(16, 3, 3, 3, YC_F32, "w");
+    op.src[1] = &w3;
+    ck_assert_int_eq(yc_op_check(&op), YC_EFORMAT);
+    ck_assert_msg(err_has("conv2d 'layer'") && err_has("(16,3,3,3)") && err_has("(2,4,8,8)"), "%s",
+                  yc_last_error());
+    op.src[1] = &w;
+    yc_tensor ybad = yc_tensor_make(2, 16, 5, 4, YC_F32, "y");
+    op.dst[0] = &ybad;
+    ck_assert_int_eq(yc_op_check(&op), YC_EFORMAT);
+    ck_assert_msg(err_has("(2,16,5,4)") && err_has("(2,16,4,4)"), "%s", yc_last_error());
+    op.dst[0] = &y;
+    op.accumulate = 1;
+    ck_assert_int_eq(yc_op_check(&op), YC_EFORMAT);
+    ck_assert_msg(err_has("accumulate"), "%s", yc_last_error());
+    op.accumulate = 0;
+    op.dst[1] = &b;
+    ck_assert_int_eq(yc_op_check(&op), YC_EFORMAT);
+    ck_assert_msg(err_has("dst[1]"), "%s", yc_last_error());
+    op.dst[1] = NULL;
+    op.src[0] = NULL;
+    ck_assert_int_eq(yc_op_check(&op), YC_EFORMAT);
+    ck_assert_msg(err_has("src[0] (x) is missing"), "%s", yc_last_error());
+    op.src[0] = &x;
+    yc_tensor xs = x;
+    xs.nstride = 10;
+    op.src[0] = &xs;
+    ck_assert_int_eq(yc_op_check(&op), YC_EFORMAT);
+    ck_assert_msg(err_has("nstride"), "%s", yc_last_error());
+    op.src[0] = &x;
+    yc_tensor wh = w;
+    wh.type = YC_F16;
+    op.src[1] = &wh;
+    ck_assert_int_eq(yc_op_check(&op), YC_EFORMAT); /* parameters are FP32 */
+    op.src[1] = &w;
+    op.p.conv.kh = 5;
+    ck_assert_int_eq(yc_op_check(&op), YC_EFORMAT);
+
+    /* bwd-filter: db shape */
+    yc_tensor dbb = yc_tensor_make(1, 15, 1, 1, YC_F32, "db");
+    yc_op f = {.kind = YC_OP_CONV2D_BWD_FILTER, .src = {&x, &y}, .dst = {&w, &dbb}};
+    f.p.conv = op.p.conv;
+    f.p.conv.kh = 3;
+    ck_assert_int_eq(yc_op_check(&f), YC_EFORMAT);
+    ck_assert_msg(err_has("db (1,15,1,1)"), "%s", yc_last_error());
+    f.dst[1] = &b;
+    ck_assert_int_eq(yc_op_check(&f), YC_OK);
+
+    /* max pool: padding at most half the kernel */
+    yc_tensor py = yc_tensor_make(2, 4, 8, 8, YC_F32, "py");
+    yc_op mp = {.kind = YC_OP_MAXPOOL, .src = {&x}, .dst = {&py}};
+    mp.p.pool.k = 5, mp.p.pool.stride = 1, mp.p.pool.pad = 2;
+    ck_assert_int_eq(yc_op_check(&mp), YC_OK);
+    mp.p.pool.k = 3;
+    ck_assert_int_eq(yc_op_check(&mp), YC_EFORMAT);
+
+    /* batch norm training needs two values per channel */
+    yc_tensor x1 = yc_tensor_make(1, 4, 1, 1, YC_F32, "x1"), v4 = yc_tensor_make(1, 4, 1, 1, YC_F32, "v");
+    yc_tensor s4 = yc_tensor_make(2, 4, 1, 1, YC_F32, "s");
+    yc_op bn = {.kind = YC_OP_BN_TRAIN, .src = {&x1, &v4, &v4}, .dst = {&x1, &s4, &v4, &v4}};
+    bn.p.bn.eps = 1e-3f, bn.p.bn.momentum = 0.03f;
+    ck_assert_int_eq(yc_op_check(&bn), YC_EFORMAT);
+    ck_assert_msg(err_has("bn_train"), "%s", yc_last_error());
+
+    /* upsample shapes */
+    yc_tensor up = yc_tensor_make(2, 4, 16, 15, YC_F32, "up");
+    yc_op u = {.kind = YC_OP_UPSAMPLE, .src = {&x}, .dst = {&up}};
+    u.p.up.factor = 2;
+    ck_assert_int_eq(yc_op_check(&u), YC_EFORMAT);
+    ck_assert_msg(err_has("upsample") && err_has("(2,4,16,16)"), "%s", yc_last_error());
+
+    for (int k = 0; k < YC_OP_COUNT; k++)
+        ck_assert_str_ne(yc_op_kind_name((yc_op_kind)k), "unknown");
+    ck_assert_str_eq(yc_op_kind_name(YC_OP_CONV2D_BWD_FILTER), "conv2d_bwd_filter");
+    ck_assert_str_eq(yc_op_kind_name(YC_OP_COUNT), "unknown");
+    ck_assert_int_eq(yc_op_check(NULL), YC_EFORMAT);
+}
+END_TEST
+
+START_TEST(cpu_backend_basics)
+{
+    yc_backend *be = NULL;
+    ck_assert_int_eq(yc_backend_cpu_new(&be, 3), YC_OK);
+    const yc_device_info *info = &be->info;
+    ck_assert_int_eq(info->kind, YC_DEVICE_CPU);
+    ck_assert_str_eq(be->iface->name, "cpu");
+    ck_assert_msg(strstr(info->name, "cpu (OpenMP, 3 threads)") != NULL, "%s", info->name);
+    ck_assert_int_eq(info->compute_units, 3);
+    ck_assert(info->mem_total > 0 && info->mem_free > 0 && info->mem_free <= info->mem_total);
+    ck_assert(info->max_alloc == info->mem_total);
+    ck_assert_uint_eq(info->alignment, 64);
+    ck_assert(info->fp16_storage && !info->fp16_arith && !info->is_gpu);
+    ck_assert_int_eq(info->cl_platform, -1);
+
+    yc_buffer *buf = yc_buffer_alloc(be, 1000);
+    ck_assert_ptr_nonnull(buf);
+    void *hp = be->iface->buffer_host_ptr(be, buf);
+    ck_assert_ptr_nonnull(hp);
+    ck_assert_uint_eq((uintptr_t)hp % 64, 0);
+    ck_assert_uint_eq(be->iface->buffer_size(be, buf), 1000);
+    char bytes[16] = "abcdefghijklmno";
+    ck_assert_int_eq(be->iface->buffer_write(be, buf, 984, bytes, 16), YC_OK);
+    ck_assert_int_eq(be->iface->buffer_write(be, buf, 985, bytes, 16), YC_EFORMAT);
+    ck_assert_int_eq(be->iface->buffer_memset(be, buf, 990, 'z', 2), YC_OK);
+    char back[16];
+    ck_assert_int_eq(be->iface->buffer_read(be, buf, 984, back, 16), YC_OK);
+    ck_assert(memcmp(back, "abcdefzzijklmno", 16) == 0);
+    ck_assert_int_eq(be->iface->buffer_read(be, buf, SIZE_MAX, back, 2), YC_EFORMAT);
+    ck_assert_int_eq(be->iface->buffer_memset(be, buf, 999, 0, 2), YC_EFORMAT);
+    ck_assert_ptr_null(yc_buffer_alloc(be, info->max_alloc + 1));
+    ck_assert(err_has("cannot allocate"));
+
+    /* tensor get/set with nstride: only the images' elements are touched */
+    yc_tensor t = yc_tensor_make(3, 2, 2, 3, YC_F32, "t");
+    t.buf = buf, t.offset = 40, t.nstride = 20;
+    ck_assert_int_eq(be->iface->buffer_memset(be, buf, 0, 0xff, 1000), YC_OK);
+    float v[36], r[36];
+    for (int i = 0; i < 36; i++)
+        v[i] = (float)i;
+    ck_assert_int_eq(yc_tensor_set_f32(be, &t, v), YC_OK);
+    ck_assert_int_eq(yc_tensor_get_f32(be, &t, r), YC_OK);
+    ck_assert(memcmp(v, r, sizeof v) == 0);
+    const float *hf = (const float *)((const char *)hp + 40);
+    ck_assert(hf[11] == 11.0f && hf[20] == 12.0f && fbits(hf[12]) == 0xffffffffu &&
+              fbits(hf[19]) == 0xffffffffu);
+    t.nstride = 300;
+    ck_assert_int_eq(yc_tensor_get_f32(be, &t, r), YC_EFORMAT);
+    t.nstride = 20;
+    t.type = YC_F16;
+    ck_assert_int_eq(yc_tensor_get_f32(be, &t, r), YC_EUNSUPPORTED);
+    t.type = YC_F32;
+    yc_tensor unplaced = yc_tensor_make(1, 1, 1, 1, YC_F32, NULL);
+    ck_assert_int_eq(yc_tensor_set_f32(be, &unplaced, v), YC_EFORMAT);
+
+    /* supports: FP32 and groups == 1 only; exec refuses the rest and bad placements */
+    yc_tensor x = yc_tensor_make(1, 4, 4, 4, YC_F32, "x"), w = yc_tensor_make(4, 2, 1, 1, YC_F32, "w");
+    yc_tensor y = yc_tensor_make(1, 4, 4, 4, YC_F32, "y");
+    x.buf = y.buf = w.buf = buf;
+    y.offset = 256, w.offset = 512;
+    yc_op op = {.kind = YC_OP_CONV2D, .src = {&x, &w}, .dst = {&y}};
+    op.p.conv.kh = op.p.conv.kw = op.p.conv.stride_h = op.p.conv.stride_w = 1;
+    op.p.conv.groups = 2;
+    ck_assert_int_eq(yc_op_check(&op), YC_OK);
+    ck_assert(!be->iface->supports(be, &op));
+    ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_EUNSUPPORTED);
+    yc_tensor xh = x;
+    xh.type = YC_F16;
+    yc_op s = {.kind = YC_OP_SILU, .src = {&xh}, .dst = {&y}};
+    ck_assert(!be->iface->supports(be, &s));
+    s.src[0] = &x;
+    ck_assert(be->iface->supports(be, &s));
+    ck_assert_int_eq(yc_backend_exec(be, &s, (yc_span){0}), YC_OK);
+    y.offset = 996;
+    ck_assert_int_eq(yc_backend_exec(be, &s, (yc_span){0}), YC_EFORMAT);
+    y.offset = 258;
+    ck_assert_int_eq(yc_backend_exec(be, &s, (yc_span){0}), YC_EFORMAT);
+    y.offset = 256;
+    y.buf = NULL;
+    ck_assert_int_eq(yc_backend_exec(be, &s, (yc_span){0}), YC_EFORMAT);
+    y.buf = buf;
+
+    /* a 3x3 conv needs a workspace and refuses to run without */
+    yc_tensor w3 = yc_tensor_make(4, 4, 3, 3, YC_F32, "w3");
+    w3.buf = yc_buffer_alloc(be, 4 * 4 * 9 * sizeof(float));
+    ck_assert_ptr_nonnull(w3.buf);
+    yc_op c3 = {.kind = YC_OP_CONV2D, .src = {&x, &w3}, .dst = {&y}};
+    c3.p.conv.kh = c3.p.conv.kw = 3, c3.p.conv.stride_h = c3.p.conv.stride_w = 1;
+    c3.p.conv.pad_h = c3.p.conv.pad_w = 1, c3.p.conv.groups = 1;
+    size_t need = be->iface->workspace(be, &c3);
+    ck_assert_uint_eq(need, 36 * 16 * sizeof(float));
+    ck_assert_int_eq(yc_backend_exec(be, &c3, (yc_span){0}), YC_EFORMAT);
+    yc_buffer *wsb = yc_buffer_alloc(be, need);
+    ck_assert_int_eq(yc_backend_exec(be, &c3, (yc_span){wsb, 0, need - 4}), YC_EFORMAT);
+    ck_assert_int_eq(yc_backend_exec(be, &c3, (yc_span){wsb, 0, need}), YC_OK);
+    ck_assert_int_eq(be->iface->synchronize(be), YC_OK);
+    yc_buffer_free(be, wsb);
+    yc_buffer_free(be, w3.buf);
+
+    yc_buffer_free(be, buf);
+    yc_buffer_free(be, NULL);
+    yc_backend_free(be);
+
+    ck_assert_int_eq(yc_backend_cpu_new(&be, 0), YC_OK);
+    ck_assert_int_ge(be->info.compute_units, 1);
+    yc_backend_free(be);
+}
+END_TEST
+
+static Suite *ops_suite(void)
+{
+    Suite *s = suite_create("ops");
+    TCase *fd = tcase_create("finite_differences");
+    tcase_add_test(fd, fd_conv);
+    tcase_add_test(fd, fd_bn);
+    tcase_add_test(fd, fd_silu);
+    tcase_add_test(fd, fd_maxpool);
+    tcase_add_test(fd, fd_upsample);
+    suite_add_tcase(s, fd);
+
+    TCase *tc = tcase_create("backend_vs_reference");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, op_cases, 0, ncases);
+    tcase_add_test(tc, in_place);
+    suite_add_tcase(s, tc);
+
+    TCase *sp = tcase_create("special");
+    tcase_set_timeout(sp, 120);
+    tcase_add_test(sp, bn_running_stats);
+    tcase_add_test(sp, exp_sweep);
+    tcase_add_test(sp, silu_accuracy);
+    tcase_add_test(sp, maxpool_ties);
+    suite_add_tcase(s, sp);
+
+    TCase *api = tcase_create("api");
+    tcase_add_test(api, op_check);
+    tcase_add_test(api, cpu_backend_basics);
+    suite_add_tcase(s, api);
+    return s;
+}
+
+int main(void)
+{
+    build_cases();
+    SRunner *sr = srunner_create(ops_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
