@@ -182,6 +182,41 @@ check 0 -q devices
 check 0 --verbose devices
 
 # ---------------------------------------------------------------------------------------------
+# info and inspect
+
+check 0 info --cfg yolov5s
+expect_output 'YOLOv5s summary: 214 layers, 7235389 parameters, 7235389 gradients, 16.6 GFLOPs'
+expect_output_re '^ 24 +\[17, 20, 23\] +1 +229245  models.yolo.Detect'
+check 0 info --cfg yolov5n6.yaml --img 1280
+expect_output 'YOLOv5n6 summary:'
+expect_output '18.6 GFLOPs'
+check 0 info --cfg yolov5s --nc 3
+expect_output '7027720 parameters'
+check 1 info --cfg no-such-model
+expect_stderr "model config 'no-such-model'"
+printf 'nc: 2\ndepth_multiple: 1.0\nwidth_multiple: 1.0\nanchors: 3\nbackbone:\n  [[-1, 1, Conv, [16, 3, 2]],\n   [-1, 1, Conv2x, [32]]]\nhead:\n  [[[-1], 1, Detect, [nc, anchors]]]\n' >"$tmp/bad.yaml"
+check 1 info --cfg "$tmp/bad.yaml"
+expect_stderr "layer 1: module 'Conv2x' is not supported"
+
+tiny=${YOLOCL_TEST_DATA:-$top/tests/data}/tiny
+check 0 inspect --cfg "$tiny/yolov5n-tiny.yaml" --weights "$tiny/weights.safetensors" \
+    --batch "$tiny/batch.safetensors" --out "$tmp/step.safetensors"
+expect_output 'loss 0.23712'
+if [ -s "$tmp/step.safetensors" ]; then pass; else fail "no step.safetensors written"; fi
+check 0 inspect --cfg "$tiny/yolov5n-tiny.yaml" --seed 3 --batch "$tiny/batch.safetensors" \
+    --out "$tmp/random.safetensors"
+expect_output 'random initialisation, seed 3'
+check 2 inspect --cfg "$tiny/yolov5n-tiny.yaml" --batch "$tiny/batch.safetensors"
+expect_stderr 'are required'
+check 1 inspect --cfg yolov5s --weights "$tiny/weights.safetensors" \
+    --batch "$tiny/batch.safetensors" --out "$tmp/x.safetensors"
+expect_stderr 'model.0.conv.weight has shape [8, 3, 6, 6], the model needs [32, 3, 6, 6]'
+check 1 inspect --cfg "$tiny/yolov5n-tiny.yaml" --weights "$tmp/bad.yaml" \
+    --batch "$tiny/batch.safetensors" --out "$tmp/x.safetensors"
+expect_stderr 'bad.yaml'
+if [ ! -e "$tmp/x.safetensors" ]; then pass; else fail "a failed inspect wrote its output"; fi
+
+# ---------------------------------------------------------------------------------------------
 # The man page (needs mandoc; groff is checked too where installed)
 
 man_page=$top/man/yolocl.1
