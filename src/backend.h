@@ -58,6 +58,26 @@ typedef enum yc_op_kind {
     YC_OP_UPSAMPLE,
     /* Upsample backward: dx[h][w] = sum of dy over its f*f block.  src: dy;  dst: dx [acc] */
     YC_OP_UPSAMPLE_BWD,
+
+    /* The optimizer ops below work on flat ranges of the parameter arena: dense FP32 tensors of
+     * equal element count N (usually (1,N,1,1)).  They update their dst tensors in place. */
+
+    /* SGD as PyTorch computes it (dampening 0), one step over a parameter group:
+     *   g = scale*grad + wd*w;  buf = momentum*buf + g;  g = nesterov ? g + momentum*buf : buf;
+     *   w = w - lr*g
+     * src: grad;  dst: w (read and written), buf (read and written). */
+    YC_OP_SGD,
+    /* Adam (decoupled = 0, L2 decay added to the gradient) or AdamW (decoupled = 1: w *= 1-lr*wd
+     * first) as PyTorch computes them, step t >= 1:
+     *   g = scale*grad [+ wd*w];  m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g*g;
+     *   w = w - (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+     * src: grad;  dst: w, m, v (all read and written). */
+    YC_OP_ADAM,
+    /* Exponential moving average: e = decay*e + (1-decay)*x.  src: x;  dst: e (read and written). */
+    YC_OP_EMA,
+    /* Sum of squares (accumulated in double), for gradient norms: dst[0] = sum of src[0]^2.
+     * src: x (any dense tensor);  dst: s (1,1,1,1) [acc: adds to what is there] */
+    YC_OP_SUMSQ,
     YC_OP_COUNT
 } yc_op_kind;
 
@@ -85,6 +105,12 @@ typedef struct yc_op {
         struct { int factor; } up;
         /* YC_OP_FILL */
         struct { float value; } fill;
+        /* YC_OP_SGD */
+        struct { float lr, momentum, wd, scale; int nesterov; } sgd;
+        /* YC_OP_ADAM */
+        struct { float lr, beta1, beta2, eps, wd, scale; int step, decoupled; } adam;
+        /* YC_OP_EMA */
+        struct { float decay; } ema;
     } p;
     /* for profiles and messages (e.g. "model.3.conv"); may be NULL */
     const char *name;

@@ -10,5 +10,9 @@ int yc_cmd_devices(int argc, char **argv);
 int yc_cmd_info(int argc, char **argv);
 /* yolocl inspect: one forward + loss + backward step written to a safetensors file. */
 int yc_cmd_inspect(int argc, char **argv);
+/* yolocl train: YOLOv5's train.py. */
+int yc_cmd_train(int argc, char **argv);
+/* yolocl demo-data: writes the built-in demo dataset. */
+int yc_cmd_demo(int argc, char **argv);
 
 #endif

@@ -21,9 +21,11 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
+    {"train", yc_cmd_train, "train a model (YOLOv5's train.py); no --data: the demo dataset"},
     {"devices", yc_cmd_devices, "list the CPU and every OpenCL platform and device"},
     {"info", yc_cmd_info, "print a model's layer table, parameter count and GFLOPs"},
     {"inspect", yc_cmd_inspect, "run one training step; write head outputs, loss and gradients"},
+    {"demo-data", yc_cmd_demo, "write the built-in demo dataset to a directory"},
 };
 
 static const command *find_command(const char *name)

@@ -607,18 +607,14 @@ static int get_number(const char *path, const yc_yaml_node *root, const char *ke
     return YC_OK;
 }
 
-int yc_model_cfg_load(yc_model_cfg **out, const char *path, int nc_override)
+int yc_model_cfg_from_yaml(yc_model_cfg **out, const yc_yaml_node *root, const char *path,
+                           int nc_override)
 {
     *out = NULL;
-    yc_yaml_node *root = NULL;
-    int status = yc_yaml_load_file(path, &root);
-    if (status)
-        return status;
+    int status = YC_OK;
     yc_model_cfg *cfg = yc_calloc(1, sizeof *cfg, "model config");
-    if (!cfg) {
-        yc_yaml_free(root);
+    if (!cfg)
         return YC_ENOMEM;
-    }
     snprintf(cfg->path, sizeof cfg->path, "%s", path);
     /* Path(yaml_file).stem.replace('yolov5', 'YOLOv5') */
     const char *base = yc_path_basename(path);
@@ -699,7 +695,6 @@ int yc_model_cfg_load(yc_model_cfg **out, const char *path, int nc_override)
         goto done;
     }
 done:
-    yc_yaml_free(root);
     if (status) {
         free(cfg);
         return status;
@@ -708,8 +703,45 @@ done:
     return YC_OK;
 }
 
+int yc_model_cfg_load(yc_model_cfg **out, const char *path, int nc_override)
+{
+    char *text = NULL;
+    size_t len = 0;
+    *out = NULL;
+    int status = yc_read_file(path, &text, &len);
+    if (status)
+        return status;
+    status = yc_model_cfg_parse(out, text, len, path, nc_override);
+    free(text);
+    return status;
+}
+
+int yc_model_cfg_parse(yc_model_cfg **out, const char *text, size_t len, const char *name,
+                       int nc_override)
+{
+    *out = NULL;
+    yc_yaml_node *root = NULL;
+    int status = yc_yaml_load_string(text, len, name, &root);
+    if (status)
+        return status;
+    status = yc_model_cfg_from_yaml(out, root, name, nc_override);
+    yc_yaml_free(root);
+    if (status == YC_OK && !((*out)->text = yc_malloc(len + 1, "model config"))) {
+        yc_model_cfg_free(*out);
+        *out = NULL;
+        return YC_ENOMEM;
+    }
+    if (status == YC_OK) {
+        memcpy((*out)->text, text, len);
+        (*out)->text[len] = '\0';
+    }
+    return status;
+}
+
 void yc_model_cfg_free(yc_model_cfg *cfg)
 {
+    if (cfg)
+        free(cfg->text);
     free(cfg);
 }
 

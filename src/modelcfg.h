@@ -77,6 +77,8 @@ typedef struct yc_model_cfg {
     /* yaml path and the model's display name ("YOLOv5s") */
     char path[1024];
     char name[128];
+    /* the yaml text the config came from (owned; NULL when built from a tree), for checkpoints */
+    char *text;
 } yc_model_cfg;
 
 /* Finds a model config: an existing path is used as it is; a bare name ("yolov5s" or
@@ -87,6 +89,14 @@ int yc_model_cfg_find(const char *name, char *path, size_t len);
 /* Reads and resolves a model yaml.  `nc_override` > 0 replaces the yaml's nc (as YOLOv5's
  * Model(cfg, nc=...) does).  Errors name the file, the row and what is wrong. */
 int yc_model_cfg_load(yc_model_cfg **out, const char *path, int nc_override);
+/* The same from yaml text (a checkpoint's embedded config); `name` is used in messages and as
+ * the model's display name. */
+int yc_model_cfg_parse(yc_model_cfg **out, const char *text, size_t len, const char *name,
+                       int nc_override);
+/* The same from a parsed tree (a .pt file's model.yaml dict converted to a tree). */
+struct yc_yaml_node;
+int yc_model_cfg_from_yaml(yc_model_cfg **out, const struct yc_yaml_node *root, const char *name,
+                           int nc_override);
 void yc_model_cfg_free(yc_model_cfg *cfg);
 
 /* Index of the Detect row (the last row must be Detect). */

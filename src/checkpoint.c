@@ -1,0 +1,353 @@
+/* Training checkpoints (see checkpoint.h). */
+#include "checkpoint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "json.h"
+#include "log.h"
+#include "safetensors.h"
+#include "util.h"
+
+void yc_ckpt_meta_free(yc_ckpt_meta *meta)
+{
+    free(meta->names_json);
+    free(meta->opt_json);
+    free(meta->hyp_json);
+    memset(meta, 0, sizeof *meta);
+}
+
+/* Host copies of a model's parameter and state arenas. */
+typedef struct host_model {
+    float *params, *state;
+} host_model;
+
+static int read_model(const yc_model *m, host_model *h)
+{
+    yc_backend *be = m->be;
+    h->params = yc_malloc(m->param_elems * sizeof(float), "checkpoint");
+    h->state = yc_malloc((m->state_elems + 1) * sizeof(float), "checkpoint");
+    if (!h->params || !h->state)
+        return YC_ENOMEM;
+    int st = be->iface->buffer_read(be, m->param_buf, 0, h->params, m->param_elems * sizeof(float));
+    if (!st && m->state_elems)
+        st = be->iface->buffer_read(be, m->state_buf, 0, h->state,
+                                    m->state_elems * sizeof(float));
+    return st;
+}
+
+static void free_host(host_model *h)
+{
+    free(h->params);
+    free(h->state);
+}
+
+/* Names live until the write: one pool of fixed-size slots. */
+typedef struct name_pool {
+    char *buf;
+    int used, cap;
+} name_pool;
+
+static const char *pool_name(name_pool *p, const char *prefix, const char *name)
+{
+    if (p->used == p->cap)
+        return NULL;
+    char *slot = p->buf + (size_t)p->used++ * (YC_NAME_MAX + 32);
+    snprintf(slot, YC_NAME_MAX + 32, "%s%s", prefix, name);
+    return slot;
+}
+
+/* Adds a model's state dict (YOLOv5 order) under `prefix`. */
+static int add_state_dict(yc_st_writer *w, name_pool *np, const char *prefix, const yc_model *m,
+                          const host_model *h)
+{
+    int st = YC_OK;
+    for (int i = 0; i < m->ndict && !st; i++) {
+        int64_t shape[4];
+        const char *name;
+        if (!m->dict[i].is_state) {
+            const yc_param *p = &m->params[m->dict[i].idx];
+            for (int d = 0; d < p->ndim; d++)
+                shape[d] = p->shape[d];
+            if (!(name = pool_name(np, prefix, p->name)))
+                return YC_ENOMEM;
+            st = yc_st_writer_add(w, name, YC_ST_F32, p->ndim, shape, h->params + p->offset);
+            continue;
+        }
+        const yc_state *s = &m->state[m->dict[i].idx];
+        if (!(name = pool_name(np, prefix, s->name)))
+            return YC_ENOMEM;
+        if (s->kind == YC_STATE_NUM_BATCHES) {
+            st = yc_st_writer_add(w, name, YC_ST_I64, 0, NULL, &m->num_batches[s->offset]);
+        } else {
+            shape[0] = s->numel;
+            st = yc_st_writer_add(w, name, YC_ST_F32, 1, shape, h->state + s->offset);
+        }
+    }
+    if (st)
+        return st;
+    int64_t ashape[3] = {m->nl, m->na, 2};
+    const char *name = pool_name(np, prefix, m->anchors_name);
+    if (!name)
+        return YC_ENOMEM;
+    return yc_st_writer_add(w, name, YC_ST_F32, 3, ashape, m->anchors);
+}
+
+static int add_optim(yc_st_writer *w, name_pool *np, const yc_optim *o, const float *b1,
+                     const float *b2)
+{
+    const yc_model *m = o->m;
+    const char *n1 = o->kind == YC_OPTIM_SGD ? "resume.optim.momentum_buffer."
+                                             : "resume.optim.exp_avg.";
+    int st = YC_OK;
+    for (int i = 0; i < m->nparams && !st; i++) {
+        const yc_param *p = &m->params[i];
+        int64_t shape[4];
+        for (int d = 0; d < p->ndim; d++)
+            shape[d] = p->shape[d];
+        const char *name = pool_name(np, n1, p->name);
+        if (!name)
+            return YC_ENOMEM;
+        st = yc_st_writer_add(w, name, YC_ST_F32, p->ndim, shape, b1 + p->offset);
+        if (!st && b2) {
+            if (!(name = pool_name(np, "resume.optim.exp_avg_sq.", p->name)))
+                return YC_ENOMEM;
+            st = yc_st_writer_add(w, name, YC_ST_F32, p->ndim, shape, b2 + p->offset);
+        }
+    }
+    return st;
+}
+
+static char *stride_json(const yc_model *m)
+{
+    char buf[256] = "[";
+    for (int l = 0; l < m->nl; l++) {
+        size_t u = strlen(buf);
+        snprintf(buf + u, sizeof buf - u, "%s%g", l ? ", " : "", m->stride[l]);
+    }
+    strcat(buf, "]");
+    return yc_strdup(buf, "checkpoint");
+}
+
+int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *model,
+                       const yc_optim *optim, const yc_ckpt_meta *meta)
+{
+    host_model he = {0}, hm = {0};
+    float *b1 = NULL, *b2 = NULL;
+    name_pool np = {0};
+    char *stride = NULL;
+    yc_st_writer *w = yc_st_writer_new();
+    np.cap = 4 * (ema->ndict + 2) + 8;
+    np.buf = yc_malloc((size_t)np.cap * (YC_NAME_MAX + 32), "checkpoint");
+    int st = w && np.buf ? YC_OK : YC_ENOMEM;
+    if (!st)
+        st = read_model(ema, &he);
+    if (!st)
+        st = add_state_dict(w, &np, "", ema, &he);
+    if (!st && model) {
+        st = read_model(model, &hm);
+        if (!st)
+            st = add_state_dict(w, &np, "resume.model.", model, &hm);
+    }
+    if (!st && optim) {
+        yc_backend *be = optim->m->be;
+        size_t bytes = optim->m->param_elems * sizeof(float);
+        b1 = yc_malloc(bytes, "checkpoint");
+        b2 = optim->buf2 ? yc_malloc(bytes, "checkpoint") : NULL;
+        if (!b1 || (optim->buf2 && !b2))
+            st = YC_ENOMEM;
+        if (!st)
+            st = be->iface->buffer_read(be, optim->buf1, 0, b1, bytes);
+        if (!st && b2)
+            st = be->iface->buffer_read(be, optim->buf2, 0, b2, bytes);
+        if (!st)
+            st = add_optim(w, &np, optim, b1, b2);
+    }
+    char num[64], date[64];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", localtime(&now));
+    if (!st && !(stride = stride_json(ema)))
+        st = YC_ENOMEM;
+    const char *model_name = yc_path_basename(ema->cfg->path);
+#define META(k, v)                                                                                 \
+    do {                                                                                           \
+        const char *value_ = (v);                                                                  \
+        if (!st && value_)                                                                         \
+            st = yc_st_writer_meta(w, k, value_);                                                  \
+    } while (0)
+    META("format", "yolocl-1");
+    META("model_yaml", ema->cfg->text);
+    META("model_name", model_name);
+    snprintf(num, sizeof num, "%d", ema->nc);
+    META("nc", num);
+    META("names", meta->names_json);
+    META("stride", stride);
+    snprintf(num, sizeof num, "%d", meta->epoch);
+    META("epoch", num);
+    snprintf(num, sizeof num, "%d", meta->next_batch);
+    META("next_batch", num);
+    snprintf(num, sizeof num, "%.17g", meta->best_fitness);
+    META("best_fitness", num);
+    snprintf(num, sizeof num, "%ld", meta->updates);
+    META("updates", num);
+    if (optim) {
+        META("optimizer", yc_optim_kind_name(optim->kind));
+        snprintf(num, sizeof num, "%ld", optim->steps);
+        META("optimizer_steps", num);
+    }
+    META("opt", meta->opt_json);
+    META("hyp", meta->hyp_json);
+    META("date", date);
+#undef META
+    if (!st)
+        st = yc_st_writer_write(w, path);
+    yc_st_writer_free(w);
+    free_host(&he);
+    free_host(&hm);
+    free(b1);
+    free(b2);
+    free(np.buf);
+    free(stride);
+    return st ? yc_error_context(st, "saving checkpoint %s", path) : YC_OK;
+}
+
+static char *meta_dup(const yc_st_file *f, const char *key)
+{
+    const char *v = yc_st_meta(f, key);
+    return v ? yc_strdup(v, "checkpoint") : NULL;
+}
+
+int yc_checkpoint_read_meta(const char *path, yc_ckpt_meta *meta)
+{
+    memset(meta, 0, sizeof *meta);
+    yc_st_file *f = NULL;
+    int st = yc_st_open(&f, path);
+    if (st)
+        return st;
+    const char *format = yc_st_meta(f, "format");
+    if (!format || strcmp(format, "yolocl-1") != 0) {
+        yc_st_close(f);
+        return yc_error_status(YC_EFORMAT, "%s is not a yolocl checkpoint (no format yolocl-1)",
+                               path);
+    }
+    const char *v;
+    meta->epoch = (v = yc_st_meta(f, "epoch")) ? atoi(v) : -1;
+    meta->next_batch = (v = yc_st_meta(f, "next_batch")) ? atoi(v) : 0;
+    meta->best_fitness = (v = yc_st_meta(f, "best_fitness")) ? strtod(v, NULL) : 0.0;
+    meta->updates = (v = yc_st_meta(f, "updates")) ? strtol(v, NULL, 10) : 0;
+    meta->optim_steps = (v = yc_st_meta(f, "optimizer_steps")) ? strtol(v, NULL, 10) : 0;
+    snprintf(meta->optimizer, sizeof meta->optimizer, "%s",
+             (v = yc_st_meta(f, "optimizer")) ? v : "");
+    meta->names_json = meta_dup(f, "names");
+    meta->opt_json = meta_dup(f, "opt");
+    meta->hyp_json = meta_dup(f, "hyp");
+    yc_st_close(f);
+    return YC_OK;
+}
+
+/* Reads tensor `prefix name` into dst (numel floats), checking its size. */
+static int read_named(yc_st_file *f, const char *path, const char *prefix, const char *name,
+                      float *dst, size_t numel)
+{
+    char full[YC_NAME_MAX + 64];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    const yc_st_tensor *t = yc_st_find(f, full);
+    if (!t)
+        return yc_error_status(YC_EFORMAT, "%s has no tensor %s (not a resumable checkpoint of "
+                               "this model?)", path, full);
+    return yc_st_read_f32(f, t, dst, numel);
+}
+
+/* Loads a model's state dict stored under `prefix`. */
+static int load_state_dict(yc_st_file *f, const char *path, const char *prefix, yc_model *m)
+{
+    host_model h = {0};
+    h.params = yc_malloc(m->param_elems * sizeof(float), "checkpoint");
+    h.state = yc_malloc((m->state_elems + 1) * sizeof(float), "checkpoint");
+    int st = h.params && h.state ? YC_OK : YC_ENOMEM;
+    for (int i = 0; i < m->nparams && !st; i++)
+        st = read_named(f, path, prefix, m->params[i].name, h.params + m->params[i].offset,
+                        m->params[i].numel);
+    for (int i = 0; i < m->nstate && !st; i++) {
+        const yc_state *s = &m->state[i];
+        if (s->kind == YC_STATE_NUM_BATCHES) {
+            float v;
+            st = read_named(f, path, prefix, s->name, &v, 1);
+            m->num_batches[s->offset] = (int64_t)v;
+        } else {
+            st = read_named(f, path, prefix, s->name, h.state + s->offset, (size_t)s->numel);
+        }
+    }
+    if (!st)
+        st = read_named(f, path, prefix, m->anchors_name, m->anchors, (size_t)m->nl * m->na * 2);
+    yc_backend *be = m->be;
+    if (!st)
+        st = be->iface->buffer_write(be, m->param_buf, 0, h.params, m->param_elems * sizeof(float));
+    if (!st && m->state_elems)
+        st = be->iface->buffer_write(be, m->state_buf, 0, h.state, m->state_elems * sizeof(float));
+    free_host(&h);
+    return st;
+}
+
+static int load_optim(yc_st_file *f, const char *path, yc_optim *o)
+{
+    yc_model *m = o->m;
+    size_t bytes = m->param_elems * sizeof(float);
+    float *b = yc_calloc(m->param_elems + 1, sizeof *b, "checkpoint");
+    if (!b)
+        return YC_ENOMEM;
+    const char *p1 = o->kind == YC_OPTIM_SGD ? "resume.optim.momentum_buffer."
+                                             : "resume.optim.exp_avg.";
+    int st = YC_OK;
+    for (int pass = 0; pass < (o->buf2 ? 2 : 1) && !st; pass++) {
+        const char *prefix = pass ? "resume.optim.exp_avg_sq." : p1;
+        for (int i = 0; i < m->nparams && !st; i++)
+            st = read_named(f, path, prefix, m->params[i].name, b + m->params[i].offset,
+                            m->params[i].numel);
+        if (!st)
+            st = m->be->iface->buffer_write(m->be, pass ? o->buf2 : o->buf1, 0, b, bytes);
+    }
+    free(b);
+    return st;
+}
+
+int yc_checkpoint_load_train_state(const char *path, yc_model *model, yc_model *ema,
+                                   yc_optim *optim)
+{
+    yc_ckpt_meta meta;
+    int st = yc_checkpoint_read_meta(path, &meta);
+    if (st)
+        return st;
+    if (optim && strcmp(meta.optimizer, yc_optim_kind_name(optim->kind)) != 0)
+        st = yc_error_status(YC_EFORMAT, "%s was trained with optimizer '%s', not %s", path,
+                             meta.optimizer, yc_optim_kind_name(optim->kind));
+    long steps = meta.optim_steps;
+    yc_ckpt_meta_free(&meta);
+    if (st)
+        return st;
+    yc_st_file *f = NULL;
+    if ((st = yc_st_open(&f, path)))
+        return st;
+    st = load_state_dict(f, path, "resume.model.", model);
+    if (!st)
+        st = load_state_dict(f, path, "", ema);
+    if (!st && optim) {
+        st = load_optim(f, path, optim);
+        optim->steps = steps;
+    }
+    yc_st_close(f);
+    return st ? yc_error_context(st, "resuming from %s", path) : YC_OK;
+}
+
+int yc_checkpoint_load_weights(const char *path, yc_model *m)
+{
+    yc_st_file *f = NULL;
+    int st = yc_st_open(&f, path);
+    if (st)
+        return st;
+    st = load_state_dict(f, path, "", m);
+    yc_st_close(f);
+    return st;
+}

@@ -1,0 +1,58 @@
+/* Training checkpoints: one safetensors file per checkpoint, written atomically (temporary file
+ * and rename), readable by numpy/PyTorch.
+ *
+ *   tensors under YOLOv5's state-dict names   the EMA weights (what val, detect and fine-tuning
+ *                                             load), FP32, anchors and BN counters included
+ *   resume.model.<name>                       the raw model's state dict
+ *   resume.optim.<buffer>.<name>              optimizer state per parameter (momentum_buffer;
+ *                                             exp_avg, exp_avg_sq for Adam/AdamW)
+ *   __metadata__                              format "yolocl-1", model_yaml, model_name, nc,
+ *                                             names (JSON), stride (JSON), epoch, best_fitness,
+ *                                             updates, optimizer, optimizer_steps, opt (JSON of
+ *                                             the run's options), hyp (JSON), date
+ *
+ * A final checkpoint (YOLOv5's strip_optimizer) keeps only the EMA weights and the model
+ * metadata, with epoch -1. */
+#ifndef YC_CHECKPOINT_H
+#define YC_CHECKPOINT_H
+
+#include "model.h"
+#include "optim.h"
+
+typedef struct yc_ckpt_meta {
+    /* last completed epoch (-1 in a final checkpoint) */
+    int epoch;
+    /* the batch of epoch + 1 to continue from: 0, or where an interrupted epoch stopped (the
+     * batch after its last optimizer step) */
+    int next_batch;
+    /* best fitness so far */
+    double best_fitness;
+    /* EMA updates done */
+    long updates;
+    /* optimizer steps done and the optimizer's name */
+    long optim_steps;
+    char optimizer[16];
+    /* JSON texts (owned; may be NULL): class names array, run options object, hyp object */
+    char *names_json;
+    char *opt_json;
+    char *hyp_json;
+} yc_ckpt_meta;
+
+void yc_ckpt_meta_free(yc_ckpt_meta *meta);
+
+/* Writes a checkpoint.  `model` and `optim` may be NULL (a final checkpoint). */
+int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *model,
+                       const yc_optim *optim, const yc_ckpt_meta *meta);
+
+/* Reads the metadata of a checkpoint written by yc_checkpoint_save. */
+int yc_checkpoint_read_meta(const char *path, yc_ckpt_meta *meta);
+
+/* Restores the training state for --resume: the raw model, the EMA and the optimizer buffers
+ * (all allocated for the same config).  Fails, naming the tensor, when something is missing. */
+int yc_checkpoint_load_train_state(const char *path, yc_model *model, yc_model *ema,
+                                   yc_optim *optim);
+
+/* Loads a checkpoint's EMA weights (the tensors under YOLOv5 names) into an allocated model. */
+int yc_checkpoint_load_weights(const char *path, yc_model *m);
+
+#endif

@@ -1,0 +1,91 @@
+/* Run directories and results.csv (see rundir.h). */
+#include "rundir.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "util.h"
+
+const char *const yc_results_columns[YC_RESULTS_NCOLS] = {
+    "train/box_loss",   "train/obj_loss", "train/cls_loss", "metrics/precision",
+    "metrics/recall",   "metrics/mAP_0.5", "metrics/mAP_0.5:0.95", "val/box_loss",
+    "val/obj_loss",     "val/cls_loss",   "x/lr0",          "x/lr1",
+    "x/lr2",
+};
+
+int yc_run_dir(const char *project, const char *name, bool exist_ok, const char *sub, char *out,
+               size_t len)
+{
+    char base[2048];
+    snprintf(base, sizeof base, "%s/%s", project, name);
+    int w = snprintf(out, len, "%s", base);
+    if (w < 0 || (size_t)w >= len)
+        return yc_error_status(YC_EUSAGE, "run directory path too long: %s", base);
+    if (!exist_ok) {
+        for (int n = 2; yc_file_exists(out) || yc_is_dir(out); n++) {
+            if (n > 9999)
+                return yc_error_status(YC_EIO, "no free run directory after %s9999", base);
+            snprintf(out, len, "%s%d", base, n);
+        }
+    }
+    int st = yc_mkdirs(out);
+    if (!st && sub) {
+        char s[4096];
+        snprintf(s, sizeof s, "%s/%s", out, sub);
+        st = yc_mkdirs(s);
+    }
+    return st;
+}
+
+int yc_results_append(const char *path, int epoch, const double values[YC_RESULTS_NCOLS])
+{
+    bool fresh = !yc_file_exists(path);
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return yc_error_status(YC_EIO, "cannot open %s: %s", path, strerror(errno));
+    if (fresh) {
+        fprintf(f, "%20s", "epoch");
+        for (int i = 0; i < YC_RESULTS_NCOLS; i++)
+            fprintf(f, ",%20s", yc_results_columns[i]);
+        fputc('\n', f);
+    }
+    fprintf(f, "%20.5g", (double)epoch);
+    for (int i = 0; i < YC_RESULTS_NCOLS; i++)
+        fprintf(f, ",%20.5g", values[i]);
+    fputc('\n', f);
+    int st = fflush(f) || ferror(f) || fsync(fileno(f)) ? YC_EIO : YC_OK;
+    if (fclose(f) != 0)
+        st = YC_EIO;
+    return st ? yc_error_status(st, "cannot write %s: %s", path, strerror(errno)) : YC_OK;
+}
+
+int yc_results_truncate(const char *path, int epochs)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (!yc_file_exists(path))
+        return YC_OK;
+    int st = yc_read_file(path, &text, &len);
+    if (st)
+        return st;
+    /* keep the header and rows whose first field (the epoch) is < epochs */
+    size_t keep = 0;
+    char *line = text;
+    bool header = true;
+    while (line < text + len) {
+        char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        if (!header && strtol(line, NULL, 10) >= epochs)
+            break;
+        header = false;
+        keep += n;
+        line += n;
+    }
+    st = keep == len ? YC_OK : yc_write_file_atomic(path, text, keep);
+    free(text);
+    return st;
+}

@@ -1,0 +1,1197 @@
+/* yolocl train: YOLOv5's train.py (see train.h). */
+#include "train.h"
+
+#include <errno.h>
+#include <glob.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "autoanchor.h"
+#include "checkpoint.h"
+#include "dataset.h"
+#include "demo.h"
+#include "device.h"
+#include "draw.h"
+#include "ema.h"
+#include "half.h"
+#include "hyp.h"
+#include "json.h"
+#include "loader.h"
+#include "log.h"
+#include "model.h"
+#include "rng.h"
+#include "rundir.h"
+#include "step.h"
+#include "util.h"
+#include "val.h"
+#include "weights.h"
+#include "yamltree.h"
+
+#define NBS 64            /* nominal batch size */
+#define MAX_GRAD_NORM 10.0 /* clip_grad_norm_ max_norm */
+#define STEP_CACHE 2      /* training graphs kept for different batch shapes */
+
+/* snprintf into a path buffer; paths longer than the buffer are an error, not a silent cut. */
+static int path_fmt(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int path_fmt(char *dst, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(dst, len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= len)
+        return yc_error_status(YC_EUSAGE, "path too long: %.200s...", dst);
+    return YC_OK;
+}
+
+/* ---- signals: the first SIGINT/SIGTERM asks for a checkpoint and a clean exit, a second one
+ *      exits at once ------------------------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    if (stop_requested)
+        _exit(128 + sig);
+    stop_requested = 1;
+}
+
+static void install_signals(struct sigaction *old_int, struct sigaction *old_term)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, old_int);
+    sigaction(SIGTERM, &sa, old_term);
+    stop_requested = 0;
+}
+
+static void restore_signals(const struct sigaction *old_int, const struct sigaction *old_term)
+{
+    sigaction(SIGINT, old_int, NULL);
+    sigaction(SIGTERM, old_term, NULL);
+}
+
+/* ---- options ----------------------------------------------------------------------------------- */
+
+void yc_train_opts_defaults(yc_train_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->hyp = "hyp.scratch-low";
+    o->epochs = 100;
+    o->batch = 16;
+    o->imgsz = 640;
+    o->optimizer = YC_OPTIM_SGD;
+    o->workers = 0;
+    o->project = "runs/train";
+    o->name = "exp";
+    o->device = "auto";
+    o->patience = 100;
+    o->save_period = -1;
+}
+
+/* Strings restored from a checkpoint's options live here. */
+typedef struct opt_strings {
+    char *data, *cfg, *hyp, *project, *name;
+} opt_strings;
+
+static void json_str(FILE *f, const char *key, const char *v, bool *first)
+{
+    char buf[4096];
+    fprintf(f, "%s\"%s\": ", *first ? "" : ", ", key);
+    *first = false;
+    if (!v) {
+        fputs("null", f);
+        return;
+    }
+    yc_json_escape(buf, sizeof buf, v, strlen(v));
+    fputs(buf, f);
+}
+
+static void json_num(FILE *f, const char *key, double v, bool *first)
+{
+    fprintf(f, "%s\"%s\": %.17g", *first ? "" : ", ", key, v);
+    *first = false;
+}
+
+static void json_bool(FILE *f, const char *key, bool v, bool *first)
+{
+    fprintf(f, "%s\"%s\": %s", *first ? "" : ", ", key, v ? "true" : "false");
+    *first = false;
+}
+
+/* The run's options as a JSON object (YOLOv5's opt names), for checkpoints and opt.yaml. */
+static char *opts_json(const yc_train_opts *o)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    bool first = true;
+    fputc('{', f);
+    json_str(f, "data", o->data, &first);
+    json_str(f, "cfg", o->cfg, &first);
+    json_str(f, "weights", o->weights, &first);
+    json_str(f, "hyp", o->hyp, &first);
+    json_num(f, "epochs", o->epochs, &first);
+    json_num(f, "batch_size", o->batch, &first);
+    json_num(f, "imgsz", o->imgsz, &first);
+    json_num(f, "accumulate", o->accumulate, &first);
+    json_bool(f, "rect", o->rect, &first);
+    json_bool(f, "nosave", o->nosave, &first);
+    json_bool(f, "noval", o->noval, &first);
+    json_bool(f, "noautoanchor", o->noautoanchor, &first);
+    json_bool(f, "noplots", o->noplots, &first);
+    json_bool(f, "cos_lr", o->cos_lr, &first);
+    json_bool(f, "single_cls", o->single_cls, &first);
+    json_bool(f, "multi_scale", o->multi_scale, &first);
+    json_bool(f, "image_weights", o->image_weights, &first);
+    json_bool(f, "exist_ok", o->exist_ok, &first);
+    json_str(f, "optimizer", yc_optim_kind_name(o->optimizer), &first);
+    json_num(f, "workers", o->workers, &first);
+    json_str(f, "project", o->project, &first);
+    json_str(f, "name", o->name, &first);
+    json_str(f, "device", o->device, &first);
+    json_num(f, "label_smoothing", o->label_smoothing, &first);
+    json_num(f, "patience", o->patience, &first);
+    fprintf(f, ", \"freeze\": [");
+    for (int i = 0; i < o->nfreeze; i++)
+        fprintf(f, "%s%d", i ? ", " : "", o->freeze[i]);
+    fputc(']', f);
+    json_num(f, "save_period", o->save_period, &first);
+    json_num(f, "seed", o->seed, &first);
+    fputc('}', f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static int get_num(const yc_json *obj, const char *key, double *out)
+{
+    const yc_json *v = yc_json_get(obj, key);
+    if (!v || yc_json_typeof(v) != YC_JSON_NUMBER)
+        return yc_error_status(YC_EFORMAT, "checkpoint options: '%s' missing or not a number",
+                               key);
+    *out = yc_json_number(v);
+    return YC_OK;
+}
+
+static bool get_bool(const yc_json *obj, const char *key)
+{
+    const yc_json *v = yc_json_get(obj, key);
+    return v && yc_json_typeof(v) == YC_JSON_BOOL && yc_json_bool(v);
+}
+
+static char *get_str(const yc_json *obj, const char *key)
+{
+    const yc_json *v = yc_json_get(obj, key);
+    if (!v || yc_json_typeof(v) != YC_JSON_STRING)
+        return NULL;
+    return yc_strdup(yc_json_string(v), "options");
+}
+
+/* Restores the options of an interrupted run (train.py --resume restores opt.yaml; device,
+ * workers and threads stay as given now). */
+static int opts_from_json(const char *text, yc_train_opts *o, opt_strings *keep)
+{
+    yc_json *root = NULL;
+    int st = yc_json_parse(&root, text, strlen(text));
+    if (st)
+        return yc_error_context(st, "checkpoint options");
+    double v;
+    if (!(st = get_num(root, "epochs", &v)))
+        o->epochs = (int)v;
+    if (!st && !(st = get_num(root, "batch_size", &v)))
+        o->batch = (int)v;
+    if (!st && !(st = get_num(root, "imgsz", &v)))
+        o->imgsz = (int)v;
+    if (!st && !(st = get_num(root, "accumulate", &v)))
+        o->accumulate = (int)v;
+    if (!st && !(st = get_num(root, "label_smoothing", &v)))
+        o->label_smoothing = (float)v;
+    if (!st && !(st = get_num(root, "patience", &v)))
+        o->patience = (int)v;
+    if (!st && !(st = get_num(root, "save_period", &v)))
+        o->save_period = (int)v;
+    if (!st && !(st = get_num(root, "seed", &v)))
+        o->seed = (int)v;
+    if (st) {
+        yc_json_free(root);
+        return st;
+    }
+    o->rect = get_bool(root, "rect");
+    o->nosave = get_bool(root, "nosave");
+    o->noval = get_bool(root, "noval");
+    o->noautoanchor = get_bool(root, "noautoanchor");
+    o->noplots = get_bool(root, "noplots");
+    o->cos_lr = get_bool(root, "cos_lr");
+    o->single_cls = get_bool(root, "single_cls");
+    o->multi_scale = get_bool(root, "multi_scale");
+    o->image_weights = get_bool(root, "image_weights");
+    char *optim = get_str(root, "optimizer");
+    if (optim && (st = yc_optim_kind_parse(optim, &o->optimizer)))
+        yc_error_context(st, "checkpoint options");
+    free(optim);
+    const yc_json *fr = yc_json_get(root, "freeze");
+    o->nfreeze = 0;
+    for (size_t i = 0; fr && i < yc_json_len(fr) && i < YC_MAX_FREEZE; i++)
+        o->freeze[o->nfreeze++] = (int)yc_json_number(yc_json_at(fr, i));
+    keep->data = get_str(root, "data");
+    keep->cfg = get_str(root, "cfg");
+    keep->hyp = get_str(root, "hyp");
+    keep->project = get_str(root, "project");
+    keep->name = get_str(root, "name");
+    o->data = keep->data;
+    o->cfg = keep->cfg;
+    o->hyp = keep->hyp ? keep->hyp : "hyp.scratch-low";
+    o->project = keep->project ? keep->project : "runs/train";
+    o->name = keep->name ? keep->name : "exp";
+    yc_json_free(root);
+    return st;
+}
+
+static void opt_strings_free(opt_strings *s)
+{
+    free(s->data);
+    free(s->cfg);
+    free(s->hyp);
+    free(s->project);
+    free(s->name);
+}
+
+/* ---- the trainer ------------------------------------------------------------------------------- */
+
+typedef struct trainer {
+    yc_train_opts o;
+    opt_strings kept;
+    char save_dir[2048], wdir[2200], last[2300], best[2300], csv[2300];
+    char *opt_json, *hyp_json, *names_json;
+    yc_hyp hyp;
+    /* data */
+    yc_data_yaml data;
+    bool have_data;
+    yc_dataset train_ds, val_ds;
+    bool have_train_ds, have_val_ds;
+    int nc;
+    char **names;
+    bool own_names;
+    /* model and training state */
+    yc_backend *be;
+    yc_model *m;
+    yc_ema *ema;
+    yc_optim *opt;
+    bool *frozen;
+    yc_loss_params lp;
+    int gs;
+    /* loaders and training graphs per batch shape (most recently used first) */
+    yc_loader *train_loader, *val_loader;
+    yc_step *steps[STEP_CACHE];
+    float *input;
+    size_t input_cap;
+    /* progress */
+    int start_epoch, epochs, best_epoch;
+    double best_fitness;
+} trainer;
+
+static void trainer_free(trainer *t)
+{
+    for (int i = 0; i < STEP_CACHE; i++)
+        yc_step_free(t->steps[i]);
+    yc_loader_free(t->train_loader);
+    yc_loader_free(t->val_loader);
+    yc_optim_free(t->opt);
+    yc_ema_free(t->ema);
+    yc_model_free(t->m);
+    yc_backend_free(t->be);
+    if (t->have_train_ds)
+        yc_dataset_free(&t->train_ds);
+    if (t->have_val_ds)
+        yc_dataset_free(&t->val_ds);
+    if (t->own_names) {
+        for (int i = 0; i < t->nc; i++)
+            free(t->names[i]);
+        free(t->names);
+    }
+    if (t->have_data)
+        yc_data_yaml_free(&t->data);
+    free(t->frozen);
+    free(t->input);
+    free(t->opt_json);
+    free(t->hyp_json);
+    free(t->names_json);
+    opt_strings_free(&t->kept);
+}
+
+/* JSON array of the class names. */
+static char *names_to_json(char **names, int nc)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    fputc('[', f);
+    for (int i = 0; i < nc; i++) {
+        char *q = yc_json_quote(names[i], strlen(names[i]));
+        fprintf(f, "%s%s", i ? ", " : "", q ? q : "\"\"");
+        free(q);
+    }
+    fputc(']', f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static char *hyp_to_json(const yc_hyp *h)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    bool first = true;
+    fputc('{', f);
+#define YC_HYP_JSON(name, def) json_num(f, #name, h->name, &first);
+    YC_HYP_KEYS(YC_HYP_JSON)
+#undef YC_HYP_JSON
+    fputc('}', f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* Writes a JSON object's members as "key: value" lines (opt.yaml, hyp.yaml). */
+static int write_yaml_from_json(const char *path, const char *json)
+{
+    yc_json *root = NULL;
+    int st = yc_json_parse(&root, json, strlen(json));
+    if (st)
+        return st;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        yc_json_free(root);
+        return YC_ENOMEM;
+    }
+    for (size_t i = 0; i < yc_json_len(root); i++) {
+        const char *key = yc_json_key_at(root, i, NULL);
+        const yc_json *v = yc_json_at(root, i);
+        fprintf(f, "%s: ", key);
+        switch (yc_json_typeof(v)) {
+        case YC_JSON_STRING: {
+            const char *s = yc_json_string(v);
+            fputc('\'', f);
+            for (; *s; s++)
+                fputs(*s == '\'' ? "''" : (char[2]){*s, 0}, f);
+            fputc('\'', f);
+            break;
+        }
+        case YC_JSON_NUMBER:
+            fputs(yc_json_number_text(v), f);
+            break;
+        case YC_JSON_BOOL:
+            fputs(yc_json_bool(v) ? "true" : "false", f);
+            break;
+        case YC_JSON_ARRAY:
+            fputc('[', f);
+            for (size_t j = 0; j < yc_json_len(v); j++)
+                fprintf(f, "%s%s", j ? ", " : "", yc_json_number_text(yc_json_at(v, j)));
+            fputc(']', f);
+            break;
+        default:
+            fputs("null", f);
+        }
+        fputc('\n', f);
+    }
+    yc_json_free(root);
+    if (fclose(f) != 0) {
+        free(buf);
+        return YC_ENOMEM;
+    }
+    st = yc_write_file_atomic(path, buf, len);
+    free(buf);
+    return st;
+}
+
+/* Finds the checkpoint to resume: a file, a run directory, or the most recently written
+ * PROJECT/<run>/weights/last.safetensors (YOLOv5's get_latest_run). */
+static int find_resume(const char *spec, const char *project, char *out, size_t len)
+{
+    if (spec[0] && yc_file_exists(spec)) {
+        snprintf(out, len, "%s", spec);
+        return YC_OK;
+    }
+    if (spec[0]) {
+        snprintf(out, len, "%s/weights/last.safetensors", spec);
+        if (yc_file_exists(out))
+            return YC_OK;
+        return yc_error_status(YC_EIO, "--resume %s: neither a checkpoint nor a run directory "
+                               "with weights/last.safetensors", spec);
+    }
+    char pattern[2200];
+    snprintf(pattern, sizeof pattern, "%s/*/weights/last.safetensors", project);
+    glob_t g;
+    memset(&g, 0, sizeof g);
+    if (glob(pattern, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
+        globfree(&g);
+        return yc_error_status(YC_EIO, "--resume: no %s to resume", pattern);
+    }
+    time_t newest = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        struct stat sb;
+        if (stat(g.gl_pathv[i], &sb) == 0 && (out[0] == '\0' || sb.st_mtime > newest)) {
+            newest = sb.st_mtime;
+            snprintf(out, len, "%s", g.gl_pathv[i]);
+        }
+    }
+    globfree(&g);
+    return YC_OK;
+}
+
+/* ---- setup ------------------------------------------------------------------------------------ */
+
+static int setup_data(trainer *t)
+{
+    const yc_train_opts *o = &t->o;
+    char demo_yaml[2048];
+    const char *data = o->data;
+    int st;
+    if (!data || !data[0]) {
+        char *dir = yc_demo_default_dir();
+        if (!dir)
+            return YC_ENOMEM;
+        if ((st = yc_demo_ensure(dir))) {
+            free(dir);
+            return st;
+        }
+        snprintf(demo_yaml, sizeof demo_yaml, "%s/%s", dir, YC_DEMO_YAML);
+        yc_info("data: the built-in demo dataset (%s; `yolocl demo-data DIR` writes a copy)\n", dir);
+        free(dir);
+        data = demo_yaml;
+        free(t->kept.data);
+        if (!(t->kept.data = yc_strdup(demo_yaml, "options")))
+            return YC_ENOMEM;
+        t->o.data = t->kept.data;
+    }
+    if ((st = yc_data_yaml_load(data, &t->data)))
+        return st;
+    t->have_data = true;
+    t->nc = t->data.nc;
+    t->names = t->data.names;
+    if (o->single_cls) {
+        /* names = ['item'] unless the dataset already has exactly one name */
+        t->nc = 1;
+        if (t->data.nc != 1) {
+            t->names = yc_calloc(1, sizeof *t->names, "names");
+            if (!t->names || !(t->names[0] = yc_strdup("item", "names")))
+                return YC_ENOMEM;
+            t->own_names = true;
+        }
+    }
+    yc_dataset_options dopt = {.nc = t->nc, .single_cls = o->single_cls, .prefix = "train: "};
+    if ((st = yc_dataset_load_split(&t->data, YC_SPLIT_TRAIN, &dopt, &t->train_ds)))
+        return st;
+    t->have_train_ds = true;
+    if (t->train_ds.n == 0)
+        return yc_error_status(YC_EFORMAT, "%s: no usable training images", data);
+    dopt.prefix = "val: ";
+    if ((st = yc_dataset_load_split(&t->data, YC_SPLIT_VAL, &dopt, &t->val_ds)))
+        return st;
+    t->have_val_ds = true;
+    if (!(t->names_json = names_to_json(t->names, t->nc)))
+        return YC_ENOMEM;
+    return YC_OK;
+}
+
+/* The model: config from --cfg or the weights; nc from the dataset; YOLOv5's init; the weights'
+ * matching tensors transferred (intersect_dicts). */
+static int setup_model(trainer *t, bool resuming)
+{
+    const yc_train_opts *o = &t->o;
+    yc_weights *w = NULL;
+    yc_model_cfg *cfg = NULL;
+    char path[1024];
+    int st = YC_OK;
+    bool have_weights = !resuming && o->weights && o->weights[0];
+    if (have_weights && (st = yc_weights_read(o->weights, &w)))
+        return st;
+    if (o->cfg && o->cfg[0]) {
+        if (!(st = yc_model_cfg_find(o->cfg, path, sizeof path)))
+            st = yc_model_cfg_load(&cfg, path, t->nc);
+    } else if (w) {
+        st = yc_weights_model_cfg(w, t->nc, &cfg);
+    } else {
+        st = yc_error_status(YC_EUSAGE, "give --cfg (a model config) or --weights (a model to "
+                             "start from)");
+    }
+    if (!st)
+        st = yc_model_new(&t->m, cfg);
+    if (!st)
+        st = yc_device_open(o->device, o->threads, true, &t->be);
+    if (!st)
+        st = yc_model_alloc(t->m, t->be);
+    if (!st)
+        st = yc_model_init_weights(t->m, (uint64_t)o->seed);
+    if (!st && w) {
+        bool exclude_anchors = (o->cfg && o->cfg[0]) || t->hyp.anchors > 0;
+        yc_weights_report rep;
+        st = yc_weights_apply(w, t->m, YC_WEIGHTS_TRANSFER, exclude_anchors, &rep);
+        if (!st)
+            yc_info("Transferred %d/%d items from %s\n", rep.transferred, rep.total, o->weights);
+    }
+    yc_weights_free(w);
+    if (st)
+        return st;
+    /* --freeze: layers whose parameters get no gradient step */
+    t->frozen = yc_calloc((size_t)t->m->cfg->nlayers, sizeof *t->frozen, "freeze");
+    if (!t->frozen)
+        return YC_ENOMEM;
+    if (o->nfreeze == 1) {
+        for (int i = 0; i < o->freeze[0] && i < t->m->cfg->nlayers; i++)
+            t->frozen[i] = true;
+    } else {
+        for (int i = 0; i < o->nfreeze; i++)
+            if (o->freeze[i] >= 0 && o->freeze[i] < t->m->cfg->nlayers)
+                t->frozen[o->freeze[i]] = true;
+    }
+    for (int i = 0; i < t->m->cfg->nlayers; i++)
+        if (t->frozen[i])
+            yc_info("freezing model.%d.\n", i);
+    /* gs = max(max stride, 32); imgsz rounded up to a multiple, at least 2 gs */
+    float smax = 32;
+    for (int l = 0; l < t->m->nl; l++)
+        smax = t->m->stride[l] > smax ? t->m->stride[l] : smax;
+    t->gs = (int)smax;
+    int img = (t->o.imgsz + t->gs - 1) / t->gs * t->gs;
+    if (img < 2 * t->gs)
+        img = 2 * t->gs;
+    if (img != t->o.imgsz)
+        yc_warn("--img-size %d must be multiple of max stride %d, updating to %d", t->o.imgsz,
+                t->gs, img);
+    t->o.imgsz = img;
+    return YC_OK;
+}
+
+/* model.half().float(): YOLOv5 rounds every parameter and buffer to FP16 once before training. */
+static int round_to_half(yc_model *m)
+{
+    size_t n = m->param_elems > m->state_elems ? m->param_elems : m->state_elems;
+    float *buf = yc_malloc((n + 1) * sizeof *buf, "rounding");
+    if (!buf)
+        return YC_ENOMEM;
+    yc_backend *be = m->be;
+    int st = be->iface->buffer_read(be, m->param_buf, 0, buf, m->param_elems * sizeof *buf);
+    if (!st) {
+        yc_round_to_half(buf, m->param_elems);
+        st = be->iface->buffer_write(be, m->param_buf, 0, buf, m->param_elems * sizeof *buf);
+    }
+    if (!st && m->state_elems)
+        st = be->iface->buffer_read(be, m->state_buf, 0, buf, m->state_elems * sizeof *buf);
+    if (!st && m->state_elems) {
+        yc_round_to_half(buf, m->state_elems);
+        st = be->iface->buffer_write(be, m->state_buf, 0, buf, m->state_elems * sizeof *buf);
+    }
+    yc_round_to_half(m->anchors, (size_t)m->nl * m->na * 2);
+    free(buf);
+    return st;
+}
+
+/* ---- batches ---------------------------------------------------------------------------------- */
+
+/* The training graph for this batch shape (cached for the most recent shapes). */
+static int step_for(trainer *t, int b, int h, int w, yc_step **out)
+{
+    for (int i = 0; i < STEP_CACHE; i++) {
+        yc_step *s = t->steps[i];
+        if (s && s->batch == b && s->h == h && s->w == w) {
+            for (int j = i; j > 0; j--)
+                t->steps[j] = t->steps[j - 1];
+            t->steps[0] = s;
+            *out = s;
+            return YC_OK;
+        }
+    }
+    yc_step_free(t->steps[STEP_CACHE - 1]);
+    for (int j = STEP_CACHE - 1; j > 0; j--)
+        t->steps[j] = t->steps[j - 1];
+    t->steps[0] = NULL;
+    int st = yc_step_new(&t->steps[0], t->m, b, h, w, &t->lp);
+    *out = t->steps[0];
+    return st;
+}
+
+/* uint8 CHW -> float / 255, then (multi-scale) the bilinear batch resize. */
+static int batch_input(trainer *t, const yc_batch *b, int h, int w)
+{
+    size_t n = (size_t)b->n * 3 * (size_t)h * (size_t)w;
+    size_t src_n = (size_t)b->n * 3 * (size_t)b->h * (size_t)b->w;
+    size_t need = n + src_n;
+    if (need > t->input_cap) {
+        float *p = yc_realloc(t->input, need * sizeof *p, "input batch");
+        if (!p)
+            return YC_ENOMEM;
+        t->input = p;
+        t->input_cap = need;
+    }
+    float *src = (h == b->h && w == b->w) ? t->input : t->input + n;
+    for (size_t i = 0; i < src_n; i++)
+        src[i] = (float)b->images[i] / 255.0f;
+    if (src != t->input)
+        yc_resize_bilinear_f32(src, b->n * 3, b->h, b->w, t->input, h, w);
+    return YC_OK;
+}
+
+/* ---- validation and checkpoints -------------------------------------------------------------- */
+
+typedef struct epoch_results {
+    /* P, R, mAP@0.5, mAP@0.5:0.95, val box, obj, cls losses */
+    double r[7];
+} epoch_results;
+
+static int validate(trainer *t, yc_model *model, bool final, epoch_results *res, double *maps)
+{
+    yc_val_options vo;
+    yc_val_options_default(&vo);
+    vo.single_cls = t->o.single_cls;
+    vo.training = !final;
+    vo.verbose = final;
+    vo.print = true;
+    vo.imgsz = t->o.imgsz;
+    vo.batch = t->o.batch * 2;
+    vo.plots = final && !t->o.noplots;
+    vo.save_dir = vo.plots ? t->save_dir : NULL;
+    if (final && t->nc == 80 && strcmp(t->names[0], "person") == 0)
+        vo.iou_thres = 0.65; /* YOLOv5 re-validates COCO's best weights at 0.65 */
+    yc_val_result vr;
+    int st = yc_validate(model, t->val_loader, &t->val_ds, (const char *const *)t->names, &vo,
+                         &t->lp, &vr);
+    if (st)
+        return yc_error_context(st, "validation");
+    res->r[0] = vr.metrics.mp;
+    res->r[1] = vr.metrics.mr;
+    res->r[2] = vr.metrics.map50;
+    res->r[3] = vr.metrics.map;
+    res->r[4] = vr.loss[0];
+    res->r[5] = vr.loss[1];
+    res->r[6] = vr.loss[2];
+    if (maps)
+        for (int c = 0; c < t->nc; c++)
+            maps[c] = vr.metrics.maps ? vr.metrics.maps[c] : vr.metrics.map;
+    yc_val_result_free(&vr);
+    return YC_OK;
+}
+
+/* Saves a checkpoint: `epoch` is the last completed epoch and `next_batch` the batch of the
+ * following epoch to continue from (0 at epoch ends; later after an interruption). */
+static int save_checkpoint(trainer *t, const char *path, int epoch, int next_batch, bool final)
+{
+    yc_ckpt_meta meta = {0};
+    meta.epoch = final ? -1 : epoch;
+    meta.next_batch = final ? 0 : next_batch;
+    meta.best_fitness = t->best_fitness;
+    meta.updates = t->ema->updates;
+    meta.names_json = t->names_json;
+    meta.opt_json = t->opt_json;
+    meta.hyp_json = t->hyp_json;
+    return yc_checkpoint_save(path, t->ema->ema, final ? NULL : t->m, final ? NULL : t->opt,
+                              &meta);
+}
+
+/* train_batch{ni}.jpg: the augmented batch with its labels. */
+static int plot_batch(trainer *t, const yc_batch *b, long ni)
+{
+    int n = b->n < 16 ? b->n : 16;
+    yc_plot_image im[16];
+    yc_plot_box *boxes = yc_malloc((size_t)(b->nt ? b->nt : 1) * sizeof *boxes, "plot");
+    if (!boxes)
+        return YC_ENOMEM;
+    size_t plane = 3 * (size_t)b->h * (size_t)b->w;
+    for (int i = 0; i < n; i++) {
+        im[i].px = b->images + (size_t)i * plane;
+        im[i].layout = YC_PIX_U8_CHW;
+        im[i].w = b->w;
+        im[i].h = b->h;
+        im[i].path = t->train_ds.samples[b->sample[i]].image;
+    }
+    int nbox = 0;
+    for (int j = 0; j < b->nt; j++) {
+        const float *r = b->targets + (size_t)j * 6;
+        if ((int)r[0] >= n)
+            continue;
+        boxes[nbox].image = (int)r[0];
+        boxes[nbox].cls = (int)r[1];
+        boxes[nbox].cx = r[2];
+        boxes[nbox].cy = r[3];
+        boxes[nbox].w = r[4];
+        boxes[nbox].h = r[5];
+        boxes[nbox].conf = -1;
+        nbox++;
+    }
+    char path[2400];
+    snprintf(path, sizeof path, "%s/train_batch%ld.jpg", t->save_dir, ni);
+    int st = yc_plot_batch(path, im, n, boxes, nbox, (const char *const *)t->names, t->nc);
+    free(boxes);
+    return st;
+}
+
+/* ---- image weights (YOLOv5.md 3.6) ------------------------------------------------------------ */
+
+static int image_weights_indices(trainer *t, const double *maps, int epoch, int *indices)
+{
+    const yc_dataset *ds = &t->train_ds;
+    int nc = t->nc, n = (int)ds->n;
+    double *cw = yc_calloc((size_t)nc, sizeof *cw, "image weights");
+    double *iw = yc_calloc((size_t)n + 1, sizeof *iw, "image weights");
+    if (!cw || !iw) {
+        free(cw);
+        free(iw);
+        return YC_ENOMEM;
+    }
+    double total = 0;
+    for (int c = 0; c < nc; c++) {
+        double count = (double)ds->class_counts[c];
+        cw[c] = 1.0 / (count > 0 ? count : 1.0);
+        total += cw[c];
+    }
+    for (int c = 0; c < nc; c++)
+        cw[c] = cw[c] / total * nc * (1 - maps[c]) * (1 - maps[c]) / nc;
+    for (int i = 0; i < n; i++) {
+        const yc_box *b = yc_dataset_boxes(ds, (size_t)i);
+        for (uint32_t j = 0; j < ds->samples[i].n_boxes; j++)
+            iw[i + 1] += cw[b[j].cls];
+        iw[i + 1] += iw[i];
+    }
+    yc_rng rng;
+    yc_rng_seed(&rng, (uint64_t)t->o.seed, 0x1AC3E000ull + (uint64_t)epoch);
+    for (int k = 0; k < n; k++) {
+        double r = yc_rng_uniform(&rng) * iw[n];
+        int lo = 0, hi = n - 1;
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (iw[mid + 1] > r)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        indices[k] = lo;
+    }
+    free(cw);
+    free(iw);
+    return YC_OK;
+}
+
+/* ---- progress -------------------------------------------------------------------------------- */
+
+static void print_header(void)
+{
+    yc_info("\n%11s%11s%11s%11s%11s%11s%11s\n", "Epoch", "mem", "box_loss", "obj_loss", "cls_loss",
+            "Instances", "Size");
+}
+
+static void print_progress(int epoch, int epochs, const double mloss[3], int instances, int size,
+                           int i, int nb, double seconds, int images, bool tty, bool done)
+{
+    char ep[32], mem[32];
+    snprintf(ep, sizeof ep, "%d/%d", epoch, epochs - 1);
+    snprintf(mem, sizeof mem, "%.3gG", (double)yc_peak_rss() / 1e9);
+    double rate = seconds > 0 ? images / seconds : 0;
+    double eta = rate > 0 ? (double)(nb - i - 1) * (images / (double)(i + 1)) / rate : 0;
+    if (yc_verbosity < 1)
+        return;
+    printf("%s%11s%11s%11.4g%11.4g%11.4g%11d%11d: %3d%% %d/%d, %.2f img/s, %s %.0fs%s",
+           tty ? "\r" : "", ep, mem, mloss[0], mloss[1], mloss[2], instances, size,
+           (i + 1) * 100 / nb, i + 1, nb, rate, done ? "elapsed" : "ETA", done ? seconds : eta,
+           tty && !done ? "" : "\n");
+    fflush(stdout);
+}
+
+/* ---- the run ---------------------------------------------------------------------------------- */
+
+/* EarlyStopping (v7.0): best epoch moves on fitness >= best; stop after `patience` epochs. */
+typedef struct stopper {
+    double best_fitness;
+    int best_epoch, patience;
+    bool possible_stop;
+} stopper;
+
+static bool stopper_update(stopper *s, int epoch, double fitness)
+{
+    if (fitness >= s->best_fitness) {
+        s->best_epoch = epoch;
+        s->best_fitness = fitness;
+    }
+    int delta = epoch - s->best_epoch;
+    s->possible_stop = s->patience > 0 && delta >= s->patience - 1;
+    bool stop = s->patience > 0 && delta >= s->patience;
+    if (stop)
+        yc_info("Stopping training early as no improvement observed in last %d epochs. Best "
+                "results observed at epoch %d, best model saved as best.safetensors.\n",
+                s->patience, s->best_epoch);
+    return stop;
+}
+
+static int run_epochs(trainer *t, int first_batch, bool *interrupted)
+{
+    const yc_train_opts *o = &t->o;
+    yc_model *m = t->m;
+    int nb = yc_loader_nbatches(t->train_loader);
+    long nw = (long)yc_round_half_even(t->hyp.warmup_epochs * nb);
+    if (nw < 100)
+        nw = 100;
+    int accumulate = o->accumulate > 0 ? o->accumulate
+                                       : (int)fmax(yc_round_half_even((double)NBS / o->batch), 1);
+    long last_opt_step = -1;
+    double *maps = yc_calloc((size_t)t->nc, sizeof *maps, "maps");
+    int *indices = o->image_weights ? yc_malloc(t->train_ds.n * sizeof *indices, "indices") : NULL;
+    if (!maps || (o->image_weights && !indices)) {
+        free(maps);
+        free(indices);
+        return YC_ENOMEM;
+    }
+    epoch_results results = {{0}};
+    stopper stop = {0.0, t->start_epoch, o->patience, false};
+    bool tty = isatty(fileno(stdout));
+    int st = YC_OK;
+    for (int epoch = t->start_epoch; epoch < t->epochs && !st; epoch++) {
+        double lf = yc_lr_factor(epoch, t->epochs, t->hyp.lrf, o->cos_lr);
+        yc_optim_set_lf(t->opt, lf);
+        if (o->image_weights && (st = image_weights_indices(t, maps, epoch, indices)))
+            break;
+        int first = epoch == t->start_epoch ? first_batch : 0;
+        if ((st = yc_loader_start(t->train_loader, epoch, indices, first)))
+            break;
+        if ((st = yc_model_zero_grad(m)))
+            break;
+        last_opt_step = (long)nb * epoch + first - 1;
+        double mloss[3] = {0, 0, 0};
+        int seen_batches = 0, images = 0;
+        double t0 = yc_now();
+        print_header();
+        for (int i = first; i < nb && !st; i++) {
+            const yc_batch *b = NULL;
+            if ((st = yc_loader_next(t->train_loader, &b)))
+                break;
+            if (!b)
+                break;
+            long ni = (long)i + (long)nb * epoch;
+            if (b->n == 0)
+                continue;
+            if (ni <= nw)
+                accumulate = yc_optim_warmup(t->opt, ni, nw, lf, t->hyp.warmup_bias_lr,
+                                             t->hyp.warmup_momentum, t->hyp.momentum, NBS,
+                                             o->batch);
+            int h = b->h, w = b->w;
+            if (o->multi_scale) {
+                yc_rng rng;
+                yc_rng_seed(&rng, (uint64_t)o->seed, 0x5CA1E000000ull + (uint64_t)ni);
+                yc_multiscale_shape(&rng, o->imgsz, t->gs, b->h, b->w, &h, &w);
+            }
+            yc_step *s = NULL;
+            yc_loss_result res;
+            if ((st = batch_input(t, b, h, w)) || (st = step_for(t, b->n, h, w, &s)) ||
+                (st = yc_step_run(s, t->input, b->targets, b->nt, &res)))
+                break;
+            if (!isfinite(res.total)) {
+                st = yc_error_status(YC_ERR, "the loss is %g at epoch %d, batch %d (step %ld): "
+                                     "training stopped; the last good checkpoint is %s",
+                                     res.total, epoch, i, ni, t->last);
+                break;
+            }
+            double items[3] = {res.box, res.obj, res.cls};
+            for (int k = 0; k < 3; k++)
+                mloss[k] = (mloss[k] * seen_batches + items[k]) / (seen_batches + 1);
+            seen_batches++;
+            images += b->n;
+            if (ni - last_opt_step >= accumulate) {
+                if ((st = yc_optim_step(t->opt, MAX_GRAD_NORM)) || (st = yc_model_zero_grad(m)) ||
+                    (st = yc_ema_update(t->ema, m)))
+                    break;
+                last_opt_step = ni;
+            }
+            print_progress(epoch, t->epochs, mloss, b->nt, b->w > b->h ? b->w : b->h, i, nb,
+                           yc_now() - t0, images, tty, false);
+            if (!o->noplots && ni < 3 && (st = plot_batch(t, b, ni)))
+                break;
+            if (stop_requested) {
+                /* keep the state at the last optimizer step: resume re-runs the batches after it */
+                int next = (int)(last_opt_step - (long)nb * epoch) + 1;
+                yc_info("\ninterrupted: saving a resumable checkpoint (epoch %d, batch %d)\n",
+                        epoch, next);
+                st = save_checkpoint(t, t->last, epoch - 1, next, false);
+                *interrupted = true;
+                break;
+            }
+        }
+        if (st || *interrupted)
+            break;
+        print_progress(epoch, t->epochs, mloss, 0, o->imgsz, nb - 1, nb, yc_now() - t0, images,
+                       tty, true);
+        /* lrs of the last batch, before the scheduler step (results.csv x/lr0..2) */
+        double lr[3] = {t->opt->lr[0], t->opt->lr[1], t->opt->lr[2]};
+        bool final_epoch = epoch + 1 == t->epochs || stop.possible_stop;
+        if (!o->noval || final_epoch) {
+            if ((st = validate(t, t->ema->ema, false, &results, maps)))
+                break;
+        }
+        double fi = 0.1 * results.r[2] + 0.9 * results.r[3];
+        bool early = stopper_update(&stop, epoch, fi);
+        if (fi > t->best_fitness)
+            t->best_fitness = fi;
+        double row[YC_RESULTS_NCOLS] = {mloss[0],     mloss[1],     mloss[2],     results.r[0],
+                                        results.r[1], results.r[2], results.r[3], results.r[4],
+                                        results.r[5], results.r[6], lr[0],        lr[1],
+                                        lr[2]};
+        if ((st = yc_results_append(t->csv, epoch, row)))
+            break;
+        if (!o->nosave || final_epoch) {
+            if ((st = save_checkpoint(t, t->last, epoch, 0, false)))
+                break;
+            if (t->best_fitness == fi && (st = save_checkpoint(t, t->best, epoch, 0, false)))
+                break;
+            if (o->save_period > 0 && epoch % o->save_period == 0) {
+                char path[2400];
+                snprintf(path, sizeof path, "%s/epoch%d.safetensors", t->wdir, epoch);
+                if ((st = save_checkpoint(t, path, epoch, 0, false)))
+                    break;
+            }
+        }
+        if (early)
+            break;
+    }
+    free(maps);
+    free(indices);
+    return st;
+}
+
+/* labels.jpg from the training labels. */
+static int plot_labels(trainer *t)
+{
+    const yc_dataset *ds = &t->train_ds;
+    float *rows = yc_malloc((ds->n_boxes ? ds->n_boxes : 1) * 5 * sizeof *rows, "plot");
+    if (!rows)
+        return YC_ENOMEM;
+    for (size_t i = 0; i < ds->n_boxes; i++) {
+        rows[i * 5] = (float)ds->boxes[i].cls;
+        rows[i * 5 + 1] = ds->boxes[i].x;
+        rows[i * 5 + 2] = ds->boxes[i].y;
+        rows[i * 5 + 3] = ds->boxes[i].w;
+        rows[i * 5 + 4] = ds->boxes[i].h;
+    }
+    char path[2400];
+    snprintf(path, sizeof path, "%s/labels.jpg", t->save_dir);
+    int st = yc_plot_labels(path, rows, (int)ds->n_boxes, (const char *const *)t->names, t->nc);
+    free(rows);
+    return st;
+}
+
+/* The end of training: final checkpoints without training state (strip_optimizer), best
+ * re-validated with plots, results.png. */
+static int finish(trainer *t)
+{
+    int st = YC_OK;
+    const char *paths[2] = {t->last, t->best};
+    for (int i = 0; i < 2 && !st; i++) {
+        if (!yc_file_exists(paths[i]))
+            continue;
+        yc_ckpt_meta meta;
+        if ((st = yc_checkpoint_read_meta(paths[i], &meta)))
+            break;
+        yc_ckpt_meta_free(&meta);
+        if ((st = yc_checkpoint_load_weights(paths[i], t->ema->ema)))
+            break;
+        st = save_checkpoint(t, paths[i], -1, 0, true);
+    }
+    if (!st && yc_file_exists(t->best)) {
+        yc_info("\nValidating %s...\n", t->best);
+        epoch_results res;
+        st = validate(t, t->ema->ema, true, &res, NULL);
+    }
+    if (!st && !t->o.noplots) {
+        char png[2400];
+        snprintf(png, sizeof png, "%s/results.png", t->save_dir);
+        st = yc_plot_results(t->csv, png);
+    }
+    if (!st)
+        yc_info("Results saved to %s\n", t->save_dir);
+    return st;
+}
+
+int yc_train(const yc_train_opts *opts, bool *interrupted)
+{
+    trainer tr;
+    trainer *t = &tr;
+    memset(t, 0, sizeof *t);
+    t->o = *opts;
+    *interrupted = false;
+    int st = YC_OK;
+    bool resuming = opts->resume != NULL;
+    char resume_path[2300] = "";
+    yc_ckpt_meta meta = {0};
+    int first_batch = 0;
+    if (resuming) {
+        if ((st = find_resume(opts->resume, opts->project ? opts->project : "runs/train",
+                              resume_path, sizeof resume_path)) ||
+            (st = yc_checkpoint_read_meta(resume_path, &meta)))
+            goto done;
+        if (meta.epoch == -1) {
+            st = yc_error_status(YC_EUSAGE, "%s is a finished run's checkpoint: nothing to "
+                                 "resume (fine-tune from it with --weights)", resume_path);
+            goto done;
+        }
+        if (!meta.opt_json || (st = opts_from_json(meta.opt_json, &t->o, &t->kept))) {
+            if (!st)
+                st = yc_error_status(YC_EFORMAT, "%s holds no run options", resume_path);
+            goto done;
+        }
+        t->o.device = opts->device;
+        t->o.workers = opts->workers;
+        t->o.threads = opts->threads;
+        char *wdir = yc_path_dirname(resume_path);
+        char *dir = wdir ? yc_path_dirname(wdir) : NULL;
+        if (!dir) {
+            free(wdir);
+            st = YC_ENOMEM;
+            goto done;
+        }
+        snprintf(t->save_dir, sizeof t->save_dir, "%s", dir);
+        free(dir);
+        free(wdir);
+        t->start_epoch = meta.epoch + 1;
+        first_batch = meta.next_batch;
+        t->best_fitness = meta.best_fitness;
+        yc_info("Resuming training from %s from epoch %d%s\n", resume_path, t->start_epoch,
+                first_batch ? " (inside the epoch)" : "");
+    } else if ((st = yc_run_dir(t->o.project, t->o.name, t->o.exist_ok, "weights", t->save_dir,
+                                sizeof t->save_dir))) {
+        goto done;
+    }
+    if ((st = path_fmt(t->wdir, sizeof t->wdir, "%s/weights", t->save_dir)) ||
+        (st = path_fmt(t->last, sizeof t->last, "%s/last.safetensors", t->wdir)) ||
+        (st = path_fmt(t->best, sizeof t->best, "%s/best.safetensors", t->wdir)) ||
+        (st = path_fmt(t->csv, sizeof t->csv, "%s/results.csv", t->save_dir)))
+        goto done;
+    t->epochs = t->o.epochs;
+
+    if ((st = yc_hyp_load(&t->hyp, t->o.hyp)))
+        goto done;
+    if (t->hyp.anchors > 0) {
+        st = yc_error_status(YC_EUNSUPPORTED, "%s: the 'anchors' hyperparameter (placeholder "
+                             "anchors for AutoAnchor) is not supported; remove it", t->o.hyp);
+        goto done;
+    }
+    if ((st = setup_data(t)) || (st = setup_model(t, resuming)))
+        goto done;
+    if (t->o.batch == -1) {
+        yc_info("AutoBatch: the memory planner is not in this version: using batch-size 16\n");
+        t->o.batch = 16;
+    }
+    if (!(t->opt_json = opts_json(&t->o)) || !(t->hyp_json = hyp_to_json(&t->hyp))) {
+        st = YC_ENOMEM;
+        goto done;
+    }
+    if (!resuming) {
+        char path[2400];
+        if ((st = path_fmt(path, sizeof path, "%s/hyp.yaml", t->save_dir)) ||
+            (st = write_yaml_from_json(path, t->hyp_json)))
+            goto done;
+        if ((st = path_fmt(path, sizeof path, "%s/opt.yaml", t->save_dir)) ||
+            (st = write_yaml_from_json(path, t->opt_json)))
+            goto done;
+    }
+    yc_info("hyperparameters: lr0=%g lrf=%g momentum=%g weight_decay=%g warmup_epochs=%g box=%g "
+            "cls=%g obj=%g anchor_t=%g mosaic=%g mixup=%g\n", t->hyp.lr0, t->hyp.lrf,
+            t->hyp.momentum, t->hyp.weight_decay, t->hyp.warmup_epochs, t->hyp.box, t->hyp.cls,
+            t->hyp.obj, t->hyp.anchor_t, t->hyp.mosaic, t->hyp.mixup);
+
+    int accumulate = t->o.accumulate > 0
+                         ? t->o.accumulate
+                         : (int)fmax(yc_round_half_even((double)NBS / t->o.batch), 1);
+    double wd = t->hyp.weight_decay * t->o.batch * accumulate / NBS;
+    if ((st = yc_optim_new(&t->opt, t->m, t->o.optimizer, t->hyp.lr0, t->hyp.momentum, wd,
+                           t->frozen)) ||
+        (st = yc_ema_new(&t->ema, t->m, resuming ? meta.updates : 0)))
+        goto done;
+    if (resuming && (st = yc_checkpoint_load_train_state(resume_path, t->m, t->ema->ema, t->opt)))
+        goto done;
+    if (resuming && t->epochs < t->start_epoch) {
+        yc_info("%s has been trained for %d epochs. Fine-tuning for %d more epochs.\n",
+                resume_path, t->start_epoch, t->epochs);
+        t->epochs += t->start_epoch;
+    }
+    if (resuming && (st = yc_results_truncate(t->csv, t->start_epoch)))
+        goto done;
+
+    int workers = t->o.workers > 0 ? t->o.workers : yc_physical_cores();
+    if (workers > t->o.batch)
+        workers = t->o.batch;
+    yc_loader_options lo = {.ds = &t->train_ds, .train = true, .hyp = &t->hyp,
+                            .imgsz = t->o.imgsz, .batch = t->o.batch, .rect = t->o.rect,
+                            .pad = 0.0, .stride = t->gs, .workers = workers,
+                            .seed = (uint64_t)t->o.seed};
+    if (t->o.rect && t->o.image_weights) {
+        yc_warn("--rect is incompatible with --image-weights: rect disabled");
+        lo.rect = false;
+        t->o.rect = false;
+    }
+    if ((st = yc_loader_new(&t->train_loader, &lo)))
+        goto done;
+    if (t->val_ds.n > 0) {
+        yc_loader_options vo = {.ds = &t->val_ds, .train = false, .hyp = &t->hyp,
+                                .imgsz = t->o.imgsz, .batch = t->o.batch * 2, .rect = true,
+                                .pad = 0.5, .stride = t->gs, .workers = workers,
+                                .seed = (uint64_t)t->o.seed};
+        if ((st = yc_loader_new(&t->val_loader, &vo)))
+            goto done;
+    } else if (!t->o.noval) {
+        st = yc_error_status(YC_EFORMAT, "%s: no usable validation images (use --noval to train "
+                             "without validation)", t->o.data);
+        goto done;
+    }
+    if (!resuming) {
+        if (!t->o.noplots && (st = plot_labels(t)))
+            goto done;
+        if (!t->o.noautoanchor &&
+            (st = yc_check_anchors(&t->train_ds, t->m, t->hyp.anchor_t, t->o.imgsz,
+                                   (uint64_t)t->o.seed, NULL)))
+            goto done;
+        if ((st = round_to_half(t->m)))
+            goto done;
+    }
+    yc_step_loss_params(t->m, &t->hyp, t->o.imgsz, t->o.label_smoothing, &t->lp);
+    yc_info("Image sizes %d train, %d val\nUsing %d dataloader workers\nLogging results to %s\n"
+            "Starting training for %d epochs...\n", t->o.imgsz, t->o.imgsz, workers, t->save_dir,
+            t->epochs);
+
+    struct sigaction old_int, old_term;
+    install_signals(&old_int, &old_term);
+    double t0 = yc_now();
+    st = run_epochs(t, first_batch, interrupted);
+    restore_signals(&old_int, &old_term);
+    if (!st && !*interrupted) {
+        yc_info("\n%d epochs completed in %.3f hours.\n", t->epochs - t->start_epoch,
+                (yc_now() - t0) / 3600.0);
+        st = finish(t);
+    }
+done:
+    yc_ckpt_meta_free(&meta);
+    trainer_free(t);
+    return st;
+}

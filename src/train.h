@@ -1,0 +1,62 @@
+/* yolocl train: YOLOv5's train.py in C.  Reference: ../shared/YOLOV5.md sections 3 to 5 and 7.
+ *
+ * One call runs a whole training: run directory, dataset scan, model (from a config, weights or
+ * a checkpoint), AutoAnchor, the optimizer with warmup and schedule, the EMA, the epoch loop with
+ * gradient accumulation and clipping, per-epoch validation of the EMA, results.csv, checkpoints
+ * (last, best, periodic), early stopping, Ctrl-C handling and resume. */
+#ifndef YC_TRAIN_H
+#define YC_TRAIN_H
+
+#include <stdbool.h>
+
+#include "optim.h"
+
+#define YC_MAX_FREEZE 64
+
+typedef struct yc_train_opts {
+    /* dataset yaml; NULL or "" trains on the built-in demo dataset */
+    const char *data;
+    /* model config (bundled name or path); NULL or "" takes it from the weights */
+    const char *cfg;
+    /* initial weights (.safetensors or .pt); NULL or "" trains from scratch */
+    const char *weights;
+    /* hyperparameters (bundled name or path) */
+    const char *hyp;
+    /* --resume: NULL = a new run; "" = the most recent run under project; else a run directory or
+     * a checkpoint */
+    const char *resume;
+    int epochs;
+    /* images per batch (-1: YOLOv5's AutoBatch) */
+    int batch;
+    /* training image size (rounded up to a multiple of the largest stride) */
+    int imgsz;
+    /* gradient accumulation count (0: round(64 / batch), as YOLOv5) */
+    int accumulate;
+    bool rect, nosave, noval, noautoanchor, noplots, cos_lr, single_cls, multi_scale;
+    bool image_weights, exist_ok;
+    yc_optim_kind optimizer;
+    /* loader threads */
+    int workers;
+    const char *project, *name, *device;
+    float label_smoothing;
+    /* epochs without improvement before stopping (0: never) */
+    int patience;
+    /* --freeze: one value N freezes layers 0..N-1; several freeze the listed layers */
+    int freeze[YC_MAX_FREEZE];
+    int nfreeze;
+    /* save a checkpoint every N epochs (<= 0: off) */
+    int save_period;
+    int seed;
+    /* compute threads (<= 0: physical cores) */
+    int threads;
+} yc_train_opts;
+
+/* YOLOv5's defaults (train.py's argparse) with the demo dataset and yolov5n when nothing is
+ * given. */
+void yc_train_opts_defaults(yc_train_opts *o);
+
+/* Runs the training.  Returns YC_OK, or a status with the message; an interrupted run (SIGINT,
+ * SIGTERM) returns YC_OK after saving a resumable checkpoint and sets *interrupted. */
+int yc_train(const yc_train_opts *o, bool *interrupted);
+
+#endif
