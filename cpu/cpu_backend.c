@@ -261,6 +261,18 @@ static int cpu_exec(yc_backend *be, const yc_op *op, yc_span ws)
     case YC_OP_UPSAMPLE_BWD:
         yc_cpu_upsample_bwd(&a);
         break;
+    case YC_OP_SGD:
+        yc_cpu_sgd(&a);
+        break;
+    case YC_OP_ADAM:
+        yc_cpu_adam(&a);
+        break;
+    case YC_OP_EMA:
+        yc_cpu_ema(&a);
+        break;
+    case YC_OP_SUMSQ:
+        yc_cpu_sumsq(&a);
+        break;
     case YC_OP_COUNT:
         return yc_error_status(YC_EUNSUPPORTED, "unknown op kind");
     }

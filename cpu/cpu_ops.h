@@ -2,7 +2,7 @@
  *
  * cpu_backend.c validates an op (yc_op_check, supports), resolves every tensor to host memory and
  * calls one kernel below; kernels cannot fail.  One file per concern, forward and backward next
- * to each other: conv.c, batchnorm.c, activation.c, pool.c, upsample.c, elementwise.c.
+ * to each other: conv.c, batchnorm.c, activation.c, pool.c, upsample.c, elementwise.c, optim.c.
  *
  * Every kernel honours nstride for each tensor (images are `ns` elements apart; a tensor may be a
  * channel range of a concat output) and writes nothing outside the logical elements of its
@@ -14,7 +14,8 @@
  *
  * Aliasing: the elementwise kernels (silu, silu_bwd, add, copy, fill) may run in place (an output
  * identical to an input, same offset and nstride); every other kernel needs outputs that overlap
- * no input. */
+ * no input (the optimizer kernels update their outputs in place, and these overlap neither their
+ * input nor each other). */
 #ifndef YC_CPU_OPS_H
 #define YC_CPU_OPS_H
 
@@ -95,6 +96,14 @@ void yc_cpu_upsample_bwd(const yc_cpu_args *a);
 void yc_cpu_add(const yc_cpu_args *a);
 void yc_cpu_copy(const yc_cpu_args *a);
 void yc_cpu_fill(const yc_cpu_args *a);
+
+/* optim.c: YC_OP_SGD, YC_OP_ADAM, YC_OP_EMA, YC_OP_SUMSQ.  The first three give PyTorch 1.13's bits
+ * for the same float32 parameters (see optim.c); sumsq adds in double, in an order fixed by the
+ * element count and the thread count. */
+void yc_cpu_sgd(const yc_cpu_args *a);
+void yc_cpu_adam(const yc_cpu_args *a);
+void yc_cpu_ema(const yc_cpu_args *a);
+void yc_cpu_sumsq(const yc_cpu_args *a);
 
 /* elementwise.c: runs fn over the elements of `d` (and the same elements of s0 and s1, which may
  * be NULL) in contiguous spans, the flattened index range split evenly over the threads: one

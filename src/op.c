@@ -7,6 +7,7 @@
 #include "backend.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -42,6 +43,10 @@ static const op_sig op_sigs[YC_OP_COUNT] = {
     [YC_OP_MAXPOOL_BWD] = {"maxpool_bwd", {"dy", "x"}, {"dx"}, 0, 0, true},
     [YC_OP_UPSAMPLE] = {"upsample", {"x"}, {"y"}, 0, 0, false},
     [YC_OP_UPSAMPLE_BWD] = {"upsample_bwd", {"dy"}, {"dx"}, 0, 0, true},
+    [YC_OP_SGD] = {"sgd", {"grad"}, {"w", "buf"}, 0, 0, false},
+    [YC_OP_ADAM] = {"adam", {"grad"}, {"w", "m", "v"}, 0, 0, false},
+    [YC_OP_EMA] = {"ema", {"x"}, {"e"}, 0, 0, false},
+    [YC_OP_SUMSQ] = {"sumsq", {"x"}, {"s"}, 0, 0, true},
 };
 
 const char *yc_op_kind_name(yc_op_kind kind)
@@ -172,6 +177,35 @@ static int check_conv(const checker *ck, const char *xr, const yc_tensor *x, con
     return rc;
 }
 
+/* The tensors of an optimizer op (src[0] and every dst) hold the same number of elements; their
+ * shapes may differ (they are flat ranges of arenas, usually (1,N,1,1)). */
+static int check_flat(const checker *ck)
+{
+    const yc_op *op = ck->op;
+    const op_sig *sig = &op_sigs[op->kind];
+    size_t n = yc_tensor_elems(op->src[0]);
+    for (int i = 0; i < YC_OP_MAX_DST; i++)
+        if (op->dst[i] && yc_tensor_elems(op->dst[i]) != n) {
+            char a[64], b[64];
+            return fail(ck, "%s %s has %zu elements but %s %s has %zu", sig->dst[i],
+                        shape_str(op->dst[i], a, sizeof a), yc_tensor_elems(op->dst[i]), sig->src[0],
+                        shape_str(op->src[0], b, sizeof b), n);
+        }
+    return YC_OK;
+}
+
+/* A finite value >= 0 (false for NaN). */
+static bool nonneg(float v)
+{
+    return isfinite(v) && v >= 0.0f;
+}
+
+/* A value in [0, 1) (false for NaN). */
+static bool unit_open(float v)
+{
+    return v >= 0.0f && v < 1.0f;
+}
+
 static int check_kind(const checker *ck)
 {
     const yc_op *op = ck->op;
@@ -267,6 +301,41 @@ static int check_kind(const checker *ck)
         snprintf(why, sizeof why, "%s %s upsampled by %d", lr, shape_str(lo, a, sizeof a), f);
         return expect_shape(ck, hr, hi, lo->n, lo->c, lo->h * f, lo->w * f, why);
     }
+    case YC_OP_SGD: {
+        float lr = op->p.sgd.lr, mom = op->p.sgd.momentum, wd = op->p.sgd.wd, sc = op->p.sgd.scale;
+        int nest = op->p.sgd.nesterov;
+        if (!nonneg(lr) || !unit_open(mom) || !nonneg(wd) || !isfinite(sc) || (nest != 0 && nest != 1))
+            return fail(ck,
+                        "invalid parameters: lr %g, momentum %g, weight decay %g, scale %g, nesterov %d "
+                        "(lr and weight decay finite and >= 0, momentum in [0, 1), scale finite, nesterov "
+                        "0 or 1)",
+                        (double)lr, (double)mom, (double)wd, (double)sc, nest);
+        return check_flat(ck);
+    }
+    case YC_OP_ADAM: {
+        float lr = op->p.adam.lr, b1 = op->p.adam.beta1, b2 = op->p.adam.beta2, eps = op->p.adam.eps;
+        float wd = op->p.adam.wd, sc = op->p.adam.scale;
+        int step = op->p.adam.step, dec = op->p.adam.decoupled;
+        if (!nonneg(lr) || !unit_open(b1) || !unit_open(b2) || !(isfinite(eps) && eps > 0.0f) || !nonneg(wd) ||
+            !isfinite(sc) || step < 1 || (dec != 0 && dec != 1))
+            return fail(ck,
+                        "invalid parameters: lr %g, betas (%g, %g), eps %g, weight decay %g, scale %g, step "
+                        "%d, decoupled %d (lr and weight decay finite and >= 0, betas in [0, 1), eps finite "
+                        "and > 0, scale finite, step >= 1, decoupled 0 or 1)",
+                        (double)lr, (double)b1, (double)b2, (double)eps, (double)wd, (double)sc, step, dec);
+        return check_flat(ck);
+    }
+    case YC_OP_EMA: {
+        float decay = op->p.ema.decay;
+        if (!(decay >= 0.0f && decay <= 1.0f))
+            return fail(ck, "invalid decay %g (must be in [0, 1])", (double)decay);
+        return check_flat(ck);
+    }
+    case YC_OP_SUMSQ:
+        if (!yc_tensor_dense(s[0]))
+            return fail(ck, "x must be dense (nstride %zu, c*h*w %zu)", s[0]->nstride,
+                        yc_tensor_image_elems(s[0]));
+        return expect_shape(ck, "s", d[0], 1, 1, 1, 1, "one value");
     case YC_OP_COUNT:
         break;
     }
@@ -289,6 +358,12 @@ static bool is_param_slot(yc_op_kind kind, bool dst, int i)
         return !dst && i >= 1;
     case YC_OP_BN_BWD:
         return dst ? i >= 1 : i >= 2;
+    case YC_OP_SGD:
+    case YC_OP_ADAM:
+    case YC_OP_EMA:
+        return true;
+    case YC_OP_SUMSQ:
+        return dst;
     default:
         return false;
     }

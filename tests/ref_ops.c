@@ -245,3 +245,44 @@ void ref_upsample_bwd(const double *dy, int N, int C, int H, int W, int f, doubl
                 for (int w = 0; w < W * f; w++)
                     AT(dx, C, H, W, n, c, h / f, w / f) += AT(dy, C, H * f, W * f, n, c, h, w);
 }
+
+void ref_sgd(const double *grad, size_t n, double lr, double momentum, double wd, double scale, int nesterov,
+             double *w, double *buf)
+{
+    for (size_t i = 0; i < n; i++) {
+        double g = scale * grad[i] + wd * w[i];
+        buf[i] = momentum * buf[i] + g;
+        double step = nesterov ? g + momentum * buf[i] : buf[i];
+        w[i] -= lr * step;
+    }
+}
+
+void ref_adam(const double *grad, size_t n, double lr, double beta1, double beta2, double eps, double wd,
+              double scale, int t, int decoupled, double *w, double *m, double *v)
+{
+    double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
+    for (size_t i = 0; i < n; i++) {
+        double g = scale * grad[i];
+        if (decoupled)
+            w[i] *= 1.0 - lr * wd;
+        else
+            g += wd * w[i];
+        m[i] = beta1 * m[i] + (1.0 - beta1) * g;
+        v[i] = beta2 * v[i] + (1.0 - beta2) * g * g;
+        w[i] -= lr / bc1 * m[i] / (sqrt(v[i]) / sqrt(bc2) + eps);
+    }
+}
+
+void ref_ema(const double *x, size_t n, double decay, double *e)
+{
+    for (size_t i = 0; i < n; i++)
+        e[i] = decay * e[i] + (1.0 - decay) * x[i];
+}
+
+double ref_sumsq(const double *x, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += x[i] * x[i];
+    return s;
+}

@@ -1,6 +1,7 @@
 /* Naive reference ops in double precision, for tests: dense NCHW arrays, the simplest loops that
- * are obviously right.  Every function overwrites its outputs; accumulation into existing values
- * (op->accumulate, parameter gradients, running statistics) is the caller's business. */
+ * are obviously right.  Every function overwrites its outputs (the optimizer steps update theirs in
+ * place); accumulation into existing values (op->accumulate, parameter gradients, running
+ * statistics) is the caller's business. */
 #ifndef YC_REF_OPS_H
 #define YC_REF_OPS_H
 
@@ -54,5 +55,19 @@ void ref_maxpool_bwd(const double *dy, const double *x, int N, int C, int H, int
 /* Nearest upsampling by f: y (N,C,H*f,W*f);  backward: dx (N,C,H,W) = sums over f x f blocks */
 void ref_upsample_fwd(const double *x, int N, int C, int H, int W, int f, double *y);
 void ref_upsample_bwd(const double *dy, int N, int C, int H, int W, int f, double *dx);
+
+/* Optimizer steps over n values, in place (w, buf, m, v and e are read and updated):
+ * SGD (dampening 0): g = scale*grad + wd*w; buf = momentum*buf + g;
+ *   w -= lr * (nesterov ? g + momentum*buf : buf) */
+void ref_sgd(const double *grad, size_t n, double lr, double momentum, double wd, double scale, int nesterov,
+             double *w, double *buf);
+/* Adam at step t >= 1 (decoupled: AdamW, w *= 1 - lr*wd instead of g += wd*w):
+ * m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2; w -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps) */
+void ref_adam(const double *grad, size_t n, double lr, double beta1, double beta2, double eps, double wd,
+              double scale, int t, int decoupled, double *w, double *m, double *v);
+/* e = decay*e + (1-decay)*x */
+void ref_ema(const double *x, size_t n, double decay, double *e);
+/* sum of x^2 */
+double ref_sumsq(const double *x, size_t n);
 
 #endif

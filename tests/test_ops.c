@@ -13,6 +13,8 @@
  *  4. the vectorised exp over a sweep of all floats, SiLU and its gradient over a wide range and
  *     at inf, NaN and huge inputs;
  *  5. max-pool tie-breaking (first maximum, NaN as maximum, windows of -inf);
+ *  6. optimizer steps (SGD with Nesterov, Adam, AdamW) and EMA updates in sequence, bit for bit
+ *     against numbers from PyTorch 1.13.1 and to 1e-5 against the double references;
  *  and the op checker, buffers, tensor get/set with nstride, device info, error paths. */
 #include <check.h>
 #include <math.h>
@@ -350,6 +352,8 @@ typedef struct op_case {
     int view;
     /* inputs drawn from {-1, -0.5, 0, 0.5, 1} (max-pool ties) */
     int ties;
+    /* sgd, adam, ema: index into sgd_pars, adam_pars, ema_decays */
+    int opt;
 } op_case;
 
 #define MAX_CASES 600
@@ -373,6 +377,33 @@ static void set_shape(op_case *c, int n, const int *chw)
     c->h = chw[1];
     c->w = chw[2];
 }
+
+/* Parameters of the optimizer cases. */
+typedef struct sgd_par {
+    float lr, momentum, wd, scale;
+    int nesterov;
+} sgd_par;
+static const sgd_par sgd_pars[] = {
+    {0.01f, 0.937f, 5e-4f, 1.0f, 1}, /* YOLOv5's default: Nesterov, decayed weights */
+    {0.01f, 0.937f, 0.0f, 1.0f, 0},  /* plain momentum, no decay (biases, BN weights) */
+    {0.1f, 0.8f, 1e-3f, 0.25f, 1},   /* warmup momentum, clipped gradients */
+    {0.05f, 0.0f, 5e-4f, 0.5f, 0},   /* momentum 0: plain SGD, clipped */
+    {0.02f, 0.0f, 0.0f, 1.0f, 1},    /* momentum 0 with Nesterov: plain SGD too */
+};
+typedef struct adam_par {
+    float lr, beta1, beta2, eps, wd, scale;
+    int step, decoupled;
+} adam_par;
+static const adam_par adam_pars[] = {
+    {1e-3f, 0.937f, 0.999f, 1e-8f, 5e-4f, 1.0f, 1, 0}, /* first step: m and v start at 0 */
+    {1e-3f, 0.937f, 0.999f, 1e-8f, 0.0f, 0.6f, 2, 0},  /* no decay, clipped */
+    {0.5f, 0.9f, 0.99f, 0.1f, 5e-4f, 1.0f, 10, 0},     /* large eps and lr: eps placement shows */
+    {1e-3f, 0.937f, 0.999f, 1e-8f, 0.05f, 1.0f, 10, 1}, /* AdamW */
+    {1e-2f, 0.937f, 0.999f, 1e-8f, 0.0f, 0.3f, 1, 1},  /* AdamW without decay, first step, clipped */
+};
+/* 0, 1, between, and YOLOv5's decay after 1 and 10000 updates */
+static const float ema_decays[] = {0.0f, 1.0f, 0.5f, 4.99825e-4f, 0.99316275f};
+#define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* Fills `cases`: every op over shapes, parameters and the accumulate/view/batch variants. */
 static void build_cases(void)
@@ -470,6 +501,26 @@ static void build_cases(void)
                     c.view = v >> 1 & 1;
                     add_case(c);
                 }
+
+    /* optimizer steps and sums of squares: dense tensors of 1, odd, many (several threads) elements
+     * and a 4-D parameter shape x parameter sets (accumulate 0 and 1 for sumsq) */
+    static const int opts[][4] = {{1, 1, 1, 1}, {1, 7, 1, 1}, {1, 1000, 1, 1}, {1, 100003, 1, 1}, {16, 3, 3, 3}};
+    for (size_t s = 0; s < sizeof opts / sizeof opts[0]; s++) {
+        for (int k = 0; k < NELEMS(sgd_pars) + NELEMS(adam_pars) + NELEMS(ema_decays); k++) {
+            op_case c = {.kind = YC_OP_SGD, .opt = k};
+            if (k >= NELEMS(sgd_pars) + NELEMS(adam_pars))
+                c.kind = YC_OP_EMA, c.opt = k - NELEMS(sgd_pars) - NELEMS(adam_pars);
+            else if (k >= NELEMS(sgd_pars))
+                c.kind = YC_OP_ADAM, c.opt = k - NELEMS(sgd_pars);
+            set_shape(&c, opts[s][0], opts[s] + 1);
+            add_case(c);
+        }
+        for (int acc = 0; acc < 2; acc++) {
+            op_case c = {.kind = YC_OP_SUMSQ, .acc = acc};
+            set_shape(&c, opts[s][0], opts[s] + 1);
+            add_case(c);
+        }
+    }
 }
 
 static float bn_eps(const op_case *c)
@@ -484,7 +535,7 @@ static float bn_momentum(const op_case *c)
 
 static const char *case_label(const op_case *c, char *buf, size_t len)
 {
-    char par[96] = "";
+    char par[128] = "";
     switch (c->kind) {
     case YC_OP_CONV2D:
     case YC_OP_CONV2D_BWD_DATA:
@@ -504,6 +555,22 @@ static const char *case_label(const op_case *c, char *buf, size_t len)
     case YC_OP_UPSAMPLE:
     case YC_OP_UPSAMPLE_BWD:
         snprintf(par, sizeof par, " f%d", c->kh);
+        break;
+    case YC_OP_SGD: {
+        const sgd_par *q = &sgd_pars[c->opt];
+        snprintf(par, sizeof par, " lr %g momentum %g wd %g scale %g%s", (double)q->lr, (double)q->momentum,
+                 (double)q->wd, (double)q->scale, q->nesterov ? " nesterov" : "");
+        break;
+    }
+    case YC_OP_ADAM: {
+        const adam_par *q = &adam_pars[c->opt];
+        snprintf(par, sizeof par, "%s lr %g betas %g %g eps %g wd %g scale %g t %d", q->decoupled ? "w" : "",
+                 (double)q->lr, (double)q->beta1, (double)q->beta2, (double)q->eps, (double)q->wd,
+                 (double)q->scale, q->step);
+        break;
+    }
+    case YC_OP_EMA:
+        snprintf(par, sizeof par, " decay %g", (double)ema_decays[c->opt]);
         break;
     default:
         break;
@@ -527,6 +594,7 @@ enum init {
     I_WIDE,    /* uniform in [-8, 8) (SiLU inputs) */
     I_SHIFTED, /* 3 + uniform in [-2, 2) (batch-norm inputs with a nonzero mean) */
     I_STATS,   /* [mean; invstd] of the BN input src[1] */
+    I_ZERO,    /* 0 (Adam's moments before the first step) */
 };
 
 typedef struct tdesc {
@@ -666,6 +734,36 @@ static void case_spec(const op_case *c, tspec *sp, yc_op *op)
         sp->src[0] = td("dy", N, C, H * c->kh, W * c->kh, R_IN, I_UNIFORM, true);
         sp->dst[0] = td("dx", N, C, H, W, R_ACC, I_UNIFORM, true);
         break;
+    case YC_OP_SGD: {
+        const sgd_par *q = &sgd_pars[c->opt];
+        op->p.sgd.lr = q->lr, op->p.sgd.momentum = q->momentum, op->p.sgd.wd = q->wd;
+        op->p.sgd.scale = q->scale, op->p.sgd.nesterov = q->nesterov;
+        sp->src[0] = td("grad", N, C, H, W, R_IN, I_UNIFORM, false);
+        sp->dst[0] = td("w", N, C, H, W, R_RW, I_UNIFORM, false);
+        sp->dst[1] = td("buf", N, C, H, W, R_RW, I_UNIFORM, false);
+        break;
+    }
+    case YC_OP_ADAM: {
+        const adam_par *q = &adam_pars[c->opt];
+        op->p.adam.lr = q->lr, op->p.adam.beta1 = q->beta1, op->p.adam.beta2 = q->beta2;
+        op->p.adam.eps = q->eps, op->p.adam.wd = q->wd, op->p.adam.scale = q->scale;
+        op->p.adam.step = q->step, op->p.adam.decoupled = q->decoupled;
+        bool first = q->step == 1;
+        sp->src[0] = td("grad", N, C, H, W, R_IN, I_UNIFORM, false);
+        sp->dst[0] = td("w", N, C, H, W, R_RW, I_UNIFORM, false);
+        sp->dst[1] = td("m", N, C, H, W, R_RW, first ? I_ZERO : I_UNIFORM, false);
+        sp->dst[2] = td("v", N, C, H, W, R_RW, first ? I_ZERO : I_POS, false);
+        break;
+    }
+    case YC_OP_EMA:
+        op->p.ema.decay = ema_decays[c->opt];
+        sp->src[0] = td("x", N, C, H, W, R_IN, I_UNIFORM, false);
+        sp->dst[0] = td("e", N, C, H, W, R_RW, I_UNIFORM, false);
+        break;
+    case YC_OP_SUMSQ:
+        sp->src[0] = td("x", N, C, H, W, R_IN, I_UNIFORM, false);
+        sp->dst[0] = td("s", 1, 1, 1, 1, R_ACC, I_UNIFORM, false);
+        break;
     case YC_OP_COUNT:
         break;
     }
@@ -689,6 +787,11 @@ static double case_tol(yc_op_kind kind)
     case YC_OP_MAXPOOL_BWD:
     case YC_OP_UPSAMPLE_BWD:
         return 1e-6; /* FP32 sums of a few gradients */
+    case YC_OP_SGD:
+    case YC_OP_EMA:
+        return 2e-7; /* FP32 formulas of a few roundings */
+    case YC_OP_ADAM:
+        return 4e-7; /* FP32 formula with a square root and two divisions */
     default:
         return 1e-7; /* one rounding (add) or exact */
     }
@@ -800,6 +903,9 @@ static void fill_init(yc_rng *r, float *v, size_t n, int init, bool ties)
             break;
         case I_SHIFTED:
             v[i] = (float)(3.0 + yc_rng_range(r, -2, 2));
+            break;
+        case I_ZERO:
+            v[i] = 0.0f;
             break;
         default:
             v[i] = ties ? (float)((int)yc_rng_below(r, 5) - 2) * 0.5f : (float)yc_rng_range(r, -1, 1);
@@ -922,6 +1028,23 @@ static void ref_run(const op_case *c, double *const s[], double *const d[])
         free(t);
         break;
     }
+    case YC_OP_SGD: {
+        const sgd_par *q = &sgd_pars[c->opt];
+        ref_sgd(s[0], nx, q->lr, q->momentum, q->wd, q->scale, q->nesterov, d[0], d[1]);
+        break;
+    }
+    case YC_OP_ADAM: {
+        const adam_par *q = &adam_pars[c->opt];
+        ref_adam(s[0], nx, q->lr, q->beta1, q->beta2, q->eps, q->wd, q->scale, q->step, q->decoupled, d[0], d[1],
+                 d[2]);
+        break;
+    }
+    case YC_OP_EMA:
+        ref_ema(s[0], nx, ema_decays[c->opt], d[0]);
+        break;
+    case YC_OP_SUMSQ:
+        d[0][0] = (c->acc ? d[0][0] : 0.0) + ref_sumsq(s[0], nx);
+        break;
     case YC_OP_COUNT:
         break;
     }
@@ -929,9 +1052,17 @@ static void ref_run(const op_case *c, double *const s[], double *const d[])
 
 /* Scale below which an output's error is not normalised further.  Batch-norm's dx is a difference
  * of terms of size gamma * invstd * |dy| that cancels exactly when a channel has two values (it is
- * zero then): its error is measured against those terms. */
-static double err_floor(const op_case *c, double *const s[], int dst)
+ * zero then): its error is measured against those terms.  An optimizer's new state (w, buf, m, v,
+ * e) is decay * old + a step that can cancel it: its error is measured against the old values
+ * `init` (n of them). */
+static double err_floor(const op_case *c, double *const s[], int dst, const float *init, size_t n)
 {
+    if (c->kind == YC_OP_SGD || c->kind == YC_OP_ADAM || c->kind == YC_OP_EMA) {
+        double m = 0.0;
+        for (size_t i = 0; i < n; i++)
+            m = fmax(m, fabs((double)init[i]));
+        return m;
+    }
     if (c->kind != YC_OP_BN_BWD || dst != 0)
         return 0.0;
     double gmax = 0.0, dymax = 0.0;
@@ -1064,7 +1195,7 @@ static void case_run(const op_case *c, prepared *pc, int bi)
         if (pc->rd[i]) {
             size_t n = yc_tensor_elems(&pc->dst[i].t);
             double *got = tb_check(be, &pc->dst[i], false, label, bname);
-            double e = norm_err(got, pc->rd[i], n, err_floor(c, pc->rs, i));
+            double e = norm_err(got, pc->rd[i], n, err_floor(c, pc->rs, i, pc->dst[i].vals, n));
             ck_assert_msg(e <= tol, "%s on %s: %s error %.3g > %.3g", label, bname, pc->sp.dst[i].name, e,
                           tol);
             free(got);
@@ -1422,6 +1553,206 @@ START_TEST(maxpool_ties)
 END_TEST
 
 /* ---------------------------------------------------------------------------------------------
+ * 6. Optimizer sequences against PyTorch 1.13.1.
+ *
+ * Five steps with fixed gradients (seq_grad[k] scaled by seq_scale[k], as clip_grad_norm_ scales
+ * them) from seq_w0 and zero optimizer state; three EMA updates of seq_w0 towards seq_grad[0..2].
+ * The expected values are what PyTorch 1.13.1 (Debian python3-torch, CPU) printed (shortest
+ * round-trip decimals of its float32 results) with every parameter a float32 value,
+ * f(x) = float(numpy.float32(x)):
+ *   SGD:   p = torch.nn.Parameter(torch.tensor(seq_w0))
+ *          opt = torch.optim.SGD([p], lr=f(0.01), momentum=f(0.937), weight_decay=f(5e-4),
+ *                                nesterov=True)
+ *          for k in range(5): p.grad = torch.tensor(seq_grad[k])
+ *                             p.grad.mul_(torch.tensor(f(seq_scale[k]))); opt.step()
+ *          -> p, opt.state[p]["momentum_buffer"]
+ *   Adam:  the same with torch.optim.Adam([p], lr=f(0.01), betas=(f(0.937), f(0.999)), eps=f(1e-8),
+ *          weight_decay=f(5e-4), foreach=False) -> p, exp_avg, exp_avg_sq (step 5)
+ *   AdamW: the same with torch.optim.AdamW and weight_decay=f(0.05)
+ *   EMA:   e = torch.tensor(seq_w0)
+ *          for k, u in enumerate((1, 2000, 10000)): d = f(0.9999 * (1 - math.exp(-u / 2000)))
+ *                                                   e *= d; e += (1 - d) * torch.tensor(seq_grad[k])
+ *          (YOLOv5's ModelEMA.update)
+ * The kernels must give these bits on every backend, and the double references of tests/ref_ops.c
+ * (sgd.py's and adam.py's formulas in double) must agree with them to 1e-6.
+ * ------------------------------------------------------------------------------------------- */
+#define SEQ_N 5
+#define SEQ_STEPS 5
+#define SEQ_EMA 3
+static const float seq_w0[SEQ_N] = {0.5f, -1.25f, 2.0f, 0.0f, 0.003f};
+static const float seq_grad[SEQ_STEPS][SEQ_N] = {
+    {0.1f, -0.2f, 0.3f, 0.0f, 1.5f},   {0.05f, 0.4f, -0.1f, 0.0f, -2.0f}, {-0.3f, 0.1f, 0.2f, 0.0f, 0.7f},
+    {0.2f, -0.05f, -0.4f, 0.0f, 0.01f}, {0.0f, 0.25f, 0.15f, 0.0f, -0.9f},
+};
+static const float seq_scale[SEQ_STEPS] = {1.0f, 1.0f, 0.5f, 1.0f, 0.8f};
+static const int seq_ema_updates[SEQ_EMA] = {1, 2000, 10000};
+
+/* PyTorch's results: w, then the state (SGD: buf; Adam and AdamW: m, v) */
+static const float seq_sgd_want[2][SEQ_N] = {
+    {0.49244693f, -1.2615455f, 1.9941353f, 0.0f, 0.01514202f},
+    {0.17501612f, 0.3691854f, -0.013623871f, 0.0f, -0.8924214f},
+};
+static const float seq_adam_want[3][SEQ_N] = {
+    {0.4741146f, -1.2528304f, 1.9823886f, 0.0f, -0.0026329504f},
+    {0.011024359f, 0.023259543f, -0.0008593042f, 0.0f, -0.056222413f},
+    {7.4965326e-05f, 0.00024385694f, 0.00028387562f, 0.0f, 0.0068697124f},
+};
+static const float seq_adamw_want[3][SEQ_N] = {
+    {0.47296023f, -1.2498081f, 1.9775778f, 0.0f, -0.0026238076f},
+    {0.010956992f, 0.023432564f, -0.0011352557f, 0.0f, -0.056221876f},
+    {7.486663e-05f, 0.00024435006f, 0.00028382693f, 0.0f, 0.006869692f},
+};
+static const float seq_ema_want[SEQ_N] = {0.07911926f, 0.020977886f, 0.1536789f, 0.0f, 0.2150663f};
+
+/* YOLOv5's EMA decay after u updates, as a float */
+static float seq_ema_decay(int u)
+{
+    return (float)(0.9999 * (1.0 - exp(-(double)u / 2000.0)));
+}
+
+/* Runs the sequence of `op` (kind and fixed parameters set) on a backend: src[0] is the gradient
+ * (EMA: x), dst[0] starts as seq_w0 and dst[1..nd-1] as zeros; returns the nd dst tensors in out. */
+static void seq_run(yc_backend *be, yc_op *op, int nd, float out[][SEQ_N])
+{
+    yc_buffer *buf = yc_buffer_alloc(be, 4 * SEQ_N * sizeof(float));
+    ck_assert_ptr_nonnull(buf);
+    yc_tensor t[4];
+    const float zero[SEQ_N] = {0};
+    for (int i = 0; i < 4; i++) {
+        t[i] = yc_tensor_make(1, SEQ_N, 1, 1, YC_F32, "seq");
+        t[i].buf = buf;
+        t[i].offset = (size_t)i * SEQ_N * sizeof(float);
+        ck_assert_int_eq(yc_tensor_set_f32(be, &t[i], i == 1 ? seq_w0 : zero), YC_OK);
+    }
+    op->src[0] = &t[0];
+    for (int d = 0; d < nd; d++)
+        op->dst[d] = &t[1 + d];
+    int steps = op->kind == YC_OP_EMA ? SEQ_EMA : SEQ_STEPS;
+    for (int k = 0; k < steps; k++) {
+        ck_assert_int_eq(yc_tensor_set_f32(be, &t[0], seq_grad[k]), YC_OK);
+        if (op->kind == YC_OP_SGD)
+            op->p.sgd.scale = seq_scale[k];
+        else if (op->kind == YC_OP_ADAM)
+            op->p.adam.scale = seq_scale[k], op->p.adam.step = k + 1;
+        else
+            op->p.ema.decay = seq_ema_decay(seq_ema_updates[k]);
+        int rc = yc_backend_exec(be, op, (yc_span){0});
+        ck_assert_msg(rc == YC_OK, "%s step %d: %s", yc_op_kind_name(op->kind), k, yc_last_error());
+    }
+    for (int d = 0; d < nd; d++)
+        ck_assert_int_eq(yc_tensor_get_f32(be, &t[1 + d], out[d]), YC_OK);
+    yc_buffer_free(be, buf);
+}
+
+/* got must equal want bit for bit, and lie within 1e-6 (normalised) of the double reference */
+static void seq_compare(const char *what, const char *bname, int nd, float got[][SEQ_N],
+                        const float want[][SEQ_N], double ref[][SEQ_N])
+{
+    for (int d = 0; d < nd; d++) {
+        double w[SEQ_N];
+        for (int i = 0; i < SEQ_N; i++) {
+            CHECK(fbits(got[d][i]) == fbits(want[d][i]), "%s on %s: tensor %d [%d] = %.9g, PyTorch %.9g", what,
+                  bname, d, i, (double)got[d][i], (double)want[d][i]);
+            w[i] = want[d][i];
+        }
+        double e = norm_err(w, ref[d], SEQ_N, 0.0);
+        ck_assert_msg(e < 1e-6, "%s: tensor %d: PyTorch's values and the double reference differ by %.3g", what, d,
+                      e);
+    }
+}
+
+START_TEST(optim_sequences)
+{
+    /* the double references, step by step */
+    double sgd_ref[2][SEQ_N] = {{0}}, adam_ref[3][SEQ_N] = {{0}}, adamw_ref[3][SEQ_N] = {{0}}, ema_ref[1][SEQ_N];
+    for (int i = 0; i < SEQ_N; i++)
+        sgd_ref[0][i] = adam_ref[0][i] = adamw_ref[0][i] = ema_ref[0][i] = seq_w0[i];
+    for (int k = 0; k < SEQ_STEPS; k++) {
+        double g[SEQ_N];
+        for (int i = 0; i < SEQ_N; i++)
+            g[i] = seq_grad[k][i];
+        ref_sgd(g, SEQ_N, 0.01f, 0.937f, 5e-4f, seq_scale[k], 1, sgd_ref[0], sgd_ref[1]);
+        ref_adam(g, SEQ_N, 0.01f, 0.937f, 0.999f, 1e-8f, 5e-4f, seq_scale[k], k + 1, 0, adam_ref[0], adam_ref[1],
+                 adam_ref[2]);
+        ref_adam(g, SEQ_N, 0.01f, 0.937f, 0.999f, 1e-8f, 0.05f, seq_scale[k], k + 1, 1, adamw_ref[0],
+                 adamw_ref[1], adamw_ref[2]);
+        if (k < SEQ_EMA)
+            ref_ema(g, SEQ_N, seq_ema_decay(seq_ema_updates[k]), ema_ref[0]);
+    }
+    /* the decays PyTorch used */
+    ck_assert(seq_ema_decay(1) == 0.00049982505f && seq_ema_decay(2000) == 0.63205737f &&
+              seq_ema_decay(10000) == 0.99316275f);
+    for (int bi = 0; bi < NBACKENDS; bi++) {
+        yc_backend *be = backend_open(bi);
+        if (!be)
+            continue;
+        const char *bn = backends[bi].name;
+        float got[3][SEQ_N];
+        yc_op op = {.kind = YC_OP_SGD, .name = "seq"};
+        op.p.sgd.lr = 0.01f, op.p.sgd.momentum = 0.937f, op.p.sgd.wd = 5e-4f, op.p.sgd.nesterov = 1;
+        seq_run(be, &op, 2, got);
+        seq_compare("sgd nesterov", bn, 2, got, seq_sgd_want, sgd_ref);
+
+        op = (yc_op){.kind = YC_OP_ADAM, .name = "seq"};
+        op.p.adam.lr = 0.01f, op.p.adam.beta1 = 0.937f, op.p.adam.beta2 = 0.999f, op.p.adam.eps = 1e-8f;
+        op.p.adam.wd = 5e-4f;
+        seq_run(be, &op, 3, got);
+        seq_compare("adam", bn, 3, got, seq_adam_want, adam_ref);
+        op.p.adam.wd = 0.05f, op.p.adam.decoupled = 1;
+        seq_run(be, &op, 3, got);
+        seq_compare("adamw", bn, 3, got, seq_adamw_want, adamw_ref);
+
+        op = (yc_op){.kind = YC_OP_EMA, .name = "seq"};
+        seq_run(be, &op, 1, got);
+        seq_compare("ema", bn, 1, got, &seq_ema_want, ema_ref);
+        yc_backend_free(be);
+    }
+}
+END_TEST
+
+/* SUMSQ over many elements gives the same bits every time (fixed order), and accumulates. */
+START_TEST(sumsq_repeat)
+{
+    const size_t n = 300007;
+    float *x = falloc(n);
+    yc_rng r;
+    yc_rng_seed(&r, 78, 1);
+    fill_init(&r, x, n, I_WIDE, false);
+    double *xd = to_double(x, n);
+    double want = ref_sumsq(xd, n);
+    for (int bi = 0; bi < NBACKENDS; bi++) {
+        yc_backend *be = backend_open(bi);
+        if (!be)
+            continue;
+        yc_buffer *buf = yc_buffer_alloc(be, (n + 1) * sizeof(float));
+        ck_assert_ptr_nonnull(buf);
+        yc_tensor tx = yc_tensor_make(1, (int)n, 1, 1, YC_F32, "x"), ts = yc_tensor_make(1, 1, 1, 1, YC_F32, "s");
+        tx.buf = ts.buf = buf;
+        ts.offset = n * sizeof(float);
+        ck_assert_int_eq(yc_tensor_set_f32(be, &tx, x), YC_OK);
+        yc_op op = {.kind = YC_OP_SUMSQ, .src = {&tx}, .dst = {&ts}};
+        float s[3];
+        for (int k = 0; k < 2; k++) {
+            ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+            ck_assert_int_eq(yc_tensor_get_f32(be, &ts, &s[k]), YC_OK);
+        }
+        ck_assert_msg(fbits(s[0]) == fbits(s[1]), "sumsq on %s: %.9g then %.9g", backends[bi].name, (double)s[0],
+                      (double)s[1]);
+        ck_assert_msg(fabs(s[0] - want) <= 1e-7 * want, "sumsq on %s: %.9g, expected %.9g", backends[bi].name,
+                      (double)s[0], want);
+        op.accumulate = 1;
+        ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &ts, &s[2]), YC_OK);
+        ck_assert_msg(fabs(s[2] - 2.0 * want) <= 2e-7 * want, "sumsq accumulate on %s: %.9g, expected %.9g",
+                      backends[bi].name, (double)s[2], 2.0 * want);
+        yc_buffer_free(be, buf);
+        yc_backend_free(be);
+    }
+    free(x), free(xd);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
  * The op checker, buffers, tensors, device info, errors.
  * ------------------------------------------------------------------------------------------- */
 static bool err_has(const char *s)
@@ -1510,8 +1841,106 @@ START_TEST(op_check)
     ck_assert_int_eq(yc_op_check(&u), YC_EFORMAT);
     ck_assert_msg(err_has("upsample") && err_has("(2,4,16,16)"), "%s", yc_last_error());
 
+    /* optimizer ops: dense FP32 tensors of one element count, parameters in range */
+    yc_tensor g10 = yc_tensor_make(1, 10, 1, 1, YC_F32, "g"), w10 = yc_tensor_make(2, 5, 1, 1, YC_F32, "w");
+    yc_tensor b10 = yc_tensor_make(1, 10, 1, 1, YC_F32, "b"), b9 = yc_tensor_make(1, 9, 1, 1, YC_F32, "b9");
+    yc_op sg = {.kind = YC_OP_SGD, .src = {&g10}, .dst = {&w10, &b10}, .name = "group"};
+    sg.p.sgd.lr = 0.01f, sg.p.sgd.momentum = 0.937f, sg.p.sgd.wd = 5e-4f, sg.p.sgd.scale = 1.0f;
+    sg.p.sgd.nesterov = 1;
+    ck_assert_int_eq(yc_op_check(&sg), YC_OK);
+    sg.dst[1] = &b9;
+    ck_assert_int_eq(yc_op_check(&sg), YC_EFORMAT);
+    ck_assert_msg(err_has("sgd 'group'") && err_has("buf (1,9,1,1) has 9 elements"), "%s", yc_last_error());
+    sg.dst[1] = NULL;
+    ck_assert_int_eq(yc_op_check(&sg), YC_EFORMAT);
+    ck_assert_msg(err_has("dst[1] (buf) is missing"), "%s", yc_last_error());
+    sg.dst[1] = &b10;
+    sg.accumulate = 1;
+    ck_assert_int_eq(yc_op_check(&sg), YC_EFORMAT);
+    sg.accumulate = 0;
+    yc_tensor w16 = w10, wv = w10;
+    w16.type = YC_F16;
+    wv.nstride = 6;
+    sg.dst[0] = &w16;
+    ck_assert_int_eq(yc_op_check(&sg), YC_EFORMAT);
+    sg.dst[0] = &wv;
+    ck_assert_int_eq(yc_op_check(&sg), YC_EFORMAT);
+    ck_assert_msg(err_has("dense"), "%s", yc_last_error());
+    sg.dst[0] = &w10;
+    const float sgd_bad[][4] = {{-0.01f, 0.9f, 0, 1}, {NAN, 0.9f, 0, 1},     {0.01f, 1.0f, 0, 1},
+                                {0.01f, -0.1f, 0, 1}, {0.01f, 0.9f, -1e-4f, 1}, {0.01f, 0.9f, 0, INFINITY}};
+    for (size_t i = 0; i < sizeof sgd_bad / sizeof sgd_bad[0]; i++) {
+        yc_op o = sg;
+        o.p.sgd.lr = sgd_bad[i][0], o.p.sgd.momentum = sgd_bad[i][1], o.p.sgd.wd = sgd_bad[i][2];
+        o.p.sgd.scale = sgd_bad[i][3];
+        ck_assert_int_eq(yc_op_check(&o), YC_EFORMAT);
+        ck_assert_msg(err_has("invalid parameters"), "%s", yc_last_error());
+    }
+    sg.p.sgd.nesterov = 2;
+    ck_assert_int_eq(yc_op_check(&sg), YC_EFORMAT);
+    sg.p.sgd.nesterov = 0, sg.p.sgd.momentum = 0.0f, sg.p.sgd.scale = 0.0f;
+    ck_assert_int_eq(yc_op_check(&sg), YC_OK);
+
+    yc_tensor m10 = b10, v10 = b10;
+    yc_op ad = {.kind = YC_OP_ADAM, .src = {&g10}, .dst = {&w10, &m10, &v10}};
+    ad.p.adam.lr = 1e-3f, ad.p.adam.beta1 = 0.937f, ad.p.adam.beta2 = 0.999f, ad.p.adam.eps = 1e-8f;
+    ad.p.adam.wd = 5e-4f, ad.p.adam.scale = 0.5f, ad.p.adam.step = 1, ad.p.adam.decoupled = 1;
+    ck_assert_int_eq(yc_op_check(&ad), YC_OK);
+    ad.dst[2] = NULL;
+    ck_assert_int_eq(yc_op_check(&ad), YC_EFORMAT);
+    ad.dst[2] = &v10;
+    yc_op adam_bad[7];
+    for (int i = 0; i < 7; i++)
+        adam_bad[i] = ad;
+    adam_bad[0].p.adam.step = 0;
+    adam_bad[1].p.adam.eps = 0.0f;
+    adam_bad[2].p.adam.beta2 = 1.0f;
+    adam_bad[3].p.adam.beta1 = -0.5f;
+    adam_bad[4].p.adam.decoupled = 2;
+    adam_bad[5].p.adam.wd = NAN;
+    adam_bad[6].p.adam.lr = INFINITY;
+    for (int i = 0; i < 7; i++) {
+        ck_assert_int_eq(yc_op_check(&adam_bad[i]), YC_EFORMAT);
+        ck_assert_msg(err_has("adam") && err_has("invalid parameters"), "%s", yc_last_error());
+    }
+
+    yc_op em = {.kind = YC_OP_EMA, .src = {&g10}, .dst = {&w10}};
+    em.p.ema.decay = 1.0f;
+    ck_assert_int_eq(yc_op_check(&em), YC_OK);
+    em.p.ema.decay = 0.0f;
+    ck_assert_int_eq(yc_op_check(&em), YC_OK);
+    em.p.ema.decay = 1.5f;
+    ck_assert_int_eq(yc_op_check(&em), YC_EFORMAT);
+    ck_assert_msg(err_has("ema") && err_has("decay"), "%s", yc_last_error());
+    em.p.ema.decay = NAN;
+    ck_assert_int_eq(yc_op_check(&em), YC_EFORMAT);
+    em.p.ema.decay = 0.5f;
+    em.dst[0] = &b9;
+    ck_assert_int_eq(yc_op_check(&em), YC_EFORMAT);
+
+    /* sumsq: any dense tensor (FP16 too) into one value, accumulate allowed */
+    yc_tensor one = yc_tensor_make(1, 1, 1, 1, YC_F32, "s"), xh16 = x;
+    xh16.type = YC_F16;
+    yc_op sq = {.kind = YC_OP_SUMSQ, .src = {&x}, .dst = {&one}, .accumulate = 1};
+    ck_assert_int_eq(yc_op_check(&sq), YC_OK);
+    sq.src[0] = &xh16;
+    ck_assert_int_eq(yc_op_check(&sq), YC_OK);
+    yc_tensor xgap = x;
+    xgap.nstride = 300;
+    sq.src[0] = &xgap;
+    ck_assert_int_eq(yc_op_check(&sq), YC_EFORMAT);
+    ck_assert_msg(err_has("sumsq") && err_has("dense"), "%s", yc_last_error());
+    sq.src[0] = &x;
+    sq.dst[0] = &b10;
+    ck_assert_int_eq(yc_op_check(&sq), YC_EFORMAT);
+    ck_assert_msg(err_has("(1,1,1,1)"), "%s", yc_last_error());
+
     for (int k = 0; k < YC_OP_COUNT; k++)
         ck_assert_str_ne(yc_op_kind_name((yc_op_kind)k), "unknown");
+    ck_assert_str_eq(yc_op_kind_name(YC_OP_SGD), "sgd");
+    ck_assert_str_eq(yc_op_kind_name(YC_OP_ADAM), "adam");
+    ck_assert_str_eq(yc_op_kind_name(YC_OP_EMA), "ema");
+    ck_assert_str_eq(yc_op_kind_name(YC_OP_SUMSQ), "sumsq");
     ck_assert_str_eq(yc_op_kind_name(YC_OP_CONV2D_BWD_FILTER), "conv2d_bwd_filter");
     ck_assert_str_eq(yc_op_kind_name(YC_OP_COUNT), "unknown");
     ck_assert_int_eq(yc_op_check(NULL), YC_EFORMAT);
@@ -1650,6 +2079,8 @@ static Suite *ops_suite(void)
     tcase_add_test(sp, exp_sweep);
     tcase_add_test(sp, silu_accuracy);
     tcase_add_test(sp, maxpool_ties);
+    tcase_add_test(sp, optim_sequences);
+    tcase_add_test(sp, sumsq_repeat);
     suite_add_tcase(s, sp);
 
     TCase *api = tcase_create("api");
