@@ -192,6 +192,8 @@ int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *mo
     META("best_fitness", num);
     snprintf(num, sizeof num, "%ld", meta->updates);
     META("updates", num);
+    snprintf(num, sizeof num, "%ld", meta->last_opt_step);
+    META("last_opt_step", num);
     if (optim) {
         META("optimizer", yc_optim_kind_name(optim->kind));
         snprintf(num, sizeof num, "%ld", optim->steps);
@@ -237,6 +239,7 @@ int yc_checkpoint_read_meta(const char *path, yc_ckpt_meta *meta)
     meta->next_batch = (v = yc_st_meta(f, "next_batch")) ? atoi(v) : 0;
     meta->best_fitness = (v = yc_st_meta(f, "best_fitness")) ? strtod(v, NULL) : 0.0;
     meta->updates = (v = yc_st_meta(f, "updates")) ? strtol(v, NULL, 10) : 0;
+    meta->last_opt_step = (v = yc_st_meta(f, "last_opt_step")) ? strtol(v, NULL, 10) : -1;
     meta->optim_steps = (v = yc_st_meta(f, "optimizer_steps")) ? strtol(v, NULL, 10) : 0;
     snprintf(meta->optimizer, sizeof meta->optimizer, "%s",
              (v = yc_st_meta(f, "optimizer")) ? v : "");

@@ -29,6 +29,8 @@ typedef struct yc_ckpt_meta {
     double best_fitness;
     /* EMA updates done */
     long updates;
+    /* global batch index of the last optimizer step (-1: none) */
+    long last_opt_step;
     /* optimizer steps done and the optimizer's name */
     long optim_steps;
     char optimizer[16];

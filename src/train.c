@@ -301,8 +301,10 @@ typedef struct trainer {
     float *input;
     size_t input_cap;
     /* progress */
-    int start_epoch, epochs, best_epoch;
+    int start_epoch, epochs;
     double best_fitness;
+    /* global batch index of the last optimizer step (-1: none yet) */
+    long last_opt_step;
 } trainer;
 
 static void trainer_free(trainer *t)
@@ -707,6 +709,7 @@ static int save_checkpoint(trainer *t, const char *path, int epoch, int next_bat
     meta.epoch = final ? -1 : epoch;
     meta.next_batch = final ? 0 : next_batch;
     meta.best_fitness = t->best_fitness;
+    meta.last_opt_step = t->last_opt_step;
     meta.updates = t->ema->updates;
     meta.names_json = t->names_json;
     meta.opt_json = t->opt_json;
@@ -858,7 +861,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
         nw = 100;
     int accumulate = o->accumulate > 0 ? o->accumulate
                                        : (int)fmax(yc_round_half_even((double)NBS / o->batch), 1);
-    long last_opt_step = -1;
+    long last_opt_step = t->last_opt_step;
     double *maps = yc_calloc((size_t)t->nc, sizeof *maps, "maps");
     int *indices = o->image_weights ? yc_malloc(t->train_ds.n * sizeof *indices, "indices") : NULL;
     if (!maps || (o->image_weights && !indices)) {
@@ -878,9 +881,10 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
         int first = epoch == t->start_epoch ? first_batch : 0;
         if ((st = yc_loader_start(t->train_loader, epoch, indices, first)))
             break;
+        /* optimizer.zero_grad() at every epoch start: gradients accumulated after the last step
+         * of the previous epoch are dropped, as in YOLOv5 */
         if ((st = yc_model_zero_grad(m)))
             break;
-        last_opt_step = (long)nb * epoch + first - 1;
         double mloss[3] = {0, 0, 0};
         int seen_batches = 0, images = 0;
         double t0 = yc_now();
@@ -925,6 +929,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                     (st = yc_ema_update(t->ema, m)))
                     break;
                 last_opt_step = ni;
+                t->last_opt_step = ni;
             }
             print_progress(epoch, t->epochs, mloss, b->nt, b->w > b->h ? b->w : b->h, i, nb,
                            yc_now() - t0, images, tty, false);
@@ -932,7 +937,8 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 break;
             if (stop_requested) {
                 /* keep the state at the last optimizer step: resume re-runs the batches after it */
-                int next = (int)(last_opt_step - (long)nb * epoch) + 1;
+                long after = last_opt_step - (long)nb * epoch + 1;
+                int next = after > 0 ? (int)after : 0;
                 yc_info("\ninterrupted: saving a resumable checkpoint (epoch %d, batch %d)\n",
                         epoch, next);
                 st = save_checkpoint(t, t->last, epoch - 1, next, false);
@@ -1040,6 +1046,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     trainer *t = &tr;
     memset(t, 0, sizeof *t);
     t->o = *opts;
+    t->last_opt_step = -1;
     *interrupted = false;
     int st = YC_OK;
     bool resuming = opts->resume != NULL;
@@ -1076,6 +1083,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         free(wdir);
         t->start_epoch = meta.epoch + 1;
         first_batch = meta.next_batch;
+        t->last_opt_step = meta.last_opt_step;
         t->best_fitness = meta.best_fitness;
         yc_info("Resuming training from %s from epoch %d%s\n", resume_path, t->start_epoch,
                 first_batch ? " (inside the epoch)" : "");

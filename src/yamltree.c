@@ -327,11 +327,14 @@ static void sb_indent(strbuf *b, int indent)
         sb_put(b, " ", 1);
 }
 
-/* Plain scalars are written as they are when that round-trips; anything else is single-quoted. */
+/* Plain scalars are written as they are when that round-trips (numbers, including negative ones,
+ * and words); anything else is single-quoted. */
 static void dump_scalar(strbuf *b, const yc_yaml_node *n)
 {
     const char *v = n->value;
-    bool plain = !n->quoted && v[0] && !strchr("-?:,[]{}#&*!|>'\"%@` ", v[0]);
+    double num;
+    bool plain = !n->quoted && v[0] &&
+                 (yc_yaml_double(n, &num) == YC_OK || !strchr("-?:,[]{}#&*!|>'\"%@` ", v[0]));
     for (const char *c = v; plain && *c; c++)
         if (*c == '\n' || *c == '#' || (*c == ':' && (c[1] == ' ' || !c[1])))
             plain = false;

@@ -277,6 +277,27 @@ START_TEST(malformed_configs_name_the_row)
 }
 END_TEST
 
+/* A model yaml dumped from its tree reads back to the same model (checkpoints embed configs). */
+START_TEST(dumped_config_round_trips)
+{
+    char path[1024];
+    ck_assert_int_eq(yc_model_cfg_find("yolov5s", path, sizeof path), YC_OK);
+    yc_yaml_node *root = NULL;
+    ck_assert_int_eq(yc_yaml_load_file(path, &root), YC_OK);
+    char *text = yc_yaml_dump(root);
+    ck_assert_ptr_nonnull(text);
+    yc_model_cfg *cfg = NULL;
+    ck_assert_msg(yc_model_cfg_parse(&cfg, text, strlen(text), "dumped.yaml", 0) == YC_OK, "%s\n%s",
+                  yc_last_error(), text);
+    yc_model *m = NULL;
+    ck_assert_int_eq(yc_model_new(&m, cfg), YC_OK);
+    ck_assert_uint_eq(yc_model_count_params(m), 7235389);
+    yc_model_free(m);
+    free(text);
+    yc_yaml_free(root);
+}
+END_TEST
+
 START_TEST(bundled_names_resolve)
 {
     char path[1024];
@@ -373,6 +394,7 @@ static Suite *suite(void)
     tcase_add_test(tc, names_match_reference_state_dict);
     tcase_add_test(tc, malformed_configs_name_the_row);
     tcase_add_test(tc, bundled_names_resolve);
+    tcase_add_test(tc, dumped_config_round_trips);
     tcase_add_test(tc, nc_override);
     suite_add_tcase(s, tc);
     tc = tcase_create("graph");

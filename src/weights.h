@@ -1,0 +1,141 @@
+/* Weights from any source yolocl reads, behind one interface: Ultralytics YOLOv5 .pt checkpoints
+ * (ptfile.h) and safetensors files (yolocl checkpoints and exports, or plain state dicts such as
+ * ../shared/weights/yolov5n.safetensors).
+ *
+ * yolocl safetensors metadata ("__metadata__", all values strings):
+ *   format      "yolocl-1"
+ *   model_yaml  the model config as YAML text
+ *   model_name  the config's file name ("yolov5s.yaml")
+ *   nc          classes, decimal
+ *   names       class names, a JSON array of strings
+ *   stride      the strides of the detection levels, a JSON array of numbers
+ * Tensors use YOLOv5 state-dict names; tensors named "resume.*" (a training checkpoint's resume
+ * state) are not weights and are skipped.  Every key is optional: a file without metadata is a
+ * plain state dict (no embedded config, no names).
+ *
+ * Loading into a model follows YOLOv5: STRICT is load_state_dict(strict=True) for what yolocl
+ * models hold (every parameter, BatchNorm running statistic and the anchors, with the same
+ * shapes; num_batches_tracked is copied when present); TRANSFER is train.py's intersect_dicts
+ * (copy where name and shape match, "Transferred N/M items"), optionally without the anchors. */
+#ifndef YC_WEIGHTS_H
+#define YC_WEIGHTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "modelcfg.h"
+#include "yamltree.h"
+
+#define YC_WEIGHTS_MAX_DIMS 8
+#define YC_WEIGHTS_MAX_STRIDES 8
+
+/* One tensor, in memory as float32. */
+typedef struct yc_weights_tensor {
+    /* state-dict name */
+    char *name;
+    /* dimensions (0 for a scalar) */
+    int ndim;
+    int64_t shape[YC_WEIGHTS_MAX_DIMS];
+    /* product of the shape (1 for a scalar) */
+    size_t numel;
+    /* numel values, row-major */
+    float *data;
+    /* tensors stored with an integer type (num_batches_tracked): the exact values; else NULL */
+    int64_t *idata;
+} yc_weights_tensor;
+
+typedef struct yc_weights {
+    /* the file read (owned) */
+    char *path;
+    /* a torch .pt file (else safetensors) */
+    bool from_pt;
+    /* tensors in file order */
+    int ntensors;
+    yc_weights_tensor *tensors;
+    /* the embedded model config as YAML text, or NULL */
+    char *model_yaml;
+    /* the same as a tree (set for .pt files, whose config is a pickled dict), or NULL */
+    yc_yaml_node *model_tree;
+    /* the config's file name ("yolov5n.yaml"), or NULL */
+    char *model_name;
+    /* classes, or -1 when the file does not say */
+    int nc;
+    /* class names, or none */
+    int nnames;
+    char **names;
+    /* detection-level strides, or none */
+    int nstride;
+    float stride[YC_WEIGHTS_MAX_STRIDES];
+    /* safetensors metadata as read (all keys, file order); none for .pt files */
+    int nmeta;
+    char **meta_keys, **meta_values;
+    /* what the weights are, for messages ("ckpt['model'] (models.yolo.Model)", "safetensors") */
+    char source[300];
+    /* tensors sorted by name, for yc_weights_find */
+    yc_weights_tensor **by_name;
+} yc_weights;
+
+/* Reads every tensor (as float32) and the metadata of a .pt or safetensors file (told apart by
+ * their first bytes).  Duplicate names and a "format" of a newer yolocl are errors. */
+int yc_weights_read(const char *path, yc_weights **out);
+void yc_weights_free(yc_weights *w);
+
+/* Tensor by name, or NULL. */
+const yc_weights_tensor *yc_weights_find(const yc_weights *w, const char *name);
+
+/* Classes from the Detect head: the bias of "<detect>.m.0.bias" has na*(nc + 5) values, na from
+ * "<detect>.anchors" (nl, na, 2).  YC_EFORMAT when the file has no Detect head. */
+int yc_weights_infer_nc(const yc_weights *w, int *nc);
+
+/* The embedded model config, resolved (nc_override > 0 replaces its nc).  The config's text is
+ * set, so checkpoints written from the model carry it.  Without one: YC_EUSAGE and
+ * "PATH has no embedded model config: give --cfg". */
+int yc_weights_model_cfg(const yc_weights *w, int nc_override, yc_model_cfg **cfg);
+
+typedef enum yc_weights_mode {
+    /* everything the model holds must be present with its shape */
+    YC_WEIGHTS_STRICT,
+    /* intersect_dicts: copy matching names and shapes, skip the rest */
+    YC_WEIGHTS_TRANSFER,
+} yc_weights_mode;
+
+/* What yc_weights_apply did, counted over the model's state dict (parameters, running
+ * statistics, num_batches_tracked counters and the anchors: 349 entries for yolov5n). */
+typedef struct yc_weights_report {
+    /* entries copied (YOLOv5's "Transferred N/M items": N = transferred, M = total) */
+    int transferred, total;
+    /* entries the file lacks, has with another shape, or that were excluded as anchors */
+    int missing, mismatched, excluded;
+    /* tensors of the file that the model does not have ("resume.*" not counted) */
+    int unexpected;
+    /* the first missing or mismatched entry's name ("" if none), for messages */
+    char first_skipped[YC_NAME_MAX];
+} yc_weights_report;
+
+/* Copies the weights into an allocated model through its backend (parameters, running
+ * statistics, num_batches_tracked, anchors in grid units).  `exclude_anchors` skips names
+ * containing "anchor" (train.py's exclude list with --cfg or hyp anchors; in STRICT mode the
+ * model then keeps its own anchors).  Everything is checked before anything is written, so on
+ * failure the model is unchanged; the error names the tensor.  `report` may be NULL. */
+int yc_weights_apply(const yc_weights *w, yc_model *m, yc_weights_mode mode, bool exclude_anchors,
+                     yc_weights_report *report);
+
+/* Weights from an allocated model (read back through its backend): the state dict in YOLOv5's
+ * order (the anchors before the Detect convolutions), the model's config text, nc and strides,
+ * and the given class names (may be NULL / 0). */
+int yc_weights_from_model(const yc_model *m, const char *const *names, int nnames,
+                          yc_weights **out);
+
+/* Writes the weights as a safetensors file (atomically) with the yolocl metadata above and any
+ * other metadata keys read from a safetensors source.  Floating tensors are stored as F32, or F16
+ * (round to nearest even) when `half`; integer tensors as I64. */
+int yc_weights_write_safetensors(const yc_weights *w, const char *path, bool half);
+
+/* The model config (a tree from a .pt file) as YAML text in YOLOv5's style: top-level keys,
+ * lists of rows one row per line in flow style ("- [-1, 1, Conv, [64, 6, 2, 2]]").  Heap string;
+ * NULL with YC_ENOMEM recorded on failure. */
+char *yc_weights_yaml_text(const yc_yaml_node *root);
+
+#endif
