@@ -226,10 +226,10 @@ double yc_round_half_even(double x)
 }
 
 int yc_optim_warmup(yc_optim *o, long ni, long nw, double lf, double warmup_bias_lr,
-                    double warmup_momentum, double momentum, int nbs, int batch)
+                    double warmup_momentum, double momentum, double target)
 {
     double xi = (double)ni, x1 = (double)nw;
-    double acc = yc_round_half_even(yc_np_interp(xi, 0, x1, 1.0, (double)nbs / batch));
+    double acc = yc_round_half_even(yc_np_interp(xi, 0, x1, 1.0, target));
     for (int g = 0; g < YC_PG_COUNT; g++) {
         double start = g == YC_PG_BIAS ? warmup_bias_lr : 0.0;
         o->lr[g] = yc_np_interp(xi, 0, x1, start, o->initial_lr[g] * lf);

@@ -76,11 +76,12 @@ double yc_np_interp(double x, double x0, double x1, double y0, double y1);
 /* Python/numpy round: half to even. */
 double yc_round_half_even(double x);
 
-/* Warmup for global batch index ni < nw: group 0's lr falls from warmup_bias_lr, the others rise
- * from 0, towards initial_lr * lf; SGD momentum rises from warmup_momentum to `momentum`.
- * Returns the accumulation count max(1, round(interp(ni, [0, nw], [1, nbs / batch]))). */
+/* Warmup for global batch index ni <= nw: group 0's lr falls from warmup_bias_lr, the others
+ * rise from 0, towards initial_lr * lf; SGD momentum rises from warmup_momentum to `momentum`.
+ * Returns the accumulation count max(1, round(interp(ni, [0, nw], [1, target]))), target being
+ * nbs / batch in YOLOv5 (or the count given with --accumulate). */
 int yc_optim_warmup(yc_optim *o, long ni, long nw, double lf, double warmup_bias_lr,
-                    double warmup_momentum, double momentum, int nbs, int batch);
+                    double warmup_momentum, double momentum, double target);
 
 /* After warmup / at each epoch: lr = initial_lr * lf for every group (the LambdaLR step). */
 void yc_optim_set_lf(yc_optim *o, double lf);

@@ -900,8 +900,9 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 continue;
             if (ni <= nw)
                 accumulate = yc_optim_warmup(t->opt, ni, nw, lf, t->hyp.warmup_bias_lr,
-                                             t->hyp.warmup_momentum, t->hyp.momentum, NBS,
-                                             o->batch);
+                                             t->hyp.warmup_momentum, t->hyp.momentum,
+                                             o->accumulate > 0 ? o->accumulate
+                                                              : (double)NBS / o->batch);
             int h = b->h, w = b->w;
             if (o->multi_scale) {
                 yc_rng rng;

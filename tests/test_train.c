@@ -82,27 +82,27 @@ START_TEST(schedule_and_warmup_follow_yolov5)
     ck_assert(o->wd[YC_PG_WEIGHT] == 5e-4 && o->wd[YC_PG_BIAS] == 0 && o->wd[YC_PG_BN_WEIGHT] == 0);
     double lf = 0.9;
     /* ni = 0: bias lr 0.1 (warmup_bias_lr), others 0, momentum 0.8, accumulate 1 */
-    int acc = yc_optim_warmup(o, 0, 100, lf, 0.1, 0.8, 0.937, 64, 16);
+    int acc = yc_optim_warmup(o, 0, 100, lf, 0.1, 0.8, 0.937, 64.0 / 16);
     ck_assert_int_eq(acc, 1);
     ck_assert(fabs(o->lr[YC_PG_BIAS] - 0.1) < 1e-15 && o->lr[YC_PG_WEIGHT] == 0);
     ck_assert(fabs(o->momentum[YC_PG_WEIGHT] - 0.8) < 1e-15);
     /* ni = 50 of 100: halfway; accumulate round(2.5) = 2 */
-    acc = yc_optim_warmup(o, 50, 100, lf, 0.1, 0.8, 0.937, 64, 16);
+    acc = yc_optim_warmup(o, 50, 100, lf, 0.1, 0.8, 0.937, 64.0 / 16);
     ck_assert_int_eq(acc, 2);
     ck_assert(fabs(o->lr[YC_PG_BIAS] - (0.1 + 0.5 * (0.009 - 0.1))) < 1e-15);
     ck_assert(fabs(o->lr[YC_PG_WEIGHT] - 0.0045) < 1e-15);
     ck_assert(fabs(o->momentum[YC_PG_BN_WEIGHT] - 0.8685) < 1e-12);
     /* ni = nw: the targets; accumulate 64 / 16 = 4 */
-    acc = yc_optim_warmup(o, 100, 100, lf, 0.1, 0.8, 0.937, 64, 16);
+    acc = yc_optim_warmup(o, 100, 100, lf, 0.1, 0.8, 0.937, 64.0 / 16);
     ck_assert_int_eq(acc, 4);
     for (int g = 0; g < YC_PG_COUNT; g++) {
         ck_assert(fabs(o->lr[g] - 0.009) < 1e-15);
         ck_assert(fabs(o->momentum[g] - 0.937) < 1e-15);
     }
     /* accumulate for other batch sizes: 24 -> 3, 128 -> 1 (max with 1), 1 -> 64 */
-    ck_assert_int_eq(yc_optim_warmup(o, 100, 100, lf, 0.1, 0.8, 0.937, 64, 24), 3);
-    ck_assert_int_eq(yc_optim_warmup(o, 100, 100, lf, 0.1, 0.8, 0.937, 64, 128), 1);
-    ck_assert_int_eq(yc_optim_warmup(o, 100, 100, lf, 0.1, 0.8, 0.937, 64, 1), 64);
+    ck_assert_int_eq(yc_optim_warmup(o, 100, 100, lf, 0.1, 0.8, 0.937, 64.0 / 24), 3);
+    ck_assert_int_eq(yc_optim_warmup(o, 100, 100, lf, 0.1, 0.8, 0.937, 64.0 / 128), 1);
+    ck_assert_int_eq(yc_optim_warmup(o, 100, 100, lf, 0.1, 0.8, 0.937, 64.0 / 1), 64);
     yc_optim_set_lf(o, 0.5);
     ck_assert(fabs(o->lr[YC_PG_BIAS] - 0.005) < 1e-15);
     yc_optim_free(o);
