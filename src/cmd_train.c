@@ -12,7 +12,7 @@
 #include "train.h"
 
 /* Without --data: the demo run (yolov5n from scratch on the built-in shapes dataset). */
-#define DEMO_EPOCHS 30
+#define DEMO_EPOCHS 20
 #define DEMO_IMGSZ 320
 #define DEMO_CFG "yolov5n"
 
@@ -20,13 +20,13 @@ static void print_usage(void)
 {
     fputs("Usage: yolocl train [--data D.yaml] [--cfg MODEL] [--weights W] [OPTION]...\n"
           "Train a YOLOv5 model as Ultralytics' train.py does.  With no --data, train yolov5n on\n"
-          "the built-in demo dataset (30 epochs at 320; a few minutes on a laptop).\n"
+          "the built-in demo dataset (20 epochs at 320; a few minutes on a laptop).\n"
           "\n"
           "  -d, --data FILE          dataset yaml (YOLOv5 format)\n"
           "  -c, --cfg MODEL          model config: bundled name (yolov5n ... yolov5x6) or yaml\n"
           "  -w, --weights FILE       initial weights (.safetensors or Ultralytics .pt); '' = scratch\n"
           "      --hyp HYP            hyperparameters (default hyp.scratch-low)\n"
-          "  -e, --epochs N           epochs (default 100; demo 30)\n"
+          "  -e, --epochs N           epochs (default 100; demo 20)\n"
           "  -b, --batch-size N       images per batch (default 16; -1 = AutoBatch); also --batch\n"
           "  -i, --imgsz N            train and val image size (default 640; demo 320); also --img\n"
           "      --accumulate N       batches per optimizer step (default round(64 / batch))\n"
