@@ -15,7 +15,9 @@
 void yc_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
 
-/* Name of the micro-kernel selected for this CPU ("avx512", "avx2", "generic"). */
+/* Name of the micro-kernel selected for this CPU ("avx512", "avx2", "generic").  The environment
+ * variable YOLOCL_GEMM_KERNEL, read once at the first call, can select a lesser one than the CPU's best
+ * (tests use it to cover every path); a name the CPU cannot run is ignored. */
 const char *yc_sgemm_kernel_name(void);
 
 #endif

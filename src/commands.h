@@ -12,6 +12,10 @@ int yc_cmd_info(int argc, char **argv);
 int yc_cmd_inspect(int argc, char **argv);
 /* yolocl train: YOLOv5's train.py. */
 int yc_cmd_train(int argc, char **argv);
+/* yolocl val: YOLOv5's val.py (metrics of weights on a dataset). */
+int yc_cmd_val(int argc, char **argv);
+/* yolocl detect: YOLOv5's detect.py (annotated images and labels). */
+int yc_cmd_detect(int argc, char **argv);
 /* yolocl export: converts weights (.pt or safetensors) to a yolocl safetensors file. */
 int yc_cmd_export(int argc, char **argv);
 /* yolocl demo-data: writes the built-in demo dataset. */

@@ -1,6 +1,7 @@
 /* Datasets in YOLOv5's layout (see dataset.h): yaml, image lists, the label scan, its cache, the
  * pooled in-memory dataset and rectangular batch shapes. */
 #include "dataset.h"
+#include "npsort.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1907,16 +1908,6 @@ typedef struct ar_index {
     size_t i;
 } ar_index;
 
-static int cmp_ar(const void *a, const void *b)
-{
-    const ar_index *x = a, *y = b;
-    if (x->ar < y->ar)
-        return -1;
-    if (x->ar > y->ar)
-        return 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
 void yc_rect_batches_free(yc_rect_batches *rb)
 {
     if (!rb)
@@ -1936,18 +1927,33 @@ int yc_rect_batches_make(const int32_t *w, const int32_t *h, size_t n, int batch
                                "stride %d, pad %g)",
                                n, batch, imgsz, stride, pad);
     ar_index *a = yc_malloc(n * sizeof *a, "aspect ratios");
-    if (!a)
+    double *ar = yc_malloc(n * sizeof *ar, "aspect ratios");
+    ptrdiff_t *idx = yc_malloc(n * sizeof *idx, "aspect ratios");
+    if (!a || !ar || !idx) {
+        free(a);
+        free(ar);
+        free(idx);
         return YC_ENOMEM;
+    }
     for (size_t i = 0; i < n; i++) {
         if (w[i] < 1 || h[i] < 1) {
             free(a);
+            free(ar);
+            free(idx);
             return yc_error_status(YC_ERR, "rect batches: image %zu has size %dx%d", i,
                                    (int)w[i], (int)h[i]);
         }
-        a[i].ar = (double)h[i] / (double)w[i];
-        a[i].i = i;
+        ar[i] = (double)h[i] / (double)w[i];
     }
-    qsort(a, n, sizeof *a, cmp_ar);
+    /* irect = ar.argsort(): numpy's default (unstable) sort, whose order of equal ratios decides
+     * which batch, and so which shape, an image gets */
+    yc_np_argsort_f64(ar, idx, (ptrdiff_t)n);
+    for (size_t i = 0; i < n; i++) {
+        a[i].ar = ar[idx[i]];
+        a[i].i = (size_t)idx[i];
+    }
+    free(ar);
+    free(idx);
     size_t nb = (n + (size_t)batch - 1) / (size_t)batch;
     out->order = yc_malloc(n * sizeof *out->order, "rect order");
     out->hw = yc_malloc(nb * 2 * sizeof *out->hw, "rect shapes");

@@ -232,7 +232,7 @@ static inline double yc_dataset_aspect(const yc_dataset *ds, size_t i)
 typedef struct yc_rect_batches {
     /* number of images */
     size_t n;
-    /* image indices by ascending aspect ratio h/w (ties keep index order) */
+    /* image indices by ascending aspect ratio h/w, in np.argsort's order (ties as numpy) */
     size_t *order;
     /* number of batches, ceil(n / batch) */
     size_t n_batches;

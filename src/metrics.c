@@ -3,6 +3,7 @@
  * numpy.  Float32 parts must be built without floating-point contraction (GCC's -std=c11 implies
  * -ffp-contract=off). */
 #include "metrics.h"
+#include "npsort.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -16,143 +17,13 @@
 #define BOX_EPS 1e-7f
 /* points of compute_ap's interpolation */
 #define AP_NX 101
-/* numpy: partitions of at most this size (pr - pl) are insertion sorted; pairwise summation
- * block; reduction buffer size */
-#define NP_SMALL_QUICKSORT 15
+/* numpy: pairwise summation block; reduction buffer size */
 #define NP_PW_BLOCKSIZE 128
 #define NP_BUFSIZE 8192
-#define NP_QS_STACK 128
 
 /* ---------------------------------------------------------------------------------------------
- * numpy pieces: argsort (default kind), pairwise sums, linspace, interp, maximum
+ * numpy pieces: pairwise sums, linspace, interp, maximum (argsort is in npsort.c)
  * ------------------------------------------------------------------------------------------- */
-
-/* numpy's float ordering: NaN after everything. */
-static inline bool np_less(float a, float b)
-{
-    return a < b || (b != b && a == a);
-}
-
-static inline void swap_idx(ptrdiff_t *a, ptrdiff_t *b)
-{
-    ptrdiff_t t = *a;
-    *a = *b;
-    *b = t;
-}
-
-/* numpy aheapsort_ (1-based heap over t[0..n-1]). */
-static void np_aheapsort(const float *v, ptrdiff_t *t, ptrdiff_t n)
-{
-#define A(k) t[(k) - 1]
-    ptrdiff_t i, j, l, tmp;
-    for (l = n >> 1; l > 0; --l) {
-        tmp = A(l);
-        for (i = l, j = l << 1; j <= n;) {
-            if (j < n && np_less(v[A(j)], v[A(j + 1)]))
-                j += 1;
-            if (np_less(v[tmp], v[A(j)])) {
-                A(i) = A(j);
-                i = j;
-                j += j;
-            } else {
-                break;
-            }
-        }
-        A(i) = tmp;
-    }
-    for (; n > 1;) {
-        tmp = A(n);
-        A(n) = A(1);
-        n -= 1;
-        for (i = 1, j = 2; j <= n;) {
-            if (j < n && np_less(v[A(j)], v[A(j + 1)]))
-                j++;
-            if (np_less(v[tmp], v[A(j)])) {
-                A(i) = A(j);
-                i = j;
-                j += j;
-            } else {
-                break;
-            }
-        }
-        A(i) = tmp;
-    }
-#undef A
-}
-
-/* np.argsort(v) for float32 v (numpy 1.24 aquicksort_): ascending order into idx[0..n-1]. */
-static void np_argsort(const float *v, ptrdiff_t *idx, ptrdiff_t num)
-{
-    for (ptrdiff_t k = 0; k < num; k++)
-        idx[k] = k;
-    if (num < 2)
-        return;
-    ptrdiff_t *pl = idx, *pr = idx + num - 1;
-    ptrdiff_t *stack[NP_QS_STACK], **sptr = stack;
-    int depth[NP_QS_STACK], *psdepth = depth;
-    int cdepth = 0;
-    for (size_t u = (size_t)num; u >>= 1;)
-        cdepth++;
-    cdepth *= 2;
-    for (;;) {
-        if (cdepth < 0) {
-            np_aheapsort(v, pl, pr - pl + 1);
-            goto stack_pop;
-        }
-        while ((pr - pl) > NP_SMALL_QUICKSORT) {
-            ptrdiff_t *pm = pl + ((pr - pl) >> 1);
-            if (np_less(v[*pm], v[*pl]))
-                swap_idx(pm, pl);
-            if (np_less(v[*pr], v[*pm]))
-                swap_idx(pr, pm);
-            if (np_less(v[*pm], v[*pl]))
-                swap_idx(pm, pl);
-            const float vp = v[*pm];
-            ptrdiff_t *pi = pl, *pj = pr - 1;
-            swap_idx(pm, pj);
-            for (;;) {
-                do
-                    ++pi;
-                while (np_less(v[*pi], vp));
-                do
-                    --pj;
-                while (np_less(vp, v[*pj]));
-                if (pi >= pj)
-                    break;
-                swap_idx(pi, pj);
-            }
-            swap_idx(pi, pr - 1);
-            /* push the larger partition */
-            if (pi - pl < pr - pi) {
-                *sptr++ = pi + 1;
-                *sptr++ = pr;
-                pr = pi - 1;
-            } else {
-                *sptr++ = pl;
-                *sptr++ = pi - 1;
-                pl = pi + 1;
-            }
-            *psdepth++ = --cdepth;
-        }
-        /* insertion sort */
-        for (ptrdiff_t *pi = pl + 1; pi <= pr; ++pi) {
-            const ptrdiff_t vi = *pi;
-            const float vp = v[vi];
-            ptrdiff_t *pj = pi;
-            while (pj > pl && np_less(vp, v[pj[-1]])) {
-                *pj = pj[-1];
-                pj--;
-            }
-            *pj = vi;
-        }
-    stack_pop:
-        if (sptr == stack)
-            break;
-        pr = *(--sptr);
-        pl = *(--sptr);
-        cdepth = *(--psdepth);
-    }
-}
 
 /* numpy DOUBLE_pairwise_sum. */
 static double pairwise_sum(const double *a, size_t n, size_t stride)
@@ -387,7 +258,7 @@ static void iou_matrix(match_buf *b, const float *dets, int nd, const float *lab
  * b->surv (pair numbers) and b->sv (IoUs).  Returns their number. */
 static int unique_per_detection(match_buf *b, size_t m, int nd)
 {
-    np_argsort(b->pv, b->perm, (ptrdiff_t)m);
+    yc_np_argsort_f32(b->pv, b->perm, (ptrdiff_t)m);
     for (int d = 0; d < nd; d++)
         b->dbest[d] = -1;
     for (size_t k = m; k-- > 0;) {
@@ -549,7 +420,7 @@ int yc_confusion_process(yc_confusion *cm, const float *dets, int nd, const floa
     if (m > 1) {
         const int ns = unique_per_detection(&b, m, nk);
         /* sort the survivors by IoU again (descending), then np.unique(label column) */
-        np_argsort(b.sv, b.perm, ns);
+        yc_np_argsort_f32(b.sv, b.perm, ns);
         for (int l = 0; l < nl; l++)
             b.lbest[l] = -1;
         for (int k = ns; k-- > 0;) {
@@ -936,7 +807,7 @@ int yc_ap_per_class(const uint16_t *tp, const float *conf, const int32_t *pred_c
         goto out;
     for (size_t k = 0; k < n_pred; k++)
         w.neg[k] = -conf[k];
-    np_argsort(w.neg, w.order, (ptrdiff_t)n_pred);
+    yc_np_argsort_f32(w.neg, w.order, (ptrdiff_t)n_pred);
 
     /* group the sorted predictions of present classes by class (tp[i], -conf[i] per class) */
     for (size_t k = 0; k < n_pred; k++) {

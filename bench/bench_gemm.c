@@ -1,0 +1,260 @@
+/* yc_sgemm throughput against the machine's FP32 FMA peak.
+ *
+ * Build and run from the source root (not part of make):
+ *   gcc -std=c11 -O2 -fopenmp -Wall -Wextra -Icpu bench/bench_gemm.c cpu/gemm.c -o /tmp/bench_gemm -lm
+ *   OMP_NUM_THREADS=2 /tmp/bench_gemm [rounds]
+ *
+ * The peak is a tight loop of independent FMA chains (the widest vector ISA present) run on every
+ * OpenMP thread.  Shared machines are noisy, so the whole list (peak included) is measured in several
+ * rounds (5 by default) and each entry reports its best round; a round times a GEMM for at least
+ * 40 ms and 2 calls after a warm-up call.  On Linux each round first waits (up to 60 s) for the
+ * machine to be idle (under 6% of CPU time busy over 0.15 s, from /proc/stat), as another process on
+ * one of the cores halves a 2-thread GEMM.  The layer shapes are the convolutions of YOLOv5s at
+ * 640x640, one image per GEMM: forward C[Cout x HW] = W[Cout x Cin*k*k] * col[Cin*k*k x HW];
+ * backward-data dcol[Cin*k*k x HW] = W^T * dY[Cout x HW]; backward-filter dW[Cout x Cin*k*k] =
+ * dY * col^T. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+
+#include "gemm.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+enum { CHAINS = 12 };
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static float fma_loop_avx512(long iters)
+{
+    __m512 acc[CHAINS];
+    const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+    for (int i = 0; i < CHAINS; i++)
+        acc[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+#pragma GCC unroll 16
+        for (int i = 0; i < CHAINS; i++)
+            acc[i] = _mm512_fmadd_ps(acc[i], m, c);
+    float s = 0.0f;
+    for (int i = 0; i < CHAINS; i++)
+        s += _mm512_reduce_add_ps(acc[i]);
+    return s;
+}
+
+__attribute__((target("avx2,fma"))) static float fma_loop_avx2(long iters)
+{
+    __m256 acc[CHAINS];
+    const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+    for (int i = 0; i < CHAINS; i++)
+        acc[i] = _mm256_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+#pragma GCC unroll 16
+        for (int i = 0; i < CHAINS; i++)
+            acc[i] = _mm256_fmadd_ps(acc[i], m, c);
+    float s = 0.0f, lane[8];
+    for (int i = 0; i < CHAINS; i++) {
+        _mm256_storeu_ps(lane, acc[i]);
+        for (int j = 0; j < 8; j++)
+            s += lane[j];
+    }
+    return s;
+}
+#endif
+
+static float fma_loop_scalar(long iters)
+{
+    float acc[CHAINS];
+    for (int i = 0; i < CHAINS; i++)
+        acc[i] = (float)i;
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < CHAINS; i++)
+            acc[i] = fmaf(acc[i], 0.999999f, 1e-6f);
+    float s = 0.0f;
+    for (int i = 0; i < CHAINS; i++)
+        s += acc[i];
+    return s;
+}
+
+/* Keeps the FMA loops' results alive. */
+static volatile float peak_sink;
+
+/* Peak GFLOP/s on `threads` threads over a ~0.1 s run. */
+static double measure_peak(int threads, const char **isa)
+{
+    int width = 1;
+    float (*loop)(long) = fma_loop_scalar;
+    *isa = "scalar";
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f")) {
+        loop = fma_loop_avx512, width = 16, *isa = "avx512";
+    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        loop = fma_loop_avx2, width = 8, *isa = "avx2";
+    }
+#endif
+    const long iters = 1000000;
+    double t0 = omp_get_wtime();
+    float s = 0.0f;
+#pragma omp parallel num_threads(threads) reduction(+ : s)
+    s += loop(iters);
+    double dt = omp_get_wtime() - t0;
+    peak_sink += s;
+    return 2.0 * width * CHAINS * (double)iters * threads / dt * 1e-9;
+}
+
+/* Busy and total CPU time so far from /proc/stat; false where there is none. */
+static bool cpu_times(long long *busy, long long *total)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return false;
+    long long v[8];
+    const int n = fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3], &v[4],
+                         &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n != 8)
+        return false;
+    *total = 0;
+    for (int i = 0; i < 8; i++)
+        *total += v[i];
+    *busy = *total - v[3] - v[4];
+    return true;
+}
+
+/* Wait until the machine is idle; false if it did not get there within 60 s. */
+static bool wait_idle(void)
+{
+    const double start = omp_get_wtime();
+    while (omp_get_wtime() - start < 60.0) {
+        long long b0, t0, b1, t1;
+        if (!cpu_times(&b0, &t0))
+            return true;
+        const struct timespec pause = {0, 150000000};
+        nanosleep(&pause, NULL);
+        if (!cpu_times(&b1, &t1))
+            return true;
+        if (t1 > t0 && (double)(b1 - b0) / (double)(t1 - t0) < 0.06)
+            return true;
+    }
+    return false;
+}
+
+static float *alloc_fill(size_t n, unsigned seed)
+{
+    float *p = malloc(n * sizeof(float));
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        p[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+    }
+    return p;
+}
+
+struct entry {
+    const char *name, *pass;
+    bool ta, tb;
+    int M, N, K;
+    double best;
+};
+
+/* One round for one entry: GFLOP/s of C = op(A) op(B) with tight (lda = width) operands. */
+static void time_entry(struct entry *e)
+{
+    const int M = e->M, N = e->N, K = e->K;
+    float *A = alloc_fill((size_t)M * K, 1), *B = alloc_fill((size_t)K * N, 2),
+          *C = alloc_fill((size_t)M * N, 3);
+    const int lda = e->ta ? M : K, ldb = e->tb ? K : N;
+    yc_sgemm(e->ta, e->tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N);
+    double total = 0.0;
+    for (int reps = 0; total < 0.04 || reps < 2; reps++) {
+        double t0 = omp_get_wtime();
+        yc_sgemm(e->ta, e->tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N);
+        double dt = omp_get_wtime() - t0;
+        total += dt;
+        double gf = 2.0 * M * N * K / dt * 1e-9;
+        if (gf > e->best)
+            e->best = gf;
+    }
+    free(A);
+    free(B);
+    free(C);
+}
+
+struct layer {
+    const char *name;
+    int cout, cin, k, hw;
+};
+
+static const struct layer layers[] = {
+    {"b0 conv 6x6 s2 3->32 @320", 32, 3, 6, 320 * 320},
+    {"b1 conv 3x3 s2 32->64 @160", 64, 32, 3, 160 * 160},
+    {"b2 C3 1x1 64->32 @160", 32, 64, 1, 160 * 160},
+    {"b2 C3 3x3 32->32 @160", 32, 32, 3, 160 * 160},
+    {"b3 conv 3x3 s2 64->128 @80", 128, 64, 3, 80 * 80},
+    {"b4 C3 3x3 64->64 @80", 64, 64, 3, 80 * 80},
+    {"b5 conv 3x3 s2 128->256 @40", 256, 128, 3, 40 * 40},
+    {"b6 C3 1x1 256->128 @40", 128, 256, 1, 40 * 40},
+    {"b7 conv 3x3 s2 256->512 @20", 512, 256, 3, 20 * 20},
+    {"b9 SPPF 1x1 1024->512 @20", 512, 1024, 1, 20 * 20},
+    {"h24 detect 1x1 128->255 @80", 255, 128, 1, 80 * 80},
+};
+
+static const int squares[] = {128, 256, 512, 1024, 2048};
+
+enum { NSQUARE = sizeof squares / sizeof squares[0], NLAYER = sizeof layers / sizeof layers[0] };
+
+int main(int argc, char **argv)
+{
+    const int rounds = argc > 1 ? atoi(argv[1]) : 5;
+    const int threads = omp_get_max_threads();
+    static char names[NSQUARE][32];
+    static struct entry entries[NSQUARE * 4 + NLAYER * 3];
+    int n = 0;
+    for (int i = 0; i < NSQUARE; i++) {
+        snprintf(names[i], sizeof names[i], "square %d", squares[i]);
+        for (int t = 0; t < 4; t++)
+            entries[n++] =
+                (struct entry){names[i], "", t & 2, t & 1, squares[i], squares[i], squares[i], 0.0};
+    }
+    for (int i = 0; i < NLAYER; i++) {
+        const struct layer *l = &layers[i];
+        const int ckk = l->cin * l->k * l->k;
+        entries[n++] = (struct entry){l->name, "fwd", false, false, l->cout, l->hw, ckk, 0.0};
+        entries[n++] = (struct entry){l->name, "bwd-d", true, false, ckk, l->hw, l->cout, 0.0};
+        entries[n++] = (struct entry){l->name, "bwd-f", false, true, l->cout, ckk, l->hw, 0.0};
+    }
+    const char *isa = "";
+    double peak1 = 0.0, peak = 0.0;
+    int busy_rounds = 0;
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < n; i++) {
+            if (i % 8 == 0) {
+                busy_rounds += !wait_idle();
+                double p1 = measure_peak(1, &isa), p = measure_peak(threads, &isa);
+                peak1 = p1 > peak1 ? p1 : peak1;
+                peak = p > peak ? p : peak;
+            }
+            time_entry(&entries[i]);
+        }
+        fprintf(stderr, "round %d/%d done\n", r + 1, rounds);
+    }
+    printf("FP32 FMA peak (%s): %.1f GFLOP/s on 1 thread, %.1f on %d threads (best of %d rounds)\n", isa,
+           peak1, peak, threads, rounds);
+    if (busy_rounds)
+        printf("warning: the machine was busy for %d of the measurement groups\n", busy_rounds);
+    printf("yc_sgemm kernel: %s; %% is of the %d-thread peak\n\n", yc_sgemm_kernel_name(), threads);
+    printf("%-30s %-6s %-2s %5s %6s %6s %8s %5s\n", "shape", "pass", "op", "M", "N", "K", "GFLOP/s", "peak");
+    for (int i = 0; i < n; i++) {
+        const struct entry *e = &entries[i];
+        printf("%-30s %-6s %c%c %5d %6d %6d %8.1f %4.0f%%\n", e->name, e->pass, e->ta ? 'T' : 'N',
+               e->tb ? 'T' : 'N', e->M, e->N, e->K, e->best, 100.0 * e->best / peak);
+    }
+    return 0;
+}

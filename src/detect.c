@@ -1,0 +1,667 @@
+/* Inference on image files and weights loading (see detect.h). */
+#include "detect.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "draw.h"
+#include "graph.h"
+#include "log.h"
+#include "modelcfg.h"
+#include "nms.h"
+#include "util.h"
+#include "val.h"
+#include "weights.h"
+
+/* ------------------------------------------------------------------------------------------------
+ * Weights
+ * ---------------------------------------------------------------------------------------------- */
+
+int yc_infer_model_load(yc_infer_model *out, const char *weights, const char *cfg_name,
+                        yc_backend *be)
+{
+    memset(out, 0, sizeof *out);
+    if (!weights || !weights[0])
+        return yc_error_status(YC_EUSAGE, "no weights given");
+    yc_weights *w = NULL;
+    yc_model_cfg *cfg = NULL;
+    int st = yc_weights_read(weights, &w);
+    if (st)
+        return st;
+    /* the class count of the weights: their metadata, else their Detect head */
+    int nc = w->nc;
+    if (nc < 1 && yc_weights_infer_nc(w, &nc) != YC_OK) {
+        yc_error_clear();
+        nc = 0;
+    }
+    if (cfg_name && cfg_name[0]) {
+        char path[1024];
+        if (!(st = yc_model_cfg_find(cfg_name, path, sizeof path)))
+            st = yc_model_cfg_load(&cfg, path, nc > 0 ? nc : 0);
+    } else {
+        st = yc_weights_model_cfg(w, nc > 0 ? nc : 0, &cfg);
+    }
+    if (!st) {
+        st = yc_model_new(&out->m, cfg);
+        cfg = NULL;
+    }
+    if (!st)
+        st = yc_model_alloc(out->m, be);
+    if (!st)
+        st = yc_weights_apply(w, out->m, YC_WEIGHTS_STRICT, false, NULL);
+    if (!st && w->nnames == out->m->nc) {
+        if (!(out->names = yc_calloc((size_t)w->nnames, sizeof *out->names, "class names")))
+            st = YC_ENOMEM;
+        for (int i = 0; !st && i < w->nnames; i++)
+            if (!(out->names[i] = yc_strdup(w->names[i], "class names")))
+                st = YC_ENOMEM;
+    }
+    yc_model_cfg_free(cfg);
+    yc_weights_free(w);
+    if (st) {
+        yc_infer_model_free(out);
+        return st;
+    }
+    out->stride = 32;
+    for (int l = 0; l < out->m->nl; l++)
+        if ((int)out->m->stride[l] > out->stride)
+            out->stride = (int)out->m->stride[l];
+    return YC_OK;
+}
+
+void yc_infer_model_free(yc_infer_model *im)
+{
+    if (!im)
+        return;
+    if (im->names && im->m)
+        for (int i = 0; i < im->m->nc; i++)
+            free(im->names[i]);
+    free(im->names);
+    yc_model_free(im->m);
+    memset(im, 0, sizeof *im);
+}
+
+int yc_check_img_size(int size, int stride, int floor)
+{
+    int s = (size + stride - 1) / stride * stride;
+    return s > floor ? s : floor;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The detector
+ * ---------------------------------------------------------------------------------------------- */
+
+struct yc_detector {
+    const yc_infer_model *im;
+    yc_detect_options opt;
+    yc_graph *g;
+    int gh, gw;
+    yc_image lb;
+    float *input, *heads[YC_MAX_LEVELS], *rows, *dets;
+    size_t input_cap, heads_cap[YC_MAX_LEVELS], rows_cap;
+    yc_nms_scratch *nms;
+};
+
+void yc_detect_options_default(yc_detect_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->img_h = o->img_w = 640;
+    o->conf_thres = 0.25f;
+    o->iou_thres = 0.45;
+    o->max_det = 1000;
+}
+
+int yc_detector_new(yc_detector **out, const yc_infer_model *im, const yc_detect_options *opt)
+{
+    *out = NULL;
+    if (!im || !im->m || !im->m->be)
+        return yc_error_status(YC_EUSAGE, "detector: no model");
+    if (opt->max_det < 1 || opt->img_h < im->stride || opt->img_w < im->stride ||
+        opt->img_h % im->stride || opt->img_w % im->stride)
+        return yc_error_status(YC_EUSAGE, "detector: image size %dx%d must be a multiple of %d; "
+                               "max_det %d must be at least 1", opt->img_h, opt->img_w,
+                               im->stride, opt->max_det);
+    yc_detector *d = yc_calloc(1, sizeof *d, "detector");
+    if (!d)
+        return YC_ENOMEM;
+    d->im = im;
+    d->opt = *opt;
+    d->nms = yc_nms_scratch_new();
+    d->dets = yc_malloc((size_t)opt->max_det * 6 * sizeof *d->dets, "detections");
+    if (!d->nms || !d->dets) {
+        yc_detector_free(d);
+        return yc_error_status(YC_ENOMEM, "out of memory: detector");
+    }
+    *out = d;
+    return YC_OK;
+}
+
+void yc_detector_free(yc_detector *d)
+{
+    if (!d)
+        return;
+    yc_graph_free(d->g);
+    yc_image_free(&d->lb);
+    free(d->input);
+    for (int l = 0; l < YC_MAX_LEVELS; l++)
+        free(d->heads[l]);
+    free(d->rows);
+    free(d->dets);
+    yc_nms_scratch_free(d->nms);
+    free(d);
+}
+
+static int grow(float **p, size_t *cap, size_t n, const char *what)
+{
+    if (n <= *cap)
+        return YC_OK;
+    float *q = yc_realloc(*p, n * sizeof *q, what);
+    if (!q)
+        return YC_ENOMEM;
+    *p = q;
+    *cap = n;
+    return YC_OK;
+}
+
+static float *host_f32(yc_backend *be, const yc_tensor *t)
+{
+    if (!be->iface->buffer_host_ptr || t->type != YC_F32 || !t->buf)
+        return NULL;
+    char *base = be->iface->buffer_host_ptr(be, t->buf);
+    return base ? (float *)(void *)(base + t->offset) : NULL;
+}
+
+int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int *n, int *in_h,
+                    int *in_w, yc_detect_times *times)
+{
+    *dets = NULL;
+    *n = 0;
+    yc_model *m = d->im->m;
+    yc_letterbox_info li;
+    int st = yc_letterbox(img, &d->lb, d->opt.img_h, d->opt.img_w, true, false, true,
+                          d->im->stride, &li);
+    if (st)
+        return st;
+    const int h = d->lb.h, w = d->lb.w;
+    if (in_h)
+        *in_h = h;
+    if (in_w)
+        *in_w = w;
+    if (!d->g || d->gh != h || d->gw != w) {
+        yc_graph_free(d->g);
+        d->g = NULL;
+        if ((st = yc_graph_new(&d->g, m, 1, h, w, YC_GRAPH_EVAL)) || (st = yc_graph_alloc(d->g))) {
+            yc_graph_free(d->g);
+            d->g = NULL;
+            return yc_error_context(st, "building the %dx%d inference graph", h, w);
+        }
+        d->gh = h;
+        d->gw = w;
+    }
+
+    /* pre-process: HWC uint8 -> CHW float / 255 */
+    double t0 = yc_now();
+    const yc_tensor *in = yc_graph_input(d->g);
+    float *dst = host_f32(m->be, in);
+    bool direct = dst != NULL;
+    size_t plane = (size_t)h * (size_t)w;
+    if (!direct) {
+        if ((st = grow(&d->input, &d->input_cap, 3 * plane, "input image")))
+            return st;
+        dst = d->input;
+    }
+    const uint8_t *px = d->lb.data;
+    for (size_t i = 0; i < plane; i++) {
+        dst[i] = (float)px[3 * i] / 255.0f;
+        dst[plane + i] = (float)px[3 * i + 1] / 255.0f;
+        dst[2 * plane + i] = (float)px[3 * i + 2] / 255.0f;
+    }
+    if (!direct && (st = yc_tensor_set_f32(m->be, in, dst)))
+        return st;
+
+    /* inference: forward, heads, decoding */
+    double t1 = yc_now();
+    if ((st = yc_graph_forward(d->g)) || (st = m->be->iface->synchronize(m->be)))
+        return st;
+    yc_detect_level lv[YC_MAX_LEVELS];
+    for (int l = 0; l < m->nl; l++) {
+        const yc_tensor *t = yc_graph_head(d->g, l);
+        const float *p = host_f32(m->be, t);
+        if (!p) {
+            if ((st = grow(&d->heads[l], &d->heads_cap[l], yc_tensor_elems(t), "head outputs")) ||
+                (st = yc_tensor_get_f32(m->be, t, d->heads[l])))
+                return st;
+            p = d->heads[l];
+        }
+        lv[l] = (yc_detect_level){.p = p, .ny = t->h, .nx = t->w,
+                                  .img_stride = yc_tensor_image_elems(t), .stride = m->stride[l]};
+    }
+    size_t rows = yc_detect_rows(lv, m->nl, m->na);
+    if ((st = grow(&d->rows, &d->rows_cap, rows * (size_t)m->no, "decoded rows")) ||
+        (st = yc_detect_decode(lv, m->nl, m->na, m->no, m->anchors, 0, d->rows)))
+        return st;
+
+    /* NMS */
+    double t2 = yc_now();
+    yc_nms_params np = yc_nms_params_detect();
+    np.conf_thres = d->opt.conf_thres;
+    np.iou_thres = d->opt.iou_thres;
+    np.max_det = d->opt.max_det;
+    np.agnostic = d->opt.agnostic;
+    np.classes = d->opt.classes;
+    np.n_classes = d->opt.n_classes;
+    np.multi_label = false;
+    int nd = 0;
+    if ((st = yc_nms(d->rows, rows, m->no, &np, d->nms, d->dets, &nd)))
+        return st;
+    double t3 = yc_now();
+
+    /* scale_boxes(im.shape[2:], det[:, :4], im0.shape).round() */
+    double gain, pw, ph;
+    yc_letterbox_gain_pad(h, w, img->h, img->w, &gain, &pw, &ph);
+    yc_scale_boxes(d->dets, (size_t)nd, 6, gain, pw, ph, img->h, img->w);
+    for (int i = 0; i < nd; i++)
+        for (int k = 0; k < 4; k++)
+            d->dets[(size_t)i * 6 + k] = nearbyintf(d->dets[(size_t)i * 6 + k]);
+    if (times) {
+        times->pre = (t1 - t0) * 1e3;
+        times->inf = (t2 - t1) * 1e3;
+        times->nms = (t3 - t2) * 1e3;
+    }
+    *dets = d->dets;
+    *n = nd;
+    return YC_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Sources
+ * ---------------------------------------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Builds a path list from n heap strings (taken over and freed), sorted by strcmp. */
+static int make_list(char **items, size_t n, yc_path_list *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(items[i]) + 1;
+    qsort(items, n, sizeof *items, cmp_str);
+    int st = YC_OK;
+    out->paths = yc_malloc((n ? n : 1) * sizeof *out->paths, "image list");
+    out->pool = yc_malloc(bytes ? bytes : 1, "image list");
+    if (!out->paths || !out->pool) {
+        st = YC_ENOMEM;
+        yc_path_list_free(out);
+    } else {
+        char *p = out->pool;
+        for (size_t i = 0; i < n; i++) {
+            size_t l = strlen(items[i]) + 1;
+            memcpy(p, items[i], l);
+            out->paths[i] = p;
+            p += l;
+        }
+        out->n = n;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(items[i]);
+    free(items);
+    return st;
+}
+
+static bool is_regular(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+int yc_detect_sources(const char *source, yc_path_list *out)
+{
+    memset(out, 0, sizeof *out);
+    char **items = NULL;
+    size_t n = 0, cap = 0;
+    int st = YC_OK;
+    bool dir = false;
+    glob_t gl;
+    memset(&gl, 0, sizeof gl);
+    bool have_glob = false;
+    const char **cand = NULL;
+    size_t ncand = 0;
+    DIR *dp = NULL;
+    char **dir_names = NULL;
+    size_t ndir = 0;
+
+    if (strpbrk(source, "*?[") && !yc_file_exists(source)) {
+        int rc = glob(source, 0, NULL, &gl);
+        if (rc != 0 && rc != GLOB_NOMATCH) {
+            globfree(&gl);
+            return yc_error_status(YC_EIO, "%s: glob failed", source);
+        }
+        have_glob = true;
+        cand = (const char **)gl.gl_pathv;
+        ncand = gl.gl_pathc;
+    } else if (yc_is_dir(source)) {
+        dir = true;
+        if (!(dp = opendir(source)))
+            return yc_error_status(YC_EIO, "cannot read directory %s: %s", source,
+                                   strerror(errno));
+        struct dirent *e;
+        size_t dcap = 0;
+        while ((e = readdir(dp))) {
+            /* glob('*.*'): names with a dot that do not start with one */
+            if (e->d_name[0] == '.' || !strchr(e->d_name, '.'))
+                continue;
+            if (ndir == dcap) {
+                dcap = dcap ? 2 * dcap : 64;
+                char **q = yc_realloc(dir_names, dcap * sizeof *q, "image list");
+                if (!q) {
+                    st = YC_ENOMEM;
+                    break;
+                }
+                dir_names = q;
+            }
+            if (!(dir_names[ndir] = yc_path_join(source, e->d_name))) {
+                st = yc_error_status(YC_ENOMEM, "out of memory: image list");
+                break;
+            }
+            ndir++;
+        }
+        closedir(dp);
+        cand = (const char **)dir_names;
+        ncand = ndir;
+    } else if (yc_file_exists(source)) {
+        cand = &source;
+        ncand = 1;
+    } else {
+        return yc_error_status(YC_EIO, "%s does not exist", source);
+    }
+    for (size_t i = 0; i < ncand && !st; i++) {
+        if (!yc_is_image_path(cand[i]) || !is_regular(cand[i]))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **q = yc_realloc(items, cap * sizeof *q, "image list");
+            if (!q) {
+                st = YC_ENOMEM;
+                break;
+            }
+            items = q;
+        }
+        if (!(items[n] = yc_strdup(cand[i], "image list")))
+            st = YC_ENOMEM;
+        else
+            n++;
+    }
+    if (have_glob)
+        globfree(&gl);
+    for (size_t i = 0; i < ndir; i++)
+        free(dir_names[i]);
+    free(dir_names);
+    if (st) {
+        for (size_t i = 0; i < n; i++)
+            free(items[i]);
+        free(items);
+        return st;
+    }
+    if (n == 0) {
+        free(items);
+        return yc_error_status(YC_EFORMAT,
+                               "no images found in %s%s (supported formats: bmp dng jpeg jpg mpo "
+                               "png tif tiff webp pfm)",
+                               source, dir ? "/" : "");
+    }
+    return make_list(items, n, out);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * detect.py's loop
+ * ---------------------------------------------------------------------------------------------- */
+
+static bool has_suffix_ci(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcasecmp(s + a - b, suffix);
+}
+
+/* Writes the annotated image under the source's name. */
+static int save_annotated(const yc_image *im, const char *save_dir, const char *src)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", save_dir, yc_path_basename(src));
+    bool jpg = has_suffix_ci(path, ".jpg") || has_suffix_ci(path, ".jpeg");
+    bool png = has_suffix_ci(path, ".png");
+    if (jpg || png) {
+        void *buf = NULL;
+        size_t len = 0;
+        int st = yc_encode_rgb(im->data, im->w, im->h, jpg ? YC_IMAGE_JPEG : YC_IMAGE_PNG, 95,
+                               &buf, &len);
+        if (!st)
+            st = yc_write_file_atomic(path, buf, len);
+        yc_encoded_free(buf);
+        return st;
+    }
+    if (yc_image_save(im, path, 0) == YC_OK)
+        return YC_OK;
+    char stem[512];
+    yc_path_stem(src, stem, sizeof stem);
+    yc_warn("%s: %s; writing %s/%s.jpg instead", path, yc_last_error(), save_dir, stem);
+    snprintf(path, sizeof path, "%s/%s.jpg", save_dir, stem);
+    void *buf = NULL;
+    size_t len = 0;
+    int st = yc_encode_rgb(im->data, im->w, im->h, YC_IMAGE_JPEG, 95, &buf, &len);
+    if (!st)
+        st = yc_write_file_atomic(path, buf, len);
+    yc_encoded_free(buf);
+    return st;
+}
+
+/* save_one_box(xyxy, im, file=crops/<name>/<stem>.jpg, gain 1.02, pad 10, BGR=True). */
+static int save_crop(const yc_image *im, const float *xyxy, const char *save_dir,
+                     const char *name, const char *src, yc_image *tmp)
+{
+    float b[4] = {xyxy[0], xyxy[1], xyxy[2], xyxy[3]};
+    yc_xyxy2xywh(b, 1, 4);
+    b[2] = b[2] * 1.02f + 10.0f;
+    b[3] = b[3] * 1.02f + 10.0f;
+    yc_xywh2xyxy(b, 1, 4);
+    long c[4];
+    for (int k = 0; k < 4; k++)
+        c[k] = (long)b[k]; /* .long(): truncation */
+    for (int k = 0; k < 4; k += 2) {
+        c[k] = c[k] < 0 ? 0 : c[k] > im->w ? im->w : c[k];
+        c[k + 1] = c[k + 1] < 0 ? 0 : c[k + 1] > im->h ? im->h : c[k + 1];
+    }
+    int cw = (int)(c[2] - c[0]), ch = (int)(c[3] - c[1]);
+    if (cw < 1 || ch < 1)
+        return YC_OK;
+    int st = yc_image_reserve(tmp, ch, cw);
+    if (st)
+        return st;
+    for (int y = 0; y < ch; y++)
+        memcpy(tmp->data + (size_t)y * cw * 3,
+               im->data + ((size_t)(c[1] + y) * im->w + (size_t)c[0]) * 3, (size_t)cw * 3);
+    char dir[PATH_MAX], stem[512], path[PATH_MAX + 600];
+    snprintf(dir, sizeof dir, "%s/crops/%s", save_dir, name);
+    if ((st = yc_mkdirs(dir)))
+        return st;
+    yc_path_stem(src, stem, sizeof stem);
+    snprintf(path, sizeof path, "%s/%s.jpg", dir, stem);
+    for (int k = 2; yc_file_exists(path) && k < 10000; k++)
+        snprintf(path, sizeof path, "%s/%s%d.jpg", dir, stem, k);
+    char opts[PATH_MAX + 700];
+    snprintf(opts, sizeof opts, "%s[Q=95,subsample-mode=off]", path);
+    return yc_image_save(tmp, opts, 0);
+}
+
+static int count_labels(const char *save_dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/labels", save_dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l > 4 && !strcmp(e->d_name + l - 4, ".txt"))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Per-image line: class counts in class order. */
+static void describe(char *buf, size_t len, const float *dets, int nd, const char *const *names,
+                     int nc)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    int prev = -1;
+    for (;;) {
+        int c = INT_MAX, count = 0;
+        for (int i = 0; i < nd; i++) {
+            int k = (int)dets[(size_t)i * 6 + 5];
+            if (k > prev && k < c)
+                c = k;
+        }
+        if (c == INT_MAX)
+            break;
+        for (int i = 0; i < nd; i++)
+            count += (int)dets[(size_t)i * 6 + 5] == c;
+        char num[24];
+        snprintf(num, sizeof num, "class%d", c);
+        const char *name = names && c >= 0 && c < nc && names[c] ? names[c] : num;
+        if (used < len)
+            used += (size_t)snprintf(buf + used, len - used, "%d %s%s, ", count, name,
+                                     count > 1 ? "s" : "");
+        prev = c;
+    }
+}
+
+int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const *names, int nc,
+                    const yc_detect_save *save, yc_detect_summary *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    int st = YC_OK;
+    char dir[PATH_MAX];
+    if (save->save_dir && (st = yc_mkdirs(save->save_dir)))
+        return st;
+    if (save->save_txt && save->save_dir) {
+        snprintf(dir, sizeof dir, "%s/labels", save->save_dir);
+        if ((st = yc_mkdirs(dir)))
+            return st;
+    }
+    yc_image img = YC_IMAGE_INIT, tmp = YC_IMAGE_INIT, ann = YC_IMAGE_INIT, crop = YC_IMAGE_INIT;
+    double t_pre = 0, t_inf = 0, t_nms = 0;
+    const int lw = save->line_thickness > 0 ? save->line_thickness : 3;
+    for (size_t f = 0; f < files->n && !st; f++) {
+        const char *src = files->paths[f];
+        if (yc_image_decode(src, &img, &tmp, NULL) != YC_OK) {
+            yc_warn("skipping %s: %s", src, yc_last_error());
+            continue;
+        }
+        const float *dets;
+        int nd, ih, iw;
+        yc_detect_times tm;
+        if ((st = yc_detector_run(d, &img, &dets, &nd, &ih, &iw, &tm)))
+            break;
+        sum->images++;
+        sum->detections += (size_t)nd;
+        t_pre += tm.pre;
+        t_inf += tm.inf;
+        t_nms += tm.nms;
+        char stem[512];
+        yc_path_stem(src, stem, sizeof stem);
+        if (save->save_txt && save->save_dir && nd > 0) {
+            char path[PATH_MAX + 600], line[256];
+            snprintf(path, sizeof path, "%s/labels/%s.txt", save->save_dir, stem);
+            FILE *fp = fopen(path, "a");
+            if (!fp) {
+                st = yc_error_status(YC_EIO, "cannot open %s: %s", path, strerror(errno));
+                break;
+            }
+            for (int i = nd - 1; i >= 0; i--) {
+                const float *r = dets + (size_t)i * 6;
+                yc_format_txt_line(line, sizeof line, r, r[4], (int)r[5], img.w, img.h,
+                                   save->save_conf);
+                fputs(line, fp);
+            }
+            if (ferror(fp) | (fclose(fp) != 0)) {
+                st = yc_error_status(YC_EIO, "cannot write %s", path);
+                break;
+            }
+        }
+        if (save->save_crop && save->save_dir)
+            for (int i = nd - 1; i >= 0 && !st; i--) {
+                const float *r = dets + (size_t)i * 6;
+                int c = (int)r[5];
+                char num[24];
+                snprintf(num, sizeof num, "class%d", c);
+                const char *name = names && c < nc && names[c] ? names[c] : num;
+                st = save_crop(&img, r, save->save_dir, name, src, &crop);
+            }
+        if (!st && save->save_img && save->save_dir) {
+            if ((st = yc_image_copy(&ann, &img)))
+                break;
+            yc_canvas cv = yc_canvas_wrap(ann.data, ann.w, ann.h);
+            for (int i = nd - 1; i >= 0; i--) {
+                const float *r = dets + (size_t)i * 6;
+                int c = (int)r[5];
+                char num[24], label[160] = "";
+                snprintf(num, sizeof num, "class%d", c);
+                const char *name = names && c < nc && names[c] ? names[c] : num;
+                if (!save->hide_labels) {
+                    if (save->hide_conf)
+                        snprintf(label, sizeof label, "%s", name);
+                    else
+                        snprintf(label, sizeof label, "%s %.2f", name, (double)r[4]);
+                }
+                yc_draw_label(&cv, (int)r[0], (int)r[1], (int)r[2], (int)r[3], label, lw, lw,
+                              yc_color_class(c));
+            }
+            st = save_annotated(&ann, save->save_dir, src);
+        }
+        if (save->print) {
+            char desc[2048], *real = realpath(src, NULL);
+            describe(desc, sizeof desc, dets, nd, names, nc);
+            printf("image %zu/%zu %s: %dx%d %s%s%.1fms\n", f + 1, files->n, real ? real : src, ih,
+                   iw, desc, nd ? "" : "(no detections), ", tm.inf);
+            free(real);
+            fflush(stdout);
+        }
+    }
+    if (!st && sum->images) {
+        sum->t_pre = t_pre / sum->images;
+        sum->t_inf = t_inf / sum->images;
+        sum->t_nms = t_nms / sum->images;
+    }
+    if (!st && save->save_txt && save->save_dir)
+        sum->n_label_files = count_labels(save->save_dir);
+    if (!st && save->print) {
+        printf("Speed: %.1fms pre-process, %.1fms inference, %.1fms NMS per image at shape "
+               "(1, 3, %d, %d)\n",
+               sum->t_pre, sum->t_inf, sum->t_nms, d->opt.img_h, d->opt.img_w);
+        if (save->save_dir) {
+            printf("Results saved to %s\n", save->save_dir);
+            if (save->save_txt)
+                printf("%d labels saved to %s/labels\n", sum->n_label_files, save->save_dir);
+        }
+    }
+    yc_image_free(&img);
+    yc_image_free(&tmp);
+    yc_image_free(&ann);
+    yc_image_free(&crop);
+    return st;
+}

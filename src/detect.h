@@ -1,0 +1,142 @@
+/* Inference on image files: YOLOv5 v7.0 detect.py for images (LoadImages, letterbox with
+ * auto=True, batch 1, eval forward, single-label NMS, scale_boxes(...).round(), Annotator), and the
+ * weights loading shared by `yolocl val` and `yolocl detect`.  Reference: ../shared/YOLOV5.md 5.4,
+ * 6.1 and 7.
+ *
+ * Sources: an image file, a directory (its image files, not recursive, sorted by name as Python's
+ * sorted(glob('*.*'))) or a glob(3) pattern (matches sorted by name; '**' is not recursive as in
+ * Python's glob(recursive=True)).  Only image files are used (videos, streams and screenshots are
+ * not supported).
+ *
+ * Outputs in save_dir, as detect.py writes them:
+ *   <image name>                  the image with boxes and "name conf" labels (JPEG quality 95 for
+ *                                 .jpg/.jpeg, PNG for .png, other suffixes through libvips, or
+ *                                 <stem>.jpg when libvips cannot write that format);
+ *   labels/<stem>.txt             with save_txt: "class x y w h [conf]" normalised to the image,
+ *                                 lowest confidence first (detect.py writes reversed(det)),
+ *                                 appended;
+ *   crops/<class name>/<stem>.jpg with save_crop: each box grown by 2% + 10 pixels (save_one_box),
+ *                                 later crops of the same image numbered <stem>2.jpg, <stem>3.jpg.
+ * and prints "image 1/3 path: 480x640 2 persons, 1 bus, 43.2ms" per image (the letterboxed input
+ * size h x w, the class counts in class order, the inference time), then the speed line. */
+#ifndef YC_DETECT_H
+#define YC_DETECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "backend.h"
+#include "dataset.h"
+#include "image.h"
+#include "model.h"
+
+/* ------------------------------------------------------------------------------------------------
+ * Weights for inference
+ * ---------------------------------------------------------------------------------------------- */
+
+/* A model ready for inference and what came with its weights. */
+typedef struct yc_infer_model {
+    /* the model, allocated on the backend with its weights loaded (owned) */
+    yc_model *m;
+    /* class names that came with the weights (m->nc entries, owned), or NULL */
+    char **names;
+    /* YOLOv5's gs: max(32, the model's largest stride) */
+    int stride;
+} yc_infer_model;
+
+/* Loads `weights` (a YOLOv5 .pt file, a yolocl checkpoint or export, or a plain safetensors state
+ * dict: weights.h) for inference on `be`, strictly (every tensor the model holds, same shapes).
+ * The architecture is `cfg` (a bundled model name or a yaml path) when given, else the config
+ * embedded in the weights (.pt files and yolocl checkpoints have one; a plain state dict needs
+ * cfg).  The class count is the weights' (metadata, else their Detect head), overriding the
+ * config's; class names come from the weights when they have nc of them. */
+int yc_infer_model_load(yc_infer_model *out, const char *weights, const char *cfg,
+                        yc_backend *be);
+void yc_infer_model_free(yc_infer_model *im);
+
+/* YOLOv5's check_img_size: `size` rounded up to a multiple of `stride`, at least `floor`. */
+int yc_check_img_size(int size, int stride, int floor);
+
+/* ------------------------------------------------------------------------------------------------
+ * Detection on one image
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef struct yc_detect_options {
+    /* inference size h x w (multiples of the stride; the letterbox pads only to the next stride
+     * multiple of the resized image, auto=True) */
+    int img_h, img_w;
+    /* NMS: confidence (0.25), IoU (0.45), detections per image (1000), best class only */
+    float conf_thres;
+    double iou_thres;
+    int max_det;
+    /* keep only these classes (n_classes 0: all) */
+    const int *classes;
+    int n_classes;
+    /* class-agnostic NMS */
+    bool agnostic;
+} yc_detect_options;
+
+/* detect.py's defaults: 640x640, conf 0.25, IoU 0.45, max_det 1000. */
+void yc_detect_options_default(yc_detect_options *o);
+
+/* Times of one image, milliseconds. */
+typedef struct yc_detect_times {
+    /* uint8 -> float / 255 and upload; forward, read-back and decoding; NMS */
+    double pre, inf, nms;
+} yc_detect_times;
+
+typedef struct yc_detector yc_detector;
+
+/* A detector over an inference model (not owned; it must outlive the detector). */
+int yc_detector_new(yc_detector **out, const yc_infer_model *im, const yc_detect_options *opt);
+void yc_detector_free(yc_detector *d);
+
+/* Detects objects in `img` (the decoded image, RGB): letterbox, forward, NMS, boxes scaled back to
+ * img's pixels and rounded (half to even) as detect.py.  *dets points to *n rows (x1, y1, x2, y2,
+ * conf, cls), best first, valid until the next call.  in_h/in_w (may be NULL) receive the
+ * letterboxed input size; times may be NULL. */
+int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int *n, int *in_h,
+                    int *in_w, yc_detect_times *times);
+
+/* ------------------------------------------------------------------------------------------------
+ * detect.py over files
+ * ---------------------------------------------------------------------------------------------- */
+
+/* The image files of a source (file, directory or glob), in order.  YC_EIO when the path does not
+ * exist, YC_EFORMAT when it names no image. */
+int yc_detect_sources(const char *source, yc_path_list *out);
+
+typedef struct yc_detect_save {
+    /* run directory (created if needed) */
+    const char *save_dir;
+    /* annotated images (detect.py without --nosave) */
+    bool save_img;
+    /* labels/<stem>.txt, with confidences when save_conf */
+    bool save_txt, save_conf;
+    /* crops/<name>/<stem>.jpg */
+    bool save_crop;
+    /* box line width in pixels (detect.py --line-thickness, 3) */
+    int line_thickness;
+    /* labels without class names (no label at all), or without the confidence */
+    bool hide_labels, hide_conf;
+    /* print the per-image lines, the speed line and where the results went */
+    bool print;
+} yc_detect_save;
+
+/* Totals of a run. */
+typedef struct yc_detect_summary {
+    /* images processed and detections kept */
+    int images;
+    size_t detections;
+    /* milliseconds per image: pre-process, inference, NMS */
+    double t_pre, t_inf, t_nms;
+    /* label files in save_dir/labels (save_txt) */
+    int n_label_files;
+} yc_detect_summary;
+
+/* Runs the detector on every file, writing what `save` asks for.  names: m->nc class names (NULL:
+ * "class0", "class1", ...).  A file that cannot be decoded is reported (warning) and skipped. */
+int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const *names, int nc,
+                    const yc_detect_save *save, yc_detect_summary *sum);
+
+#endif

@@ -1,0 +1,927 @@
+/* Validation (see val.h). */
+#include "val.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "draw.h"
+#include "graph.h"
+#include "json.h"
+#include "log.h"
+#include "nms.h"
+#include "util.h"
+
+void yc_val_options_default(yc_val_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->conf_thres = 0.001f;
+    o->iou_thres = 0.6;
+    o->max_det = 300;
+    o->print = true;
+    o->imgsz = 640;
+    o->batch = 32;
+}
+
+void yc_val_result_free(yc_val_result *r)
+{
+    if (!r)
+        return;
+    yc_val_metrics_free(&r->metrics);
+    memset(r, 0, sizeof *r);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Small pieces
+ * ---------------------------------------------------------------------------------------------- */
+
+void yc_val_scale_to_original(float *boxes, size_t n, size_t stride, const yc_val_info *info)
+{
+    yc_scale_boxes(boxes, n, stride, info->ratio_h, info->lb.pad_w, info->lb.pad_h, info->h0,
+                   info->w0);
+}
+
+int yc_val_targets_to_original(const float *targets, int nt, int image, int batch_h, int batch_w,
+                               const yc_val_info *info, bool single_cls, float *out)
+{
+    const float W = (float)batch_w, H = (float)batch_h;
+    int n = 0;
+    for (int k = 0; k < nt; k++) {
+        const float *t = targets + (size_t)k * 6;
+        if ((int)t[0] != image)
+            continue;
+        float *o = out + (size_t)n * 5;
+        o[0] = single_cls ? 0.0f : t[1];
+        o[1] = t[2] * W;
+        o[2] = t[3] * H;
+        o[3] = t[4] * W;
+        o[4] = t[5] * H;
+        n++;
+    }
+    yc_xywh2xyxy(out + 1, (size_t)n, 5);
+    yc_val_scale_to_original(out + 1, (size_t)n, 5, info);
+    return n;
+}
+
+void yc_format_txt_line(char *buf, size_t len, const float *xyxy, float conf, int cls, int w0,
+                        int h0, bool save_conf)
+{
+    float b[4] = {xyxy[0], xyxy[1], xyxy[2], xyxy[3]};
+    yc_xyxy2xywh(b, 1, 4);
+    const float gw = (float)w0, gh = (float)h0;
+    b[0] /= gw;
+    b[1] /= gh;
+    b[2] /= gw;
+    b[3] /= gh;
+    if (save_conf)
+        snprintf(buf, len, "%g %g %g %g %g %g\n", (double)cls, (double)b[0], (double)b[1],
+                 (double)b[2], (double)b[3], (double)conf);
+    else
+        snprintf(buf, len, "%g %g %g %g %g\n", (double)cls, (double)b[0], (double)b[1],
+                 (double)b[2], (double)b[3]);
+}
+
+void yc_py_float_repr(double v, char *buf, size_t len)
+{
+    if (isnan(v)) {
+        snprintf(buf, len, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(buf, len, v < 0 ? "-Infinity" : "Infinity");
+        return;
+    }
+    if (v == 0) {
+        snprintf(buf, len, signbit(v) ? "-0.0" : "0.0");
+        return;
+    }
+    /* shortest "%.*e" that reads back exactly */
+    char e[40];
+    for (int p = 0; p < 17; p++) {
+        snprintf(e, sizeof e, "%.*e", p, v);
+        if (strtod(e, NULL) == v)
+            break;
+    }
+    /* split into sign, digits and decimal exponent */
+    const char *s = e;
+    bool neg = *s == '-';
+    if (neg)
+        s++;
+    char digits[24];
+    int nd = 0;
+    for (; *s && *s != 'e'; s++)
+        if (*s >= '0' && *s <= '9' && nd < (int)sizeof digits - 1)
+            digits[nd++] = *s;
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
+    digits[nd] = 0;
+    int exp10 = *s == 'e' ? atoi(s + 1) : 0;
+    int decpt = exp10 + 1; /* value = 0.digits * 10^decpt */
+    char out[64];
+    size_t o = 0;
+    if (neg)
+        out[o++] = '-';
+    if (decpt > -4 && decpt <= 16) {
+        if (decpt <= 0) {
+            out[o++] = '0';
+            out[o++] = '.';
+            for (int i = 0; i < -decpt; i++)
+                out[o++] = '0';
+            for (int i = 0; i < nd; i++)
+                out[o++] = digits[i];
+        } else {
+            for (int i = 0; i < decpt; i++)
+                out[o++] = i < nd ? digits[i] : '0';
+            out[o++] = '.';
+            if (nd > decpt)
+                for (int i = decpt; i < nd; i++)
+                    out[o++] = digits[i];
+            else
+                out[o++] = '0';
+        }
+        out[o] = 0;
+    } else {
+        out[o++] = digits[0];
+        if (nd > 1) {
+            out[o++] = '.';
+            for (int i = 1; i < nd; i++)
+                out[o++] = digits[i];
+        }
+        snprintf(out + o, sizeof out - o, "e%c%02d", exp10 < 0 ? '-' : '+', abs(exp10));
+    }
+    snprintf(buf, len, "%s", out);
+}
+
+/* repr(round(v, ndigits)) */
+static void py_round_repr(double v, int ndigits, char *buf, size_t len)
+{
+    char t[64];
+    snprintf(t, sizeof t, "%.*f", ndigits, v);
+    yc_py_float_repr(strtod(t, NULL), buf, len);
+}
+
+int yc_coco80_to_91(int i)
+{
+    static const int map[80] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 13, 14, 15, 16, 17,
+                                18, 19, 20, 21, 22, 23, 24, 25, 27, 28, 31, 32, 33, 34, 35, 36,
+                                37, 38, 39, 40, 41, 42, 43, 44, 46, 47, 48, 49, 50, 51, 52, 53,
+                                54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 67, 70, 72, 73,
+                                74, 75, 76, 77, 78, 79, 80, 81, 82, 84, 85, 86, 87, 88, 89, 90};
+    return i >= 0 && i < 80 ? map[i] : i + 1;
+}
+
+void yc_path_stem(const char *path, char *buf, size_t len)
+{
+    const char *b = yc_path_basename(path);
+    const char *dot = strrchr(b, '.');
+    size_t n = dot && dot != b ? (size_t)(dot - b) : strlen(b);
+    snprintf(buf, len, "%.*s", (int)n, b);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * A growing text buffer (the JSON)
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef struct text_buf {
+    char *p;
+    size_t n, cap;
+} text_buf;
+
+static int text_add(text_buf *t, const char *s, size_t n)
+{
+    if (t->n + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 1 << 16;
+        while (cap < t->n + n + 1)
+            cap *= 2;
+        char *p = yc_realloc(t->p, cap, "predictions JSON");
+        if (!p)
+            return YC_ENOMEM;
+        t->p = p;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->n, s, n);
+    t->n += n;
+    t->p[t->n] = 0;
+    return YC_OK;
+}
+
+static int text_str(text_buf *t, const char *s)
+{
+    return text_add(t, s, strlen(s));
+}
+
+/* One image's detections (original pixels) as pred_to_json entries. */
+static int json_add_image(text_buf *t, const char *image_path, const float *dets, int nd,
+                          bool coco91)
+{
+    char stem[512], *id = NULL;
+    yc_path_stem(image_path, stem, sizeof stem);
+    bool numeric = stem[0] != 0;
+    for (const char *c = stem; *c; c++)
+        numeric = numeric && *c >= '0' && *c <= '9';
+    if (numeric) {
+        /* int(stem): drop leading zeros */
+        const char *c = stem;
+        while (c[0] == '0' && c[1])
+            c++;
+        id = yc_strdup(c, "predictions JSON");
+    } else {
+        id = yc_json_quote(stem, strlen(stem));
+    }
+    if (!id)
+        return YC_ENOMEM;
+    int st = YC_OK;
+    for (int i = 0; i < nd && !st; i++) {
+        const float *d = dets + (size_t)i * 6;
+        float b[4] = {d[0], d[1], d[2], d[3]};
+        yc_xyxy2xywh(b, 1, 4);
+        b[0] -= b[2] / 2;
+        b[1] -= b[3] / 2;
+        char x[4][48], score[48], line[512];
+        for (int k = 0; k < 4; k++)
+            py_round_repr((double)b[k], 3, x[k], sizeof x[k]);
+        py_round_repr((double)d[4], 5, score, sizeof score);
+        int cls = (int)d[5];
+        snprintf(line, sizeof line,
+                 "%s{\"image_id\": %s, \"category_id\": %d, \"bbox\": [%s, %s, %s, %s], "
+                 "\"score\": %s}",
+                 t->n > 1 ? ", " : "", id, coco91 ? yc_coco80_to_91(cls) : cls, x[0], x[1], x[2],
+                 x[3], score);
+        st = text_str(t, line);
+    }
+    free(id);
+    return st;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * The validation loop
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Per-thread decode and NMS state. */
+typedef struct worker_buf {
+    float *rows;
+    size_t rows_cap;
+    yc_nms_scratch *nms;
+    /* seconds spent decoding and in NMS by this thread during the current batch */
+    double t_dec, t_nms;
+    int status;
+    char err[256];
+} worker_buf;
+
+/* Everything yc_validate allocates. */
+typedef struct val_state {
+    yc_model *m;
+    yc_graph *g;
+    int gn, gh, gw;
+    /* host input (when the backend has no host pointer) and heads (likewise) */
+    float *input;
+    size_t input_cap;
+    float *heads[YC_MAX_LEVELS];
+    size_t heads_cap[YC_MAX_LEVELS];
+    /* per image of the batch: detections (max_det * 6) and their count */
+    float *dets;
+    int *ndet;
+    int dets_images;
+    /* per-image scaled copies and labels */
+    float *predn, *labels;
+    int labels_cap;
+    int nworkers;
+    worker_buf *workers;
+    yc_loss_ctx *loss;
+    yc_val_stats stats;
+    yc_confusion cm;
+    bool have_cm;
+    text_buf json;
+} val_state;
+
+static void state_free(val_state *s)
+{
+    yc_graph_free(s->g);
+    free(s->input);
+    for (int l = 0; l < YC_MAX_LEVELS; l++)
+        free(s->heads[l]);
+    free(s->dets);
+    free(s->ndet);
+    free(s->predn);
+    free(s->labels);
+    for (int i = 0; s->workers && i < s->nworkers; i++) {
+        free(s->workers[i].rows);
+        yc_nms_scratch_free(s->workers[i].nms);
+    }
+    free(s->workers);
+    yc_loss_free(s->loss);
+    yc_val_stats_free(&s->stats);
+    if (s->have_cm)
+        yc_confusion_free(&s->cm);
+    free(s->json.p);
+}
+
+/* Makes the eval graph for n x h x w (reusing the current one when the shape is the same). */
+static int ensure_graph(val_state *s, int n, int h, int w)
+{
+    if (s->g && s->gn == n && s->gh == h && s->gw == w)
+        return YC_OK;
+    yc_graph_free(s->g);
+    s->g = NULL;
+    int st = yc_graph_new(&s->g, s->m, n, h, w, YC_GRAPH_EVAL);
+    if (!st)
+        st = yc_graph_alloc(s->g);
+    if (st) {
+        yc_graph_free(s->g);
+        s->g = NULL;
+        return yc_error_context(st, "building the %dx%dx%d evaluation graph", n, h, w);
+    }
+    s->gn = n;
+    s->gh = h;
+    s->gw = w;
+    return YC_OK;
+}
+
+/* Host address of a placed tensor's first element when the backend shares host memory and the
+ * tensor is float32, else NULL. */
+static float *host_f32(yc_backend *be, const yc_tensor *t)
+{
+    if (!be->iface->buffer_host_ptr || t->type != YC_F32 || !t->buf)
+        return NULL;
+    char *base = be->iface->buffer_host_ptr(be, t->buf);
+    return base ? (float *)(void *)(base + t->offset) : NULL;
+}
+
+static int grow_floats(float **p, size_t *cap, size_t n, const char *what)
+{
+    if (n <= *cap)
+        return YC_OK;
+    float *q = yc_realloc(*p, n * sizeof *q, what);
+    if (!q)
+        return YC_ENOMEM;
+    *p = q;
+    *cap = n;
+    return YC_OK;
+}
+
+/* uint8 -> float / 255 into the graph input. */
+static int preprocess(val_state *s, const uint8_t *src, int images, int h, int w)
+{
+    const yc_tensor *in = yc_graph_input(s->g);
+    size_t n = (size_t)images * 3 * (size_t)h * (size_t)w;
+    float *dst = yc_tensor_dense(in) ? host_f32(s->m->be, in) : NULL;
+    bool direct = dst != NULL;
+    if (!direct) {
+        int st = grow_floats(&s->input, &s->input_cap, n, "input batch");
+        if (st)
+            return st;
+        dst = s->input;
+    }
+    const long long count = (long long)n;
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < count; i++)
+        dst[i] = (float)src[i] / 255.0f;
+    if (direct)
+        return YC_OK;
+    return yc_tensor_set_f32(s->m->be, in, dst);
+}
+
+/* The heads as decode/loss levels: straight from host memory when possible, else read back. */
+static int read_heads(val_state *s, yc_detect_level *lv, yc_loss_head *lh)
+{
+    yc_model *m = s->m;
+    for (int l = 0; l < m->nl; l++) {
+        const yc_tensor *t = yc_graph_head(s->g, l);
+        const float *p = host_f32(m->be, t);
+        size_t img_stride = t->nstride;
+        if (!p) {
+            size_t n = yc_tensor_elems(t);
+            int st = grow_floats(&s->heads[l], &s->heads_cap[l], n, "head outputs");
+            if (st || (st = yc_tensor_get_f32(m->be, t, s->heads[l])))
+                return st;
+            p = s->heads[l];
+            img_stride = yc_tensor_image_elems(t);
+        }
+        lv[l] = (yc_detect_level){.p = p, .ny = t->h, .nx = t->w, .img_stride = img_stride,
+                                  .stride = m->stride[l]};
+        lh[l] = (yc_loss_head){.p = p, .grad = NULL, .ny = t->h, .nx = t->w,
+                               .img_stride = img_stride};
+    }
+    return YC_OK;
+}
+
+/* Pre-process and forward one batch; the heads go to lv/lh.  Adds the times to *t_pre, *t_inf. */
+static int forward(val_state *s, const uint8_t *images, int n, int h, int w, yc_detect_level *lv,
+                   yc_loss_head *lh, double *t_pre, double *t_inf)
+{
+    yc_model *m = s->m;
+    double t0 = yc_now();
+    int st = ensure_graph(s, n, h, w);
+    if (!st)
+        st = preprocess(s, images, n, h, w);
+    double t1 = yc_now();
+    if (!st && !(st = yc_graph_forward(s->g)) && !(st = m->be->iface->synchronize(m->be)))
+        st = read_heads(s, lv, lh);
+    *t_pre += t1 - t0;
+    *t_inf += yc_now() - t1;
+    return st;
+}
+
+static int ensure_images(val_state *s, int n, int max_det)
+{
+    if (n <= s->dets_images)
+        return YC_OK;
+    float *d = yc_realloc(s->dets, (size_t)n * (size_t)max_det * 6 * sizeof *d, "detections");
+    if (!d)
+        return YC_ENOMEM;
+    s->dets = d;
+    int *nd = yc_realloc(s->ndet, (size_t)n * sizeof *nd, "detections");
+    if (!nd)
+        return YC_ENOMEM;
+    s->ndet = nd;
+    s->dets_images = n;
+    return YC_OK;
+}
+
+/* Decode + NMS for every image of the batch, images spread over threads.  Adds the wall time,
+ * split between decoding and NMS in proportion to the threads' time in each, to *t_dec, *t_nms. */
+static int decode_nms(val_state *s, const yc_detect_level *lv, int n, const yc_nms_params *np,
+                      double *t_dec, double *t_nms)
+{
+    yc_model *m = s->m;
+    size_t rows = yc_detect_rows(lv, m->nl, m->na);
+    size_t need = rows * (size_t)m->no;
+    for (int i = 0; i < s->nworkers; i++) {
+        s->workers[i].t_dec = s->workers[i].t_nms = 0;
+        s->workers[i].status = YC_OK;
+        s->workers[i].err[0] = 0;
+    }
+    double t0 = yc_now();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(s->nworkers)
+    for (int i = 0; i < n; i++) {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        worker_buf *wk = &s->workers[tid];
+        if (wk->status)
+            continue;
+        int st = grow_floats(&wk->rows, &wk->rows_cap, need, "decoded rows");
+        double a = yc_now();
+        if (!st)
+            st = yc_detect_decode(lv, m->nl, m->na, m->no, m->anchors, i, wk->rows);
+        double b = yc_now();
+        if (!st)
+            st = yc_nms(wk->rows, rows, m->no, np, wk->nms, s->dets + (size_t)i * np->max_det * 6,
+                        &s->ndet[i]);
+        wk->t_dec += b - a;
+        wk->t_nms += yc_now() - b;
+        if (st) {
+            wk->status = st;
+            snprintf(wk->err, sizeof wk->err, "%s", yc_last_error());
+        }
+    }
+    double wall = yc_now() - t0, dec = 0, nms = 0;
+    for (int i = 0; i < s->nworkers; i++) {
+        if (s->workers[i].status)
+            return yc_error_status(s->workers[i].status, "%s", s->workers[i].err);
+        dec += s->workers[i].t_dec;
+        nms += s->workers[i].t_nms;
+    }
+    double f = dec + nms > 0 ? dec / (dec + nms) : 0.5;
+    *t_dec += wall * f;
+    *t_nms += wall * (1 - f);
+    return YC_OK;
+}
+
+/* One decode/NMS state per OpenMP thread. */
+static int init_workers(val_state *s)
+{
+    s->nworkers = 1;
+#ifdef _OPENMP
+    s->nworkers = omp_get_max_threads();
+    if (s->nworkers < 1)
+        s->nworkers = 1;
+#endif
+    if (!(s->workers = yc_calloc((size_t)s->nworkers, sizeof *s->workers, "validation")))
+        return YC_ENOMEM;
+    for (int i = 0; i < s->nworkers; i++)
+        if (!(s->workers[i].nms = yc_nms_scratch_new()))
+            return yc_error_status(YC_ENOMEM, "out of memory: NMS scratch");
+    return YC_OK;
+}
+
+/* val_batch{k}_labels.jpg and val_batch{k}_pred.jpg. */
+static int plot_batch(const yc_val_options *opt, const yc_batch *b, const yc_dataset *ds,
+                      const float *dets, const int *ndet, int max_det, const char *const *names,
+                      int nc, int k)
+{
+    int n = b->n < 16 ? b->n : 16;
+    if (n < 1)
+        return YC_OK;
+    yc_plot_image im[16];
+    size_t plane = 3 * (size_t)b->h * (size_t)b->w;
+    for (int i = 0; i < n; i++)
+        im[i] = (yc_plot_image){.px = b->images + (size_t)i * plane, .layout = YC_PIX_U8_CHW,
+                                .w = b->w, .h = b->h, .path = ds->samples[b->sample[i]].image};
+    size_t nbox = (size_t)b->nt;
+    for (int i = 0; i < n; i++)
+        nbox += (size_t)ndet[i];
+    yc_plot_box *boxes = yc_malloc((nbox ? nbox : 1) * sizeof *boxes, "batch plot");
+    if (!boxes)
+        return YC_ENOMEM;
+    int nb = 0;
+    for (int t = 0; t < b->nt; t++) {
+        const float *r = b->targets + (size_t)t * 6;
+        if ((int)r[0] >= n)
+            continue;
+        boxes[nb++] = (yc_plot_box){.image = (int)r[0], .cls = opt->single_cls ? 0 : (int)r[1],
+                                    .cx = r[2], .cy = r[3], .w = r[4], .h = r[5], .conf = -1};
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/val_batch%d_labels.jpg", opt->save_dir, k);
+    int st = yc_plot_batch(path, im, n, boxes, nb, names, nc);
+    nb = 0;
+    for (int i = 0; i < n && !st; i++)
+        for (int j = 0; j < ndet[i]; j++) {
+            const float *d = dets + ((size_t)i * max_det + j) * 6;
+            boxes[nb++] = (yc_plot_box){.image = i, .cls = (int)d[5],
+                                        .cx = (d[0] + d[2]) / 2 / (float)b->w,
+                                        .cy = (d[1] + d[3]) / 2 / (float)b->h,
+                                        .w = (d[2] - d[0]) / (float)b->w,
+                                        .h = (d[3] - d[1]) / (float)b->h, .conf = d[4]};
+        }
+    snprintf(path, sizeof path, "%s/val_batch%d_pred.jpg", opt->save_dir, k);
+    if (!st)
+        st = yc_plot_batch(path, im, n, boxes, nb, names, nc);
+    free(boxes);
+    return st;
+}
+
+/* Appends one image's detections to labels/<stem>.txt. */
+static int save_txt(const yc_val_options *opt, const char *image, const float *dets, int nd,
+                    const yc_val_info *info)
+{
+    char stem[512], path[4096], line[256];
+    yc_path_stem(image, stem, sizeof stem);
+    snprintf(path, sizeof path, "%s/labels/%s.txt", opt->save_dir, stem);
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return yc_error_status(YC_EIO, "cannot open %s: %s", path, strerror(errno));
+    for (int i = 0; i < nd; i++) {
+        const float *d = dets + (size_t)i * 6;
+        yc_format_txt_line(line, sizeof line, d, d[4], (int)d[5], info->w0, info->h0,
+                           opt->save_conf);
+        fputs(line, f);
+    }
+    if (ferror(f) | (fclose(f) != 0))
+        return yc_error_status(YC_EIO, "cannot write %s", path);
+    return YC_OK;
+}
+
+/* Number of *.txt files in dir/labels. */
+static int count_txt_files(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/labels", dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l > 4 && !strcmp(e->d_name + l - 4, ".txt"))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* PR, F1, P and R curves as utils/metrics.py plots them. */
+static int plot_curves(const yc_val_options *opt, const yc_ap_result *ap, const char *const *names)
+{
+    int n = ap->n, st = YC_OK;
+    float *x = yc_malloc(YC_NPX * sizeof *x, "curves");
+    float *y = yc_malloc(((size_t)n + 1) * YC_NPX * sizeof *y, "curves");
+    float *mean = yc_malloc(YC_NPX * sizeof *mean, "curves");
+    double *md = yc_malloc(2 * YC_NPX * sizeof *md, "curves");
+    char *label_text = yc_calloc((size_t)n + 1, 96, "curves");
+    const char **labels = yc_calloc((size_t)n + 1, sizeof *labels, "curves");
+    if (!x || !y || !mean || !md || !label_text || !labels) {
+        st = YC_ENOMEM;
+        goto done;
+    }
+    for (int i = 0; i < YC_NPX; i++)
+        x[i] = (float)ap->px[i];
+    char path[4096], mean_label[128];
+
+    /* PR curve: classes that have predictions */
+    int ns = 0;
+    double map50 = 0;
+    for (int c = 0; c < n; c++)
+        map50 += ap->ap50[c];
+    map50 = n ? map50 / n : 0;
+    for (int i = 0; i < YC_NPX; i++)
+        md[i] = 0;
+    for (int c = 0; c < n; c++) {
+        if (!ap->has_pr[c])
+            continue;
+        char num[16];
+        snprintf(num, sizeof num, "%d", ap->cls[c]);
+        snprintf(label_text + (size_t)ns * 96, 96, "%s %.3f",
+                 names && names[ap->cls[c]] ? names[ap->cls[c]] : num, ap->ap[(size_t)c * YC_NIOU]);
+        labels[ns] = label_text + (size_t)ns * 96;
+        for (int i = 0; i < YC_NPX; i++) {
+            double v = ap->pr_curve[(size_t)c * YC_NPX + i];
+            y[(size_t)ns * YC_NPX + i] = (float)v;
+            md[i] += v;
+        }
+        ns++;
+    }
+    for (int i = 0; i < YC_NPX; i++)
+        mean[i] = (float)(ns ? md[i] / ns : 0);
+    snprintf(mean_label, sizeof mean_label, "all classes %.3f mAP@0.5", map50);
+    snprintf(path, sizeof path, "%s/PR_curve.png", opt->save_dir);
+    yc_curve_plot pr = {.title = "Precision-Recall Curve", .xlabel = "Recall",
+                        .ylabel = "Precision", .n_points = YC_NPX, .x = x, .n_series = ns,
+                        .y = y, .series_labels = labels, .mean = mean, .mean_label = mean_label,
+                        .xmin = 0, .xmax = 1, .ymin = 0, .ymax = 1};
+    if ((st = yc_plot_curves(path, &pr)))
+        goto done;
+
+    /* F1, P and R against confidence */
+    static const char *const file[3] = {"F1_curve.png", "P_curve.png", "R_curve.png"};
+    static const char *const ylabel[3] = {"F1", "Precision", "Recall"};
+    static const char *const title[3] = {"F1-Confidence Curve", "Precision-Confidence Curve",
+                                         "Recall-Confidence Curve"};
+    const double *curves[3] = {ap->f1_curve, ap->p_curve, ap->r_curve};
+    for (int k = 0; k < 3 && !st; k++) {
+        for (int i = 0; i < YC_NPX; i++)
+            md[i] = 0;
+        for (int c = 0; c < n; c++) {
+            char num[16];
+            snprintf(num, sizeof num, "%d", ap->cls[c]);
+            snprintf(label_text + (size_t)c * 96, 96, "%s",
+                     names && names[ap->cls[c]] ? names[ap->cls[c]] : num);
+            labels[c] = label_text + (size_t)c * 96;
+            for (int i = 0; i < YC_NPX; i++) {
+                double v = curves[k][(size_t)c * YC_NPX + i];
+                y[(size_t)c * YC_NPX + i] = (float)v;
+                md[i] += v;
+            }
+        }
+        for (int i = 0; i < YC_NPX; i++)
+            md[i] = n ? md[i] / n : 0;
+        if ((st = yc_smooth(md, YC_NPX, 0.05, md + YC_NPX)) < 0)
+            break;
+        st = YC_OK;
+        int best = 0;
+        for (int i = 0; i < YC_NPX; i++) {
+            mean[i] = (float)md[YC_NPX + i];
+            if (md[YC_NPX + i] > md[YC_NPX + best])
+                best = i;
+        }
+        snprintf(mean_label, sizeof mean_label, "all classes %.2f at %.3f", md[YC_NPX + best],
+                 ap->px[best]);
+        snprintf(path, sizeof path, "%s/%s", opt->save_dir, file[k]);
+        yc_curve_plot cp = {.title = title[k], .xlabel = "Confidence", .ylabel = ylabel[k],
+                            .n_points = YC_NPX, .x = x, .n_series = n, .y = y,
+                            .series_labels = labels, .mean = mean, .mean_label = mean_label,
+                            .xmin = 0, .xmax = 1, .ymin = 0, .ymax = 1};
+        st = yc_plot_curves(path, &cp);
+    }
+done:
+    free(x);
+    free(y);
+    free(mean);
+    free(md);
+    free(label_text);
+    free(labels);
+    return st;
+}
+
+static int plot_confusion(const yc_val_options *opt, const yc_confusion *cm,
+                          const char *const *names)
+{
+    size_t n = (size_t)(cm->nc + 1) * (size_t)(cm->nc + 1);
+    float *m = yc_malloc(n * sizeof *m, "confusion matrix");
+    if (!m)
+        return YC_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        m[i] = (float)cm->m[i];
+    char path[4096];
+    snprintf(path, sizeof path, "%s/confusion_matrix.png", opt->save_dir);
+    int st = yc_plot_confusion(path, m, cm->nc, names, true);
+    free(m);
+    return st;
+}
+
+static int validate(val_state *s, yc_loader *loader, const yc_dataset *ds,
+                    const char *const *names, const yc_val_options *opt, const yc_loss_params *lp,
+                    yc_val_result *res)
+{
+    yc_model *m = s->m;
+    const int nc = opt->single_cls ? 1 : ds->nc;
+    int st;
+    if (!opt->single_cls && m->nc > ds->nc)
+        return yc_error_status(YC_EUSAGE, "the model predicts %d classes but the dataset has %d "
+                               "(use weights trained on this dataset, or --single-cls)", m->nc,
+                               ds->nc);
+    if (opt->max_det < 1)
+        return yc_error_status(YC_EUSAGE, "max_det must be at least 1");
+    bool saving = opt->save_dir && (opt->plots || opt->save_txt || opt->save_json);
+    if (saving) {
+        if ((st = yc_mkdirs(opt->save_dir)))
+            return st;
+        if (opt->save_txt) {
+            char dir[4096];
+            snprintf(dir, sizeof dir, "%s/labels", opt->save_dir);
+            if ((st = yc_mkdirs(dir)))
+                return st;
+        }
+    }
+    if ((st = yc_val_stats_init(&s->stats, nc)))
+        return st;
+    if (opt->plots && opt->save_dir) {
+        if ((st = yc_confusion_init(&s->cm, nc)))
+            return st;
+        s->have_cm = true;
+    }
+    if (lp && !(s->loss = yc_loss_new(lp)))
+        return YC_ENOMEM;
+    if ((st = init_workers(s)))
+        return st;
+    if (opt->save_json && (st = text_str(&s->json, "[")))
+        return st;
+
+    yc_nms_params np = yc_nms_params_val();
+    np.conf_thres = opt->conf_thres;
+    np.iou_thres = opt->iou_thres;
+    np.max_det = opt->max_det;
+    np.agnostic = opt->single_cls;
+
+    double t_pre = 0, t_inf = 0, t_nms = 0, loss[3] = {0, 0, 0};
+    int nbatches = 0;
+    if ((st = yc_loader_start(loader, 0, NULL, 0)))
+        return st;
+    for (;;) {
+        const yc_batch *b = NULL;
+        if ((st = yc_loader_next(loader, &b)))
+            return st;
+        if (!b)
+            break;
+        int k = nbatches++;
+        if (b->n == 0)
+            continue;
+
+        yc_detect_level lv[YC_MAX_LEVELS];
+        yc_loss_head lh[YC_MAX_LEVELS];
+        if ((st = forward(s, b->images, b->n, b->h, b->w, lv, lh, &t_pre, &t_inf)))
+            return st;
+
+        if (s->loss) {
+            yc_loss_result lr;
+            if ((st = yc_loss_compute(s->loss, b->n, lh, b->targets, b->nt, &lr)))
+                return yc_error_context(st, "validation loss");
+            loss[0] += lr.box;
+            loss[1] += lr.obj;
+            loss[2] += lr.cls;
+        }
+
+        if ((st = ensure_images(s, b->n, np.max_det)) ||
+            (st = decode_nms(s, lv, b->n, &np, &t_inf, &t_nms)))
+            return st;
+        if (opt->single_cls)
+            for (int i = 0; i < b->n; i++)
+                for (int j = 0; j < s->ndet[i]; j++)
+                    s->dets[((size_t)i * np.max_det + j) * 6 + 5] = 0;
+
+        /* statistics per image, in loader order */
+        if (b->nt > s->labels_cap) {
+            float *l = yc_realloc(s->labels, (size_t)b->nt * 5 * sizeof *l, "labels");
+            if (!l)
+                return YC_ENOMEM;
+            s->labels = l;
+            s->labels_cap = b->nt;
+        }
+        if (!s->predn && !(s->predn = yc_malloc((size_t)np.max_det * 6 * sizeof *s->predn,
+                                                 "detections")))
+            return YC_ENOMEM;
+        for (int i = 0; i < b->n; i++) {
+            const yc_val_info *info = &b->info[i];
+            int nl = yc_val_targets_to_original(b->targets, b->nt, i, b->h, b->w, info,
+                                                opt->single_cls, s->labels);
+            int nd = s->ndet[i];
+            memcpy(s->predn, s->dets + (size_t)i * np.max_det * 6, (size_t)nd * 6 * sizeof(float));
+            yc_val_scale_to_original(s->predn, (size_t)nd, 6, info);
+            if ((st = yc_val_stats_add(&s->stats, s->predn, nd, s->labels, nl,
+                                       s->have_cm ? &s->cm : NULL)))
+                return st;
+            res->n_det += (size_t)nd;
+            if (nd == 0)
+                continue;
+            const char *image = ds->samples[b->sample[i]].image;
+            if (opt->save_txt && opt->save_dir && (st = save_txt(opt, image, s->predn, nd, info)))
+                return st;
+            if (opt->save_json && (st = json_add_image(&s->json, image, s->predn, nd, opt->coco91)))
+                return st;
+        }
+        if (opt->plots && opt->save_dir && k < 3 &&
+            (st = plot_batch(opt, b, ds, s->dets, s->ndet, np.max_det, names, nc, k)))
+            return st;
+    }
+
+    if ((st = yc_val_metrics_compute(&s->stats, &res->metrics)))
+        return st;
+    res->nbatches = nbatches;
+    for (int i = 0; i < 3; i++)
+        res->loss[i] = nbatches ? loss[i] / nbatches : 0;
+    long seen = s->stats.seen;
+    res->t_pre = seen ? t_pre / (double)seen * 1e3 : 0;
+    res->t_inf = seen ? t_inf / (double)seen * 1e3 : 0;
+    res->t_nms = seen ? t_nms / (double)seen * 1e3 : 0;
+
+    const yc_val_metrics *vm = &res->metrics;
+    if (opt->print) {
+        yc_val_print_header(stdout);
+        bool per_class = (opt->verbose || (nc < 50 && !opt->training)) && nc > 1;
+        yc_val_print_results(stdout, vm, names, per_class);
+        int64_t total = 0;
+        for (int c = 0; c < vm->nc; c++)
+            total += vm->nt[c];
+        if (total == 0)
+            yc_warn("no labels found in the validation set, can not compute metrics without "
+                    "labels");
+        if (!opt->training)
+            printf("Speed: %.1fms pre-process, %.1fms inference, %.1fms NMS per image at shape "
+                   "(%d, 3, %d, %d)\n",
+                   res->t_pre, res->t_inf, res->t_nms, opt->batch, opt->imgsz, opt->imgsz);
+        fflush(stdout);
+    }
+    if (opt->plots && opt->save_dir) {
+        if ((st = plot_confusion(opt, &s->cm, names)))
+            return st;
+        /* val.py plots the curves only when ap_per_class ran (some prediction was correct) */
+        if (vm->ap.n > 0 && (st = plot_curves(opt, &vm->ap, names)))
+            return st;
+    }
+    if (opt->save_json && opt->save_dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", opt->save_dir,
+                 opt->json_name ? opt->json_name : "predictions.json");
+        if ((st = text_str(&s->json, "]")) ||
+            (st = yc_write_file_atomic(path, s->json.p, s->json.n)))
+            return st;
+        if (opt->print)
+            printf("Saving %s...\n", path);
+    }
+    if (opt->save_txt && opt->save_dir)
+        res->n_label_files = count_txt_files(opt->save_dir);
+    return YC_OK;
+}
+
+int yc_val_detect_batch(yc_model *m, const uint8_t *images, int n, int h, int w,
+                        const yc_nms_params *np, float *dets, int *ndet)
+{
+    if (!m || !m->be || !images || !np || !dets || !ndet || n < 1 || np->max_det < 1)
+        return yc_error_status(YC_EUSAGE, "yc_val_detect_batch: invalid arguments");
+    val_state s;
+    memset(&s, 0, sizeof s);
+    s.m = m;
+    yc_detect_level lv[YC_MAX_LEVELS];
+    yc_loss_head lh[YC_MAX_LEVELS];
+    double t_pre = 0, t_inf = 0, t_nms = 0;
+    int st = init_workers(&s);
+    if (!st)
+        st = forward(&s, images, n, h, w, lv, lh, &t_pre, &t_inf);
+    if (!st)
+        st = ensure_images(&s, n, np->max_det);
+    if (!st)
+        st = decode_nms(&s, lv, n, np, &t_inf, &t_nms);
+    for (int i = 0; !st && i < n; i++) {
+        size_t off = (size_t)i * (size_t)np->max_det * 6;
+        memcpy(dets + off, s.dets + off, (size_t)s.ndet[i] * 6 * sizeof *dets);
+        ndet[i] = s.ndet[i];
+    }
+    state_free(&s);
+    return st;
+}
+
+int yc_validate(yc_model *m, yc_loader *loader, const yc_dataset *ds, const char *const *names,
+                const yc_val_options *opt, const yc_loss_params *lp, yc_val_result *res)
+{
+    memset(res, 0, sizeof *res);
+    if (!m || !m->be || !loader || !ds || !opt)
+        return yc_error_status(YC_EUSAGE, "validation: missing model, loader or dataset");
+    val_state s;
+    memset(&s, 0, sizeof s);
+    s.m = m;
+    int st = validate(&s, loader, ds, names, opt, lp, res);
+    state_free(&s);
+    if (st)
+        yc_val_result_free(res);
+    return st;
+}

@@ -1,0 +1,158 @@
+/* Validation: YOLOv5 v7.0 val.py's run() over a validation loader, shared by `yolocl val` and the
+ * per-epoch validation of `yolocl train`.  Reference: ../shared/YOLOV5.md 5.5, 6 and 11 item 14.
+ *
+ * For each batch of the loader (rectangular batches, pad 0.5, letterboxed with auto=False):
+ *   pre-process   uint8 CHW -> float / 255 into the eval graph's input (one graph per batch shape,
+ *                 kept while the shape repeats);
+ *   inference     eval-mode forward (BatchNorm with running statistics, not folded into the
+ *                 convolutions as val.py's fused model: the same to float round-off), the heads
+ *                 read back and decoded to YOLOv5's rows (yc_detect_decode: Detect's eval output);
+ *   val loss      optional: yc_loss_compute on the raw heads and the batch targets (no gradient),
+ *                 box/obj/cls summed over batches and divided by the number of batches;
+ *   NMS           yc_nms per image (conf 0.001, IoU 0.6, multi-label, class-agnostic only with
+ *                 single_cls, max_det 300, at most 30000 boxes into NMS) with NO time limit:
+ *                 detections are never dropped because the machine is slow (YOLOv5 v7.0 drops the
+ *                 rest of a batch after 0.5 + 0.05 * batch seconds);
+ *   statistics    predictions and labels scaled to original-image pixels (scale_boxes with the
+ *                 image's load ratio and letterbox pad), matched over IoU 0.5:0.95
+ *                 (yc_val_stats_add), confusion matrix (only when plotting, as val.py);
+ * then ap_per_class: P and R at the maximum of the smoothed mean F1, mAP@0.5, mAP@0.5:0.95,
+ * per-class mAP (nc values, for image weights) and fitness.
+ *
+ * Timing is YOLOv5's speed line: milliseconds per image of pre-process (conversion and upload),
+ * inference (forward, head read-back and Detect decoding, which YOLOv5 runs inside the model) and
+ * NMS.  Loading and letterboxing happen in the loader threads and are not counted, as in val.py.
+ *
+ * Outputs in save_dir, as val.py writes them:
+ *   plots      PR_curve.png, F1_curve.png, P_curve.png, R_curve.png, confusion_matrix.png
+ *              (normalised, conf 0.25, IoU 0.45), val_batch{0,1,2}_labels.jpg and _pred.jpg;
+ *   save_txt   labels/<image stem>.txt, one line per detection, "class x y w h [conf]" with the
+ *              box normalised to the original image, printed with %g, appended (as YOLOv5 opens
+ *              the file in append mode); images without detections get no file;
+ *   save_json  <json_name> (default predictions.json): a COCO-style list of
+ *              {"image_id", "category_id", "bbox" [x, y, w, h] original pixels rounded to 3
+ *              decimals, "score" rounded to 5}, formatted as Python's json.dump writes it.
+ *              image_id is the image file's stem, as a number when it is all digits.
+ *              category_id is the class index, except with coco91 (set by `yolocl val` when the
+ *              dataset looks like COCO: 80 names, the first "person"), where YOLOv5's
+ *              coco80_to_coco91_class() maps it to COCO's 1..90 ids.  (YOLOv5 maps only when the
+ *              val entry ends in coco/val2017.txt; yolocl decides from the names.)
+ *
+ * Library code: prints only when options.print is set, returns status codes, never exits. */
+#ifndef YC_VAL_H
+#define YC_VAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dataset.h"
+#include "loader.h"
+#include "loss.h"
+#include "metrics.h"
+#include "model.h"
+#include "nms.h"
+
+typedef struct yc_val_options {
+    /* NMS: confidence threshold (0.001), IoU threshold (0.6), detections per image (300) */
+    float conf_thres;
+    double iou_thres;
+    int max_det;
+    /* every class is 0: agnostic NMS and one-class statistics (the dataset must have been loaded
+     * with single_cls too) */
+    bool single_cls;
+    /* per-epoch validation of training: per-class lines only with verbose (val.py's `training`) */
+    bool training;
+    /* per-class lines in the table (printed anyway when nc < 50 outside training) */
+    bool verbose;
+    /* print the results table and the speed line on stdout */
+    bool print;
+    /* image size and batch size, only for the speed line's "at shape (batch, 3, imgsz, imgsz)" */
+    int imgsz, batch;
+    /* run directory for plots and saved predictions (created if needed); NULL when nothing is
+     * saved */
+    const char *save_dir;
+    /* write the curves, the confusion matrix and the first three batches' label/prediction
+     * mosaics into save_dir */
+    bool plots;
+    /* labels/<stem>.txt with the detections; with save_conf the confidence is appended */
+    bool save_txt, save_conf;
+    /* COCO-style JSON of the detections, file name json_name (NULL: "predictions.json") */
+    bool save_json;
+    const char *json_name;
+    /* map class indices to COCO's 91-category ids in the JSON */
+    bool coco91;
+} yc_val_options;
+
+/* val.py's defaults: conf 0.001, IoU 0.6, max_det 300, imgsz 640, batch 32, print on, nothing
+ * saved. */
+void yc_val_options_default(yc_val_options *o);
+
+typedef struct yc_val_result {
+    /* P, R, mAP@0.5, mAP@0.5:0.95, fitness, per-class maps (metrics.nc values), labels per class,
+     * images seen, and ap_per_class's curves (metrics.ap) */
+    yc_val_metrics metrics;
+    /* validation losses box, obj, cls (sum over batches / number of batches); zero without loss
+     * parameters */
+    double loss[3];
+    /* milliseconds per image: pre-process, inference, NMS */
+    double t_pre, t_inf, t_nms;
+    /* batches run and detections kept in total */
+    int nbatches;
+    size_t n_det;
+    /* label files in save_dir/labels after the run (save_txt) */
+    int n_label_files;
+} yc_val_result;
+
+void yc_val_result_free(yc_val_result *r);
+
+/* Validates `m` (allocated on its backend, weights loaded) over every batch of `loader` (a
+ * validation loader: train = false; it is restarted, epoch 0) whose images are `ds`'s.
+ * names: the class names (ds->nc entries, or one with single_cls), for tables and plots; may be
+ * NULL.  lp: loss parameters for the validation loss (yc_step_loss_params), or NULL.
+ * res is overwritten; free it with yc_val_result_free. */
+int yc_validate(yc_model *m, yc_loader *loader, const yc_dataset *ds, const char *const *names,
+                const yc_val_options *opt, const yc_loss_params *lp, yc_val_result *res);
+
+/* ------------------------------------------------------------------------------------------------
+ * Pieces, exposed for tests and for detect
+ * ---------------------------------------------------------------------------------------------- */
+
+/* The eval forward, Detect decoding and NMS of one batch, as yc_validate runs them: images are
+ * n x 3 x h x w uint8 CHW RGB (h, w multiples of the largest stride).  dets receives
+ * n * np->max_det rows (x1, y1, x2, y2, conf, cls) in the batch image's pixels, image i's first
+ * at i * max_det * 6, ndet the count of each image. */
+int yc_val_detect_batch(yc_model *m, const uint8_t *images, int n, int h, int w,
+                        const yc_nms_params *np, float *dets, int *ndet);
+
+/* Predictions of one image in a letterboxed batch image -> original pixels: rows of `stride`
+ * floats starting (x1, y1, x2, y2), scaled in place as val.py's scale_boxes(im.shape, box, shape0,
+ * ratio_pad) with gain = info->ratio_h and pad = the letterbox's (pad_w, pad_h), then clipped to
+ * the original image. */
+void yc_val_scale_to_original(float *boxes, size_t n, size_t stride, const yc_val_info *info);
+
+/* Batch targets of image `image` (rows of 6: image, class, x, y, w, h normalised to the batch
+ * image of batch_h x batch_w) -> labels (class, x1, y1, x2, y2) in original pixels, as val.py:
+ * xywh * (w, h, w, h) in float32, xywh2xyxy, scale_boxes.  With single_cls the class is 0.
+ * out holds 5 floats per target row of the image; returns the number written. */
+int yc_val_targets_to_original(const float *targets, int nt, int image, int batch_h, int batch_w,
+                               const yc_val_info *info, bool single_cls, float *out);
+
+/* One line of a YOLO txt label as YOLOv5 writes it: "cls x y w h" or "cls x y w h conf" with %g,
+ * the xyxy box (original pixels) converted to xywh in float32 and divided by (w0, h0, w0, h0).
+ * Writes at most len bytes (with NUL) and a trailing newline. */
+void yc_format_txt_line(char *buf, size_t len, const float *xyxy, float conf, int cls, int w0,
+                        int h0, bool save_conf);
+
+/* Python's Path(path).stem: the last component without its last suffix ("a/b.tar.gz" ->
+ * "b.tar"; a leading dot is not a suffix), into buf. */
+void yc_path_stem(const char *path, char *buf, size_t len);
+
+/* Python's repr() of a float (shortest round-trip text: "0.1", "473.0", "5e-05"). */
+void yc_py_float_repr(double v, char *buf, size_t len);
+
+/* YOLOv5's coco80_to_coco91_class(): COCO category id (1..90) of class i (0..79), or i + 1
+ * outside that range. */
+int yc_coco80_to_91(int i);
+
+#endif
