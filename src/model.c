@@ -171,6 +171,54 @@ int yc_model_new(yc_model **out, yc_model_cfg *cfg)
     return YC_OK;
 }
 
+int yc_model_clone(const yc_model *src, yc_model **out)
+{
+    *out = NULL;
+    yc_model_cfg *cfg = yc_malloc(sizeof *cfg, "model config");
+    if (!cfg)
+        return YC_ENOMEM;
+    *cfg = *src->cfg;
+    cfg->text = NULL;
+    if (src->cfg->text && !(cfg->text = yc_strdup(src->cfg->text, "model config"))) {
+        free(cfg);
+        return YC_ENOMEM;
+    }
+    int status = yc_model_new(out, cfg);
+    if (status)
+        return status;
+    memcpy((*out)->anchors, src->anchors, sizeof src->anchors);
+    memcpy((*out)->num_batches, src->num_batches, (size_t)src->nbn * sizeof *src->num_batches);
+    return YC_OK;
+}
+
+int yc_model_copy_weights(yc_model *dst, const yc_model *src)
+{
+    yc_backend *be = src->be;
+    if (dst->be != be || dst->param_elems != src->param_elems || dst->state_elems != src->state_elems)
+        return yc_error_status(YC_ERR, "internal: copying weights between different models");
+    float *tmp = yc_malloc((src->param_elems > src->state_elems ? src->param_elems
+                                                                 : src->state_elems) * sizeof *tmp +
+                               sizeof *tmp,
+                           "weights copy");
+    if (!tmp)
+        return YC_ENOMEM;
+    int status = be->iface->buffer_read(be, src->param_buf, 0, tmp,
+                                        src->param_elems * sizeof *tmp);
+    if (!status)
+        status = be->iface->buffer_write(be, dst->param_buf, 0, tmp,
+                                         src->param_elems * sizeof *tmp);
+    if (!status && src->state_elems)
+        status = be->iface->buffer_read(be, src->state_buf, 0, tmp,
+                                        src->state_elems * sizeof *tmp);
+    if (!status && src->state_elems)
+        status = be->iface->buffer_write(be, dst->state_buf, 0, tmp,
+                                         src->state_elems * sizeof *tmp);
+    free(tmp);
+    memcpy(dst->anchors, src->anchors, sizeof src->anchors);
+    memcpy(dst->num_batches, src->num_batches, (size_t)src->nbn * sizeof *src->num_batches);
+    return status;
+}
+
 void yc_model_free(yc_model *m)
 {
     if (!m)

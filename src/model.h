@@ -109,6 +109,14 @@ typedef struct yc_model {
 int yc_model_new(yc_model **out, yc_model_cfg *cfg);
 void yc_model_free(yc_model *m);
 
+/* A second model with the same config, parameters registry, anchors and batch counters, not
+ * allocated (the EMA and evaluation copies). */
+int yc_model_clone(const yc_model *src, yc_model **out);
+
+/* Copies parameters, running statistics, counters and anchors from src (same config, both
+ * allocated on the same backend). */
+int yc_model_copy_weights(yc_model *dst, const yc_model *src);
+
 /* Allocates parameters, gradients (zeroed) and state on a backend. */
 int yc_model_alloc(yc_model *m, yc_backend *be);
 
