@@ -128,3 +128,11 @@ int yc_cli_bad_option(const char *cmd, int argc, char **argv)
         return yc_usage_error(cmd, "invalid option '%s'", arg);
     return yc_usage_error(cmd, "invalid option");
 }
+
+int yc_cli_run_name(const char *cmd, const char *project, const char *name)
+{
+    if (!project[0] || !name[0] || strchr(name, '/'))
+        return yc_usage_error(cmd, "--project and --name must be non-empty, and --name a single "
+                              "directory name");
+    return 0;
+}

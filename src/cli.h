@@ -26,6 +26,10 @@ int yc_cli_float(const char *cmd, const char *opt, const char *arg, double min, 
                  float *out);
 int yc_cli_size(const char *cmd, const char *opt, const char *arg, size_t *out);
 
+/* --project and --name of a run directory: non-empty, the name one directory level.  Returns 0
+ * or YC_EXIT_USAGE with a usage error. */
+int yc_cli_run_name(const char *cmd, const char *project, const char *name);
+
 /* Getopt error handling for a command: call from the `case '?'` / `case ':'` of getopt_long
  * loops.  Uses optopt/argv to name the bad option.  Returns YC_EXIT_USAGE. */
 int yc_cli_bad_option(const char *cmd, int argc, char **argv);

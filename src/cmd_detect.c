@@ -227,9 +227,8 @@ int yc_cmd_detect(int argc, char **argv)
         return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (!weights || !source)
         return yc_usage_error(cmd, "--weights and --source are required");
-    if (!project[0] || !name[0] || strchr(name, '/'))
-        return yc_usage_error(cmd, "--project and --name must be non-empty, and --name a single "
-                              "directory name");
+    if ((st = yc_cli_run_name(cmd, project, name)))
+        return st;
 
     yc_backend *be = NULL;
     yc_infer_model im;

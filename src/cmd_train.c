@@ -248,6 +248,8 @@ int yc_cmd_train(int argc, char **argv)
         resume_arg = argv[optind++];
     if (optind < argc)
         return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if ((st = yc_cli_run_name(cmd, o.project, o.name)))
+        return st;
     if (resume)
         o.resume = resume_arg ? resume_arg : "";
     if (!resume && (!o.data || !o.data[0])) {

@@ -186,9 +186,8 @@ int yc_cmd_val(int argc, char **argv)
         return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (!data || !weights)
         return yc_usage_error(cmd, "--data and --weights are required");
-    if (!project[0] || !name[0] || strchr(name, '/'))
-        return yc_usage_error(cmd, "--project and --name must be non-empty, and --name a single "
-                              "directory name");
+    if ((st = yc_cli_run_name(cmd, project, name)))
+        return st;
     if (conf > 0.001f)
         yc_warn("confidence threshold %g > 0.001 produces invalid results", (double)conf);
 

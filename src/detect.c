@@ -504,24 +504,6 @@ static int save_crop(const yc_image *im, const float *xyxy, const char *save_dir
     return yc_image_save(tmp, opts, 0);
 }
 
-static int count_labels(const char *save_dir)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/labels", save_dir);
-    DIR *d = opendir(path);
-    if (!d)
-        return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (l > 4 && !strcmp(e->d_name + l - 4, ".txt"))
-            n++;
-    }
-    closedir(d);
-    return n;
-}
-
 /* Per-image line: class counts in class order. */
 static void describe(char *buf, size_t len, const float *dets, int nd, const char *const *names,
                      int nc)
@@ -648,7 +630,7 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
         sum->t_nms = t_nms / sum->images;
     }
     if (!st && save->save_txt && save->save_dir)
-        sum->n_label_files = count_labels(save->save_dir);
+        sum->n_label_files = yc_count_label_files(save->save_dir);
     if (!st && save->print) {
         printf("Speed: %.1fms pre-process, %.1fms inference, %.1fms NMS per image at shape "
                "(1, 3, %d, %d)\n",

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -20,19 +21,25 @@ const char *const yc_results_columns[YC_RESULTS_NCOLS] = {
 int yc_run_dir(const char *project, const char *name, bool exist_ok, const char *sub, char *out,
                size_t len)
 {
-    char base[2048];
-    snprintf(base, sizeof base, "%s/%s", project, name);
-    int w = snprintf(out, len, "%s", base);
+    int st = yc_mkdirs(project);
+    if (st)
+        return st;
+    int w = snprintf(out, len, "%s/%s", project, name);
     if (w < 0 || (size_t)w >= len)
-        return yc_error_status(YC_EUSAGE, "run directory path too long: %s", base);
-    if (!exist_ok) {
-        for (int n = 2; yc_file_exists(out) || yc_is_dir(out); n++) {
+        return yc_error_status(YC_EUSAGE, "run directory path too long: %s/%s", project, name);
+    if (exist_ok) {
+        st = yc_mkdirs(out);
+    } else {
+        /* mkdir is the test: two runs started together never share a directory */
+        for (int n = 2; mkdir(out, 0777) != 0; n++) {
+            if (errno != EEXIST)
+                return yc_error_status(YC_EIO, "cannot create %s: %s", out, strerror(errno));
             if (n > 9999)
-                return yc_error_status(YC_EIO, "no free run directory after %s9999", base);
-            snprintf(out, len, "%s%d", base, n);
+                return yc_error_status(YC_EIO, "no free run directory after %s/%s9999", project,
+                                       name);
+            snprintf(out, len, "%s/%s%d", project, name, n);
         }
     }
-    int st = yc_mkdirs(out);
     if (!st && sub) {
         char s[4096];
         snprintf(s, sizeof s, "%s/%s", out, sub);

@@ -1,6 +1,7 @@
 /* Files, paths, time and sizes (see util.h). */
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -217,6 +218,23 @@ int yc_mkdirs(const char *path)
         st = yc_error_status(YC_EIO, "cannot create directory %s: %s", p, strerror(errno));
     free(p);
     return st;
+}
+
+int yc_count_files(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    size_t ls = strlen(suffix);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l > ls && strcmp(e->d_name + l - ls, suffix) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
 }
 
 double yc_now(void)

@@ -41,6 +41,9 @@ bool yc_is_dir(const char *path);
 /* Creates a directory and its parents (mkdir -p). */
 int yc_mkdirs(const char *path);
 
+/* Number of files in `dir` whose names end with `suffix` (0 when dir does not exist). */
+int yc_count_files(const char *dir, const char *suffix);
+
 /* Monotonic clock in seconds. */
 double yc_now(void);
 

@@ -581,25 +581,6 @@ static int save_txt(const yc_val_options *opt, const char *image, const float *d
     return YC_OK;
 }
 
-/* Number of *.txt files in dir/labels. */
-static int count_txt_files(const char *dir)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/labels", dir);
-    DIR *d = opendir(path);
-    if (!d)
-        return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (l > 4 && !strcmp(e->d_name + l - 4, ".txt"))
-            n++;
-    }
-    closedir(d);
-    return n;
-}
-
 /* PR, F1, P and R curves as utils/metrics.py plots them. */
 static int plot_curves(const yc_val_options *opt, const yc_ap_result *ap, const char *const *names)
 {
@@ -717,6 +698,13 @@ static int plot_confusion(const yc_val_options *opt, const yc_confusion *cm,
     int st = yc_plot_confusion(path, m, cm->nc, names, true);
     free(m);
     return st;
+}
+
+int yc_count_label_files(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/labels", dir);
+    return yc_count_files(path, ".txt");
 }
 
 static int validate(val_state *s, yc_loader *loader, const yc_dataset *ds,
@@ -879,7 +867,7 @@ static int validate(val_state *s, yc_loader *loader, const yc_dataset *ds,
             printf("Saving %s...\n", path);
     }
     if (opt->save_txt && opt->save_dir)
-        res->n_label_files = count_txt_files(opt->save_dir);
+        res->n_label_files = yc_count_label_files(opt->save_dir);
     return YC_OK;
 }
 

@@ -155,4 +155,7 @@ void yc_py_float_repr(double v, char *buf, size_t len);
  * outside that range. */
 int yc_coco80_to_91(int i);
 
+/* YOLO txt label files written into DIR/labels (save_txt of val and detect). */
+int yc_count_label_files(const char *dir);
+
 #endif

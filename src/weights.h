@@ -133,9 +133,5 @@ int yc_weights_from_model(const yc_model *m, const char *const *names, int nname
  * (round to nearest even) when `half`; integer tensors as I64. */
 int yc_weights_write_safetensors(const yc_weights *w, const char *path, bool half);
 
-/* The model config (a tree from a .pt file) as YAML text in YOLOv5's style: top-level keys,
- * lists of rows one row per line in flow style ("- [-1, 1, Conv, [64, 6, 2, 2]]").  Heap string;
- * NULL with YC_ENOMEM recorded on failure. */
-char *yc_weights_yaml_text(const yc_yaml_node *root);
 
 #endif

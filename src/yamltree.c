@@ -11,6 +11,7 @@
 #include <yaml.h>
 
 #include "log.h"
+#include "strbuf.h"
 #include "util.h"
 
 /* Limits against hostile input: nesting depth and the number of nodes after alias expansion. */
@@ -287,154 +288,121 @@ int yc_yaml_bool(const yc_yaml_node *node, bool *out)
     return YC_EFORMAT;
 }
 
-/* ---- dumping --------------------------------------------------------------------------------- */
+/* ---- dumping: block style for mappings and sequences of rows, flow style inside rows (YOLOv5's
+ *      model yaml layout), scalars plain when they read back the same, else quoted ---------- */
 
-typedef struct strbuf {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} strbuf;
-
-static void sb_put(strbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *ns = yc_realloc(b->s, cap, "yaml text");
-        if (!ns) {
-            b->failed = true;
-            return;
-        }
-        b->s = ns;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void sb_str(strbuf *b, const char *s)
-{
-    sb_put(b, s, strlen(s));
-}
-
-static void sb_indent(strbuf *b, int indent)
-{
-    for (int i = 0; i < indent; i++)
-        sb_put(b, " ", 1);
-}
-
-/* Plain scalars are written as they are when that round-trips (numbers, including negative ones,
- * and words); anything else is single-quoted. */
-static void dump_scalar(strbuf *b, const yc_yaml_node *n)
+/* A scalar: plain when YAML reads it back the same (in flow context too), else quoted. */
+static void put_scalar(yc_strbuf *b, const yc_yaml_node *n)
 {
     const char *v = n->value;
-    double num;
-    bool plain = !n->quoted && v[0] &&
-                 (yc_yaml_double(n, &num) == YC_OK || !strchr("-?:,[]{}#&*!|>'\"%@` ", v[0]));
-    for (const char *c = v; plain && *c; c++)
-        if (*c == '\n' || *c == '#' || (*c == ':' && (c[1] == ' ' || !c[1])))
+    long l;
+    double d;
+    bool number = !n->quoted && (yc_yaml_int(n, &l) == YC_OK || yc_yaml_double(n, &d) == YC_OK);
+    bool plain = !n->quoted && v[0] && (number || !strchr("-?:,[]{}#&*!|>'\"%@` ", v[0]));
+    bool control = false;
+    for (const char *c = v; *c; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7F)
+            control = true;
+        if (strchr(",[]{}#", *c) || (*c == ':' && (c[1] == ' ' || !c[1])))
             plain = false;
-    if (plain && v[strlen(v) - 1] == ' ')
+    }
+    if (v[0] && v[strlen(v) - 1] == ' ')
         plain = false;
     if (!n->quoted && !v[0]) {
-        sb_str(b, "null");
+        yc_strbuf_puts(b, "null");
         return;
     }
-    if (plain) {
-        sb_str(b, v);
+    if (plain && !control) {
+        yc_strbuf_puts(b, v);
         return;
     }
-    sb_str(b, "'");
-    for (const char *c = v; *c; c++) {
-        if (*c == '\'')
-            sb_str(b, "''");
-        else
-            sb_put(b, c, 1);
+    if (!control) {
+        yc_strbuf_puts(b, "'");
+        for (const char *c = v; *c; c++)
+            yc_strbuf_put(b, c, 1 + (*c == '\''));
+        yc_strbuf_puts(b, "'");
+        return;
     }
-    sb_str(b, "'");
+    yc_strbuf_puts(b, "\"");
+    for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
+        char esc[8];
+        if (*c == '"' || *c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*c;
+            yc_strbuf_put(b, esc, 2);
+        } else if (*c < 0x20 || *c == 0x7F) {
+            snprintf(esc, sizeof esc, "\\x%02x", *c);
+            yc_strbuf_puts(b, esc);
+        } else {
+            yc_strbuf_put(b, (const char *)c, 1);
+        }
+    }
+    yc_strbuf_puts(b, "\"");
 }
 
-static bool is_flat_seq(const yc_yaml_node *n)
+static void put_flow(yc_strbuf *b, const yc_yaml_node *n)
 {
-    for (int i = 0; i < n->n; i++)
-        if (n->items[i]->kind != YC_YAML_SCALAR)
-            return false;
-    return true;
-}
-
-static void dump_node(strbuf *b, const yc_yaml_node *n, int indent);
-
-static void dump_flow_seq(strbuf *b, const yc_yaml_node *n)
-{
-    sb_str(b, "[");
+    if (n->kind == YC_YAML_SCALAR) {
+        put_scalar(b, n);
+        return;
+    }
+    bool map = n->kind == YC_YAML_MAP;
+    yc_strbuf_puts(b, map ? "{" : "[");
     for (int i = 0; i < n->n; i++) {
         if (i)
-            sb_str(b, ", ");
-        dump_scalar(b, n->items[i]);
+            yc_strbuf_puts(b, ", ");
+        if (map) {
+            yc_yaml_node key = {.kind = YC_YAML_SCALAR, .value = n->keys[i]};
+            put_scalar(b, &key);
+            yc_strbuf_puts(b, ": ");
+        }
+        put_flow(b, n->items[i]);
     }
-    sb_str(b, "]");
+    yc_strbuf_puts(b, map ? "}" : "]");
 }
 
-static void dump_node(strbuf *b, const yc_yaml_node *n, int indent)
+static void put_block(yc_strbuf *b, const yc_yaml_node *n, int indent)
 {
-    if (n->kind == YC_YAML_MAP) {
-        for (int i = 0; i < n->n; i++) {
-            const yc_yaml_node *v = n->items[i];
-            sb_indent(b, indent);
-            sb_str(b, n->keys[i]);
-            sb_str(b, ":");
-            if (v->kind == YC_YAML_SCALAR) {
-                sb_str(b, " ");
-                dump_scalar(b, v);
-                sb_str(b, "\n");
-            } else if (v->kind == YC_YAML_SEQ && is_flat_seq(v)) {
-                sb_str(b, " ");
-                dump_flow_seq(b, v);
-                sb_str(b, "\n");
-            } else if (v->n == 0) {
-                sb_str(b, v->kind == YC_YAML_MAP ? " {}\n" : " []\n");
-            } else {
-                sb_str(b, "\n");
-                dump_node(b, v, indent + 2);
-            }
+    for (int i = 0; i < n->n; i++) {
+        const yc_yaml_node *v = n->items[i];
+        for (int k = 0; k < indent; k++)
+            yc_strbuf_puts(b, " ");
+        if (n->kind == YC_YAML_MAP) {
+            yc_yaml_node key = {.kind = YC_YAML_SCALAR, .value = n->keys[i]};
+            put_scalar(b, &key);
+            yc_strbuf_puts(b, ":");
+        } else {
+            yc_strbuf_puts(b, "-");
         }
-    } else if (n->kind == YC_YAML_SEQ) {
-        for (int i = 0; i < n->n; i++) {
-            const yc_yaml_node *v = n->items[i];
-            sb_indent(b, indent);
-            sb_str(b, "-");
-            if (v->kind == YC_YAML_SCALAR) {
-                sb_str(b, " ");
-                dump_scalar(b, v);
-                sb_str(b, "\n");
-            } else if (v->kind == YC_YAML_SEQ && is_flat_seq(v)) {
-                sb_str(b, " ");
-                dump_flow_seq(b, v);
-                sb_str(b, "\n");
-            } else {
-                sb_str(b, "\n");
-                dump_node(b, v, indent + 2);
-            }
+        if (v->kind == YC_YAML_MAP && v->n > 0) {
+            yc_strbuf_puts(b, "\n");
+            put_block(b, v, indent + 2);
+            continue;
         }
+        bool rows = v->kind == YC_YAML_SEQ && n->kind == YC_YAML_MAP && v->n > 0;
+        for (int k = 0; rows && k < v->n; k++)
+            rows = v->items[k]->kind == YC_YAML_SEQ;
+        if (rows) {
+            yc_strbuf_puts(b, "\n");
+            put_block(b, v, indent + 2);
+            continue;
+        }
+        yc_strbuf_puts(b, " ");
+        put_flow(b, v);
+        yc_strbuf_puts(b, "\n");
+    }
+}
+
+char *yc_yaml_dump(const yc_yaml_node *root)
+{
+    yc_strbuf b = {0};
+    if (root->kind == YC_YAML_SCALAR) {
+        put_scalar(&b, root);
+        yc_strbuf_puts(&b, "\n");
+    } else if (root->n == 0) {
+        yc_strbuf_puts(&b, root->kind == YC_YAML_MAP ? "{}\n" : "[]\n");
     } else {
-        sb_indent(b, indent);
-        dump_scalar(b, n);
-        sb_str(b, "\n");
+        put_block(&b, root, 0);
     }
-}
-
-char *yc_yaml_dump(const yc_yaml_node *node)
-{
-    strbuf b = {0};
-    sb_str(&b, "");
-    dump_node(&b, node, 0);
-    if (b.failed) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
+    return yc_strbuf_finish(&b);
 }

@@ -49,8 +49,10 @@ int yc_yaml_int(const yc_yaml_node *node, long *out);
 int yc_yaml_double(const yc_yaml_node *node, double *out);
 int yc_yaml_bool(const yc_yaml_node *node, bool *out);
 
-/* Writes `node` as YAML text to a string (heap) — block style, keys in order; for opt.yaml and
- * hyp.yaml in run directories. */
+/* Writes `node` as YAML text (heap; NULL when out of memory), keys in order: block style for
+ * mappings and for sequences of rows, flow style inside rows (as YOLOv5's model yamls are
+ * written), scalars plain when they read back the same, else quoted.  Checkpoints and exported
+ * weights embed model configs written this way. */
 char *yc_yaml_dump(const yc_yaml_node *node);
 
 #endif
