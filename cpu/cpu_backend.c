@@ -319,6 +319,11 @@ static size_t mem_available(void)
 int yc_backend_cpu_new(yc_backend **out, int threads)
 {
     *out = NULL;
+    /* default: OMP_NUM_THREADS when the user set it, else the physical cores (hyper-threads
+     * share the FMA units and only add contention) */
+    const char *env = getenv("OMP_NUM_THREADS");
+    if (threads <= 0 && env && atoi(env) > 0)
+        threads = atoi(env);
     if (threads <= 0)
         threads = yc_physical_cores();
     if (threads <= 0)

@@ -250,6 +250,9 @@ int yc_cmd_train(int argc, char **argv)
         return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if ((st = yc_cli_run_name(cmd, o.project, o.name)))
         return st;
+    if (!resume && o.data && o.data[0] && !(o.cfg && o.cfg[0]) && !(o.weights && o.weights[0]))
+        return yc_usage_error(cmd, "give --cfg (a model config) or --weights (a model to start "
+                              "from)");
     if (resume)
         o.resume = resume_arg ? resume_arg : "";
     if (!resume && (!o.data || !o.data[0])) {

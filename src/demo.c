@@ -556,7 +556,7 @@ static int write_locked(const char *dir, const yc_demo_options *opt)
             st = yc_mkdirs(path);
         if (!st)
             st = remove_own_files(path);
-        snprintf(path, sizeof path, "%s/labels/%s.cache", dir, split_dir[s]);
+        snprintf(path, sizeof path, "%s/labels/%s.yolocl.cache", dir, split_dir[s]);
         if (!st)
             st = remove_if_present(path);
     }
