@@ -38,6 +38,16 @@ typedef enum yc_op_kind {
     /* Batch norm backward (training mode).
      * src: dy, x (the BN input), gamma, stats (from YC_OP_BN_TRAIN);  dst: dx [acc], dgamma, dbeta */
     YC_OP_BN_BWD,
+    /* Batch norm (training mode, as YC_OP_BN_TRAIN) then SiLU, without storing the BN output:
+     *   z = (x - mean) * invstd * gamma + beta (computed exactly as YC_OP_BN_TRAIN computes y);
+     *   a = z * sigmoid(z)
+     * src: x, gamma, beta;  dst: a (N,C,H,W), stats (2,C,1,1), running_mean, running_var
+     * (read and written). */
+    YC_OP_BN_SILU_TRAIN,
+    /* Backward of YC_OP_BN_SILU_TRAIN, recomputing z from x and stats (bit-identical to
+     * YC_OP_SILU_BWD on the stored z followed by YC_OP_BN_BWD):
+     * src: da, x (the BN input), gamma, beta, stats;  dst: dx [acc], dgamma, dbeta */
+    YC_OP_BN_SILU_BWD,
     /* y = x * sigmoid(x).        src: x;  dst: y (same shape) */
     YC_OP_SILU,
     /* dx (=|+=) dy * silu'(x).   src: dy, x (the SiLU input);  dst: dx [acc] */

@@ -55,6 +55,9 @@ typedef struct gnode {
 struct yc_graph {
     yc_model *m;
     yc_graph_mode mode;
+    yc_graph_options opt;
+    /* element type of forward activations (FP16 with opt.half) */
+    yc_dtype act;
     int batch, h, w;
     gvalue **v;
     int nv, cap_v;
@@ -71,8 +74,14 @@ struct yc_graph {
     /* memory */
     yc_plan plan;
     int *block_of; /* value id -> plan block (owners) */
-    yc_buffer *arena, *ws;
+    /* workspace the ops need (yc_graph_prepare), the arena the tensors are placed in, the
+     * arena's generation when they were bound, and an arena owned by the graph */
     size_t ws_bytes;
+    bool prepared;
+    yc_arena *arena;
+    unsigned bound_generation;
+    yc_arena own;
+    bool owns_arena;
 };
 
 static int new_value(yc_graph *g, int *id, int n, int c, int h, int w, const char *fmt, ...)
@@ -108,6 +117,12 @@ static int new_value(yc_graph *g, int *id, int n, int c, int h, int w, const cha
     return YC_OK;
 }
 
+/* Marks value `id` as a forward activation (stored in the graph's activation type). */
+static void activation(yc_graph *g, int id)
+{
+    g->v[id]->t.type = g->act;
+}
+
 /* A view of channels [chan0, chan0 + c) of value `parent`. */
 static int new_view(yc_graph *g, int *id, int parent, int chan0, int c, const char *suffix)
 {
@@ -118,6 +133,7 @@ static int new_view(yc_graph *g, int *id, int parent, int chan0, int c, const ch
         return status;
     g->v[*id]->parent = parent;
     g->v[*id]->chan0 = chan0;
+    g->v[*id]->t.type = p->t.type;
     g->v[*id]->needs_grad = p->needs_grad;
     g->v[*id]->is_grad = p->is_grad;
     return YC_OK;
@@ -282,12 +298,19 @@ static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, i
     if (xt->h + 2 * p < k || xt->w + 2 * p < k)
         return yc_error_status(YC_EFORMAT, "%s: input %dx%d is smaller than the %dx%d kernel",
                                prefix, xt->h, xt->w, k, k);
-    int y, z, a, status;
+    int y, z = -1, a, status;
+    bool fused = g->mode == YC_GRAPH_TRAIN && g->opt.recompute;
     if ((status = new_value(g, &y, g->batch, c2, P, Q, "%s.conv", prefix)) ||
-        (status = new_value(g, &z, g->batch, c2, P, Q, "%s.bn", prefix)) ||
+        (!fused && (status = new_value(g, &z, g->batch, c2, P, Q, "%s.bn", prefix))) ||
         (status = new_value(g, &a, g->batch, c2, P, Q, "%s.act", prefix)))
         return status;
-    g->v[y]->needs_grad = g->v[z]->needs_grad = g->v[a]->needs_grad = true;
+    activation(g, y);
+    activation(g, a);
+    g->v[y]->needs_grad = g->v[a]->needs_grad = true;
+    if (z >= 0) {
+        activation(g, z);
+        g->v[z]->needs_grad = true;
+    }
 
     gnode nd = node(YC_OP_CONV2D, prefix);
     nd.src[0] = val(x);
@@ -300,6 +323,26 @@ static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, i
     if ((status = push_node(g, &nd)))
         return status;
 
+    if (fused) {
+        /* BN output never stored: backward recomputes it (YC_OP_BN_SILU_BWD) */
+        int stats;
+        if ((status = new_value(g, &stats, 2, c2, 1, 1, "%s.bn.stats", prefix)))
+            return status;
+        nd = node(YC_OP_BN_SILU_TRAIN, prefix);
+        nd.src[0] = val(y);
+        nd.src[1] = prm(gamma);
+        nd.src[2] = prm(beta);
+        nd.dst[0] = val(a);
+        nd.dst[1] = val(stats);
+        nd.dst[2] = state(rmean);
+        nd.dst[3] = state(rvar);
+        nd.op.p.bn.eps = 1e-3f;
+        nd.op.p.bn.momentum = 0.03f;
+        if ((status = push_node(g, &nd)))
+            return status;
+        *out = a;
+        return YC_OK;
+    }
     if (g->mode == YC_GRAPH_TRAIN) {
         int stats;
         if ((status = new_value(g, &stats, 2, c2, 1, 1, "%s.bn.stats", prefix)))
@@ -367,6 +410,7 @@ static int forward_bottleneck(yc_graph *g, const char *prefix, int x, int c2, bo
     const yc_tensor *ut = &g->v[u]->t;
     if ((status = new_value(g, &y, g->batch, c2, ut->h, ut->w, "%s.add", prefix)))
         return status;
+    activation(g, y);
     g->v[y]->needs_grad = true;
     gnode nd = node(YC_OP_ADD, prefix);
     nd.src[0] = val(x);
@@ -396,6 +440,7 @@ static int forward_concat(yc_graph *g, const char *name, const int *in, int nin,
     int y;
     if ((status = new_value(g, &y, g->batch, c, t0->h, t0->w, "%s", name)))
         return status;
+    activation(g, y);
     int chan = 0;
     for (int i = 0; i < nin; i++) {
         gvalue *vi = g->v[in[i]];
@@ -491,6 +536,7 @@ static int maxpool(yc_graph *g, const char *name, int x, int k, int *out)
     int y, status;
     if ((status = new_value(g, &y, g->batch, xt->c, xt->h, xt->w, "%s", name)))
         return status;
+    activation(g, y);
     g->v[y]->needs_grad = g->v[x]->needs_grad;
     gnode nd = node(YC_OP_MAXPOOL, name);
     nd.src[0] = val(x);
@@ -536,6 +582,7 @@ static int forward_upsample(yc_graph *g, const char *name, int x, int f, int *ou
     int y, status;
     if ((status = new_value(g, &y, g->batch, xt->c, xt->h * f, xt->w * f, "%s", name)))
         return status;
+    activation(g, y);
     g->v[y]->needs_grad = g->v[x]->needs_grad;
     gnode nd = node(YC_OP_UPSAMPLE, name);
     nd.src[0] = val(x);
@@ -793,6 +840,17 @@ static int backward_node(yc_graph *g, const gnode *f)
         nd.dst[1] = prm_grad(f->src[1].idx);
         nd.dst[2] = prm_grad(f->src[2].idx);
         return emit_grad_op(g, &nd, x);
+    case YC_OP_BN_SILU_TRAIN:
+        nd = node(YC_OP_BN_SILU_BWD, f->name);
+        nd.op.p = f->op.p;
+        nd.src[0] = val(gy);
+        nd.src[1] = f->src[0];
+        nd.src[2] = f->src[1];
+        nd.src[3] = f->src[2];
+        nd.src[4] = f->dst[1];
+        nd.dst[1] = prm_grad(f->src[1].idx);
+        nd.dst[2] = prm_grad(f->src[2].idx);
+        return emit_grad_op(g, &nd, x);
     case YC_OP_SILU:
         nd = node(YC_OP_SILU_BWD, f->name);
         nd.src[0] = val(gy);
@@ -915,6 +973,7 @@ static int build_plan(yc_graph *g)
     if (!g->block_of || !g->plan.blocks)
         return YC_ENOMEM;
     g->plan.alignment = g->m->be ? yc_align_up(g->m->be->info.alignment, 64) : 64;
+    g->plan.max_chunk = g->m->be ? g->m->be->info.max_alloc : 0;
     for (int i = 0; i < g->nv; i++) {
         gvalue *v = g->v[i];
         g->block_of[i] = -1;
@@ -932,6 +991,14 @@ static int build_plan(yc_graph *g)
 
 int yc_graph_new(yc_graph **out, yc_model *m, int batch, int h, int w, yc_graph_mode mode)
 {
+    yc_graph_options opt = {.mode = mode};
+    return yc_graph_new_opts(out, m, batch, h, w, &opt);
+}
+
+int yc_graph_new_opts(yc_graph **out, yc_model *m, int batch, int h, int w,
+                      const yc_graph_options *opt)
+{
+    yc_graph_mode mode = opt->mode;
     *out = NULL;
     if (batch < 1 || h < 1 || w < 1)
         return yc_error_status(YC_EUSAGE, "batch %d and image size %dx%d must be positive", batch,
@@ -941,6 +1008,8 @@ int yc_graph_new(yc_graph **out, yc_model *m, int batch, int h, int w, yc_graph_
         return YC_ENOMEM;
     g->m = m;
     g->mode = mode;
+    g->opt = *opt;
+    g->act = opt->half ? YC_F16 : YC_F32;
     g->batch = batch;
     g->h = h;
     g->w = w;
@@ -953,6 +1022,7 @@ int yc_graph_new(yc_graph **out, yc_model *m, int batch, int h, int w, yc_graph_
     }
     if ((status = new_value(g, &g->input, batch, m->cfg->ch, h, w, "images")))
         goto fail;
+    activation(g, g->input);
     for (int i = 0; i < m->cfg->nlayers; i++)
         if ((status = build_layer(g, i)))
             goto fail;
@@ -978,10 +1048,8 @@ void yc_graph_free(yc_graph *g)
 {
     if (!g)
         return;
-    if (g->m && g->m->be) {
-        yc_buffer_free(g->m->be, g->arena);
-        yc_buffer_free(g->m->be, g->ws);
-    }
+    if (g->owns_arena)
+        yc_arena_release(&g->own);
     for (int i = 0; i < g->nv; i++) {
         free(g->v[i]->written);
         free(g->v[i]);
@@ -994,11 +1062,71 @@ void yc_graph_free(yc_graph *g)
     free(g);
 }
 
-int yc_graph_alloc(yc_graph *g)
+/* ---- arenas ---------------------------------------------------------------------------------- */
+
+void yc_arena_init(yc_arena *a, yc_backend *be)
+{
+    memset(a, 0, sizeof *a);
+    a->be = be;
+}
+
+void yc_arena_release(yc_arena *a)
+{
+    for (int c = 0; c < a->nchunks; c++)
+        yc_buffer_free(a->be, a->chunk[c]);
+    yc_buffer_free(a->be, a->ws);
+    yc_backend *be = a->be;
+    unsigned gen = a->generation + 1;
+    memset(a, 0, sizeof *a);
+    a->be = be;
+    a->generation = gen;
+}
+
+size_t yc_arena_bytes(const yc_arena *a)
+{
+    size_t n = a->ws_size;
+    for (int c = 0; c < a->nchunks; c++)
+        n += a->chunk_size[c];
+    return n;
+}
+
+/* Replaces buffer *b by one of `size` bytes when it is smaller. */
+static int grow(yc_arena *a, yc_buffer **b, size_t *have, size_t size, const char *what)
+{
+    if (size <= *have)
+        return YC_OK;
+    yc_buffer_free(a->be, *b);
+    *b = NULL;
+    *have = 0;
+    a->generation++;
+    if (!(*b = yc_buffer_alloc(a->be, size)))
+        return yc_error_context(YC_ENOMEM, "%s (%zu bytes)", what, size);
+    *have = size;
+    return YC_OK;
+}
+
+int yc_arena_reserve(yc_arena *a, const yc_plan *plan, size_t ws)
+{
+    int st = YC_OK;
+    for (int c = 0; c < plan->nchunks && !st; c++) {
+        if (c == a->nchunks)
+            a->nchunks++;
+        st = grow(a, &a->chunk[c], &a->chunk_size[c], plan->chunk_bytes[c], "activation arena");
+    }
+    if (!st && ws)
+        st = grow(a, &a->ws, &a->ws_size, ws, "op workspace");
+    return st;
+}
+
+/* ---- placement ------------------------------------------------------------------------------- */
+
+int yc_graph_prepare(yc_graph *g)
 {
     yc_backend *be = g->m->be;
     if (!be)
         return yc_error_status(YC_ERR, "internal: the model has no backend");
+    if (g->prepared)
+        return YC_OK;
     size_t ws = 0;
     for (int i = 0; i < g->nn; i++) {
         const yc_op *op = &g->nodes[i].op;
@@ -1013,11 +1141,13 @@ int yc_graph_alloc(yc_graph *g)
             ws = need;
     }
     g->ws_bytes = ws;
-    g->arena = yc_buffer_alloc(be, g->plan.arena_bytes);
-    if (!g->arena)
-        return yc_error_context(YC_ENOMEM, "activation arena (%zu bytes)", g->plan.arena_bytes);
-    if (ws && !(g->ws = yc_buffer_alloc(be, ws)))
-        return yc_error_context(YC_ENOMEM, "op workspace (%zu bytes)", ws);
+    g->prepared = true;
+    return YC_OK;
+}
+
+/* Points every tensor at its chunk of the arena. */
+static void bind(yc_graph *g)
+{
     for (int i = 0; i < g->nv; i++) {
         gvalue *v = g->v[i];
         int c0, owner = owner_of(g, i, &c0);
@@ -1025,12 +1155,32 @@ int yc_graph_alloc(yc_graph *g)
         if (blk < 0)
             continue;
         const gvalue *o = g->v[owner];
+        const yc_plan_block *b = &g->plan.blocks[blk];
         size_t plane = (size_t)o->t.h * (size_t)o->t.w;
-        v->t.buf = g->arena;
-        v->t.offset = g->plan.blocks[blk].offset + (size_t)c0 * plane * yc_dtype_size(v->t.type);
+        v->t.buf = g->arena->chunk[b->chunk];
+        v->t.offset = b->offset + (size_t)c0 * plane * yc_dtype_size(v->t.type);
         v->t.nstride = yc_tensor_image_elems(&o->t);
     }
+    g->bound_generation = g->arena->generation;
+}
+
+int yc_graph_alloc_in(yc_graph *g, yc_arena *a)
+{
+    int st = yc_graph_prepare(g);
+    if (!st)
+        st = yc_arena_reserve(a, &g->plan, g->ws_bytes);
+    if (st)
+        return st;
+    g->arena = a;
+    bind(g);
     return YC_OK;
+}
+
+int yc_graph_alloc(yc_graph *g)
+{
+    yc_arena_init(&g->own, g->m->be);
+    g->owns_arena = true;
+    return yc_graph_alloc_in(g, &g->own);
 }
 
 const yc_plan *yc_graph_plan(const yc_graph *g)
@@ -1043,25 +1193,37 @@ size_t yc_graph_workspace_bytes(const yc_graph *g)
     return g->ws_bytes;
 }
 
+/* Tensors handed out must point at the arena's current buffers: re-binding after the arena grew
+ * only refreshes the placement cache, so the accessors below stay logically const. */
+static void refresh(const yc_graph *g)
+{
+    if (g->arena && g->arena->generation != g->bound_generation)
+        bind((yc_graph *)g);
+}
+
 const yc_tensor *yc_graph_input(const yc_graph *g)
 {
+    refresh(g);
     return &g->v[g->input]->t;
 }
 
 const yc_tensor *yc_graph_head(const yc_graph *g, int level)
 {
+    refresh(g);
     return &g->v[g->heads[level]]->t;
 }
 
 const yc_tensor *yc_graph_head_grad(const yc_graph *g, int level)
 {
+    refresh(g);
     return g->mode == YC_GRAPH_TRAIN ? &g->v[g->head_grads[level]]->t : NULL;
 }
 
 static int run(yc_graph *g, int from, int to)
 {
     yc_backend *be = g->m->be;
-    yc_span ws = {g->ws, 0, g->ws_bytes};
+    refresh(g);
+    yc_span ws = {g->arena->ws, 0, g->ws_bytes};
     for (int i = from; i < to; i++) {
         int status = yc_backend_exec(be, &g->nodes[i].op, ws);
         if (status)

@@ -26,12 +26,59 @@ typedef enum yc_graph_mode {
 
 typedef struct yc_graph yc_graph;
 
+/* How a schedule stores its tensors (the memory planner's choices, see plan.h). */
+typedef struct yc_graph_options {
+    /* training or inference */
+    yc_graph_mode mode;
+    /* FP16 storage of the input batch and every forward activation but the heads (the backend
+     * must support it); gradients stay FP32 */
+    bool half;
+    /* recompute BatchNorm outputs in backward (fused BN+SiLU ops) instead of storing them */
+    bool recompute;
+} yc_graph_options;
+
 /* Builds the schedule for a batch of `batch` images of h x w (multiples of the largest stride)
- * on the model's backend; nothing is allocated on the device yet. */
+ * on the model's backend; nothing is allocated on the device yet.  FP32, nothing recomputed. */
 int yc_graph_new(yc_graph **out, yc_model *m, int batch, int h, int w, yc_graph_mode mode);
+/* The same with explicit storage options. */
+int yc_graph_new_opts(yc_graph **out, yc_model *m, int batch, int h, int w,
+                      const yc_graph_options *opt);
 void yc_graph_free(yc_graph *g);
 
-/* Plans the arena and allocates it (and the op workspace) on the model's backend. */
+/* Device memory for activations: chunks (each at most the device's largest allocation) and the
+ * op workspace, shared by the graphs placed in it (they never run at the same time: a training
+ * step, the last smaller batch, validation batches).  It only grows; replacing a buffer bumps
+ * `generation`, and graphs placed earlier re-bind their tensors before they run. */
+typedef struct yc_arena {
+    /* the backend the buffers live on */
+    yc_backend *be;
+    /* activation chunks and their sizes */
+    int nchunks;
+    yc_buffer *chunk[YC_PLAN_MAX_CHUNKS];
+    size_t chunk_size[YC_PLAN_MAX_CHUNKS];
+    /* op workspace */
+    yc_buffer *ws;
+    size_t ws_size;
+    /* incremented whenever a buffer is replaced */
+    unsigned generation;
+} yc_arena;
+
+/* An empty arena on `be`. */
+void yc_arena_init(yc_arena *a, yc_backend *be);
+/* Grows the arena to hold a plan's chunks and a workspace of ws bytes. */
+int yc_arena_reserve(yc_arena *a, const yc_plan *plan, size_t ws);
+/* Frees every buffer (the graphs placed in it must not run afterwards). */
+void yc_arena_release(yc_arena *a);
+/* Total bytes held. */
+size_t yc_arena_bytes(const yc_arena *a);
+
+/* Checks every op against the model's backend and sums the workspace the ops need (no
+ * allocation). */
+int yc_graph_prepare(yc_graph *g);
+
+/* Places the graph's tensors in a shared arena (growing it if needed). */
+int yc_graph_alloc_in(yc_graph *g, yc_arena *a);
+/* Places the graph in an arena of its own, freed with the graph. */
 int yc_graph_alloc(yc_graph *g);
 
 /* The memory plan (valid after yc_graph_new; offsets after yc_graph_alloc). */

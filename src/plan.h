@@ -13,15 +13,22 @@ typedef struct yc_plan_block {
     int first, last;
     /* for reports ("model.3.conv.out") */
     const char *name;
-    /* output: byte offset in the arena */
+    /* output: the chunk holding the block and its byte offset in that chunk */
+    int chunk;
     size_t offset;
 } yc_plan_block;
+
+#define YC_PLAN_MAX_CHUNKS 64
 
 typedef struct yc_plan {
     /* the blocks (owned) */
     int nblocks;
     yc_plan_block *blocks;
-    /* output: bytes the arena needs (the planned peak) */
+    /* input: the largest chunk (the device's largest allocation); 0 = one chunk of any size */
+    size_t max_chunk;
+    /* output: chunks and their sizes; arena_bytes is their sum (the planned peak) */
+    int nchunks;
+    size_t chunk_bytes[YC_PLAN_MAX_CHUNKS];
     size_t arena_bytes;
     /* output: the largest sum of sizes of blocks alive at one position: no placement can do
      * better, so arena_bytes / lower_bound_bytes measures fragmentation */
@@ -32,11 +39,13 @@ typedef struct yc_plan {
     size_t alignment;
 } yc_plan;
 
-/* Places plan->blocks[0..nblocks-1]; sizes are rounded up to the alignment. */
+/* Places plan->blocks[0..nblocks-1]; sizes are rounded up to the alignment.  With max_chunk, a
+ * block goes to the best-fitting free range of any chunk, else the end of the last chunk when it
+ * still fits there, else a new chunk; a block larger than max_chunk is an error naming it. */
 int yc_plan_place(yc_plan *plan);
 
-/* Checks that no two blocks whose lifetimes overlap share a byte and that all lie inside the
- * arena; YC_ERR with a message naming both blocks otherwise. */
+/* Checks that no two blocks whose lifetimes overlap share a byte of a chunk and that all lie
+ * inside their chunk; YC_ERR with a message naming both blocks otherwise. */
 int yc_plan_verify(const yc_plan *plan);
 
 #endif

@@ -380,6 +380,55 @@ START_TEST(planner_best_fit_cases)
     /* a deliberately broken placement is caught */
     b[1].offset = b[0].offset;
     ck_assert_int_ne(yc_plan_verify(&p), YC_OK);
+
+    /* chunks no larger than the device's largest allocation */
+    yc_plan_block c[5] = {
+        {.size = 100, .first = 0, .last = 3, .name = "a"},
+        {.size = 100, .first = 1, .last = 3, .name = "b"},
+        {.size = 200, .first = 2, .last = 3, .name = "c"},
+        {.size = 64, .first = 3, .last = 4, .name = "d"},
+        {.size = 250, .first = 4, .last = 4, .name = "e"},
+    };
+    yc_plan q = {.nblocks = 5, .blocks = c, .alignment = 64, .max_chunk = 256};
+    ck_assert_msg(yc_plan_place(&q) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(yc_plan_verify(&q), YC_OK);
+    ck_assert_int_ge(q.nchunks, 2);
+    for (int i = 0; i < q.nchunks; i++)
+        ck_assert_uint_le(q.chunk_bytes[i], 256);
+    c[4].size = 300; /* larger than any chunk may be */
+    ck_assert_int_ne(yc_plan_place(&q), YC_OK);
+    ck_assert(strstr(yc_last_error(), "largest allocation"));
+}
+END_TEST
+
+/* A whole training plan split into chunks of a small fake largest allocation, and the plan is
+ * the same every time it is made. */
+START_TEST(chunked_training_plan_is_deterministic)
+{
+    yc_model *m = load_model("yolov5n", 0);
+    yc_backend be = {0};
+    be.info.max_alloc = 3 << 20;
+    be.info.alignment = 64;
+    m->be = &be;
+    yc_graph *g1 = NULL, *g2 = NULL;
+    yc_graph_options opt = {.mode = YC_GRAPH_TRAIN};
+    ck_assert_msg(yc_graph_new_opts(&g1, m, 2, 128, 128, &opt) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(yc_graph_new_opts(&g2, m, 2, 128, 128, &opt), YC_OK);
+    const yc_plan *p1 = yc_graph_plan(g1), *p2 = yc_graph_plan(g2);
+    ck_assert_int_eq(yc_plan_verify(p1), YC_OK);
+    ck_assert_int_gt(p1->nchunks, 1);
+    for (int i = 0; i < p1->nchunks; i++)
+        ck_assert_uint_le(p1->chunk_bytes[i], (size_t)3 << 20);
+    ck_assert_int_eq(p1->nblocks, p2->nblocks);
+    ck_assert_int_eq(p1->nchunks, p2->nchunks);
+    for (int i = 0; i < p1->nblocks; i++) {
+        ck_assert_int_eq(p1->blocks[i].chunk, p2->blocks[i].chunk);
+        ck_assert_uint_eq(p1->blocks[i].offset, p2->blocks[i].offset);
+    }
+    yc_graph_free(g1);
+    yc_graph_free(g2);
+    m->be = NULL;
+    yc_model_free(m);
 }
 END_TEST
 
@@ -403,6 +452,7 @@ static Suite *suite(void)
                         (int)(sizeof graphs / sizeof *graphs));
     tcase_add_test(tc, image_size_must_fit_the_strides);
     tcase_add_test(tc, planner_best_fit_cases);
+    tcase_add_test(tc, chunked_training_plan_is_deterministic);
     suite_add_tcase(s, tc);
     return s;
 }
