@@ -237,7 +237,7 @@ int yc_cmd_inspect(int argc, char **argv)
         goto done;
     yc_loss_params lp;
     yc_step_loss_params(m, &hyp, b.h > b.w ? b.h : b.w, smoothing, &lp);
-    if ((st = yc_step_new(&step, m, b.n, b.h, b.w, &lp)))
+    if ((st = yc_step_new(&step, m, b.n, b.h, b.w, &lp)) || (st = yc_step_keep_heads(step)))
         goto done;
     yc_loss_result res;
     double t0 = yc_now();

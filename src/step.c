@@ -37,7 +37,10 @@ int yc_step_new(yc_step **out, yc_model *m, int batch, int h, int w, const yc_lo
         status = yc_graph_alloc(s->g);
     if (!status && !(s->loss = yc_loss_new(lp)))
         status = YC_ENOMEM;
-    for (int l = 0; l < m->nl && !status; l++) {
+    /* host copies of the heads only where the device does not share host memory */
+    bool shared = m->be->iface->buffer_host_ptr && !status &&
+                  m->be->iface->buffer_host_ptr(m->be, yc_graph_head(s->g, 0)->buf);
+    for (int l = 0; l < m->nl && !status && !shared; l++) {
         size_t n = yc_tensor_elems(yc_graph_head(s->g, l));
         s->head[l] = yc_malloc(n * sizeof(float), "head outputs");
         s->grad[l] = yc_malloc(n * sizeof(float), "head gradients");
@@ -49,6 +52,20 @@ int yc_step_new(yc_step **out, yc_model *m, int batch, int h, int w, const yc_lo
         return status;
     }
     *out = s;
+    return YC_OK;
+}
+
+int yc_step_keep_heads(yc_step *s)
+{
+    for (int l = 0; l < s->m->nl; l++) {
+        if (s->head[l])
+            continue;
+        size_t n = yc_tensor_elems(yc_graph_head(s->g, l));
+        s->head[l] = yc_malloc(n * sizeof(float), "head outputs");
+        s->grad[l] = yc_malloc(n * sizeof(float), "head gradients");
+        if (!s->head[l] || !s->grad[l])
+            return YC_ENOMEM;
+    }
     return YC_OK;
 }
 
@@ -74,18 +91,26 @@ int yc_step_run(yc_step *s, const float *images, const float *targets, int nt,
         return status;
     yc_loss_head heads[YC_MAX_LEVELS];
     for (int l = 0; l < m->nl; l++) {
-        const yc_tensor *t = yc_graph_head(s->g, l);
-        if ((status = yc_tensor_get_f32(m->be, t, s->head[l])))
-            return status;
-        heads[l].p = s->head[l];
-        heads[l].grad = s->grad[l];
+        const yc_tensor *t = yc_graph_head(s->g, l), *gt = yc_graph_head_grad(s->g, l);
+        if (s->head[l]) {
+            if ((status = yc_tensor_get_f32(m->be, t, s->head[l])))
+                return status;
+            heads[l].p = s->head[l];
+            heads[l].grad = s->grad[l];
+        } else {
+            /* FP32 dense heads in host-visible memory: the loss works in place */
+            heads[l].p = (const float *)((const char *)m->be->iface->buffer_host_ptr(m->be, t->buf) +
+                                         t->offset);
+            heads[l].grad = (float *)((char *)m->be->iface->buffer_host_ptr(m->be, gt->buf) +
+                                      gt->offset);
+        }
         heads[l].ny = t->h;
         heads[l].nx = t->w;
         heads[l].img_stride = yc_tensor_image_elems(t);
     }
     if ((status = yc_loss_compute(s->loss, s->batch, heads, targets, nt, result)))
         return status;
-    for (int l = 0; l < m->nl; l++)
+    for (int l = 0; l < m->nl && s->grad[l]; l++)
         if ((status = yc_tensor_set_f32(m->be, yc_graph_head_grad(s->g, l), s->grad[l])))
             return status;
     return yc_graph_backward(s->g);

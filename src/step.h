@@ -16,7 +16,8 @@ typedef struct yc_step {
     yc_graph *g;
     /* loss state (owned) */
     yc_loss_ctx *loss;
-    /* host copies of the head outputs and their gradients, per level (owned) */
+    /* host copies of the head outputs and their gradients, per level (owned); NULL when the
+     * device shares host memory and the loss reads and writes the heads in place */
     float *head[YC_MAX_LEVELS], *grad[YC_MAX_LEVELS];
     /* batch shape */
     int batch, h, w;
@@ -30,6 +31,11 @@ void yc_step_loss_params(const yc_model *m, const yc_hyp *hyp, int imgsz, float 
 /* Builds and allocates the training graph for batch x h x w on the model's backend. */
 int yc_step_new(yc_step **out, yc_model *m, int batch, int h, int w, const yc_loss_params *lp);
 void yc_step_free(yc_step *s);
+
+/* Keeps host copies of the head outputs (s->head[l], (B, na*no, ny, nx)) after every run, for
+ * callers that read them afterwards (inspect, tests): in-place heads are overwritten by
+ * backward. */
+int yc_step_keep_heads(yc_step *s);
 
 /* images: batch x ch x h x w floats in [0, 1]; targets: nt rows (image, class, x, y, w, h). */
 int yc_step_run(yc_step *s, const float *images, const float *targets, int nt,

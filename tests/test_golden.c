@@ -86,6 +86,7 @@ static void run_step(golden *gd, const char *cfg_path, int nc, const char *weigh
     yc_loss_params lp;
     yc_step_loss_params(gd->m, &hyp, h > w ? h : w, 0.0f, &lp);
     ck_assert_msg(yc_step_new(&gd->step, gd->m, b, h, w, &lp) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(yc_step_keep_heads(gd->step), YC_OK);
     ck_assert_msg(yc_step_run(gd->step, gd->images, gd->targets, gd->nt, &gd->res) == YC_OK, "%s",
                   yc_last_error());
 }
@@ -269,6 +270,7 @@ START_TEST(p6_gradients_match_finite_differences)
     yc_loss_params lp;
     yc_step_loss_params(gd.m, &hyp, S, 0.1f, &lp);
     ck_assert_int_eq(yc_step_new(&gd.step, gd.m, B, S, S, &lp), YC_OK);
+    ck_assert_int_eq(yc_step_keep_heads(gd.step), YC_OK);
     yc_model *m = gd.m;
     float *w = malloc(m->param_elems * sizeof *w), *g = malloc(m->param_elems * sizeof *g);
     ck_assert(w && g);
