@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "log.h"
+#include "memplan.h"
 #include "optim.h"
 #include "train.h"
 
@@ -49,6 +50,9 @@ static void print_usage(void)
           "  -j, --workers N          data loader threads (default: physical cores)\n"
           "      --threads N          compute threads (default: physical cores)\n"
           "      --device D           auto or cpu (default auto)\n"
+          "      --mem SIZE           memory limit (default 90%% of the device's free memory)\n"
+          "      --half, --no-half    FP16 storage of activations: always, or never (default:\n"
+          "                           only when needed to fit the memory limit)\n"
           "      --project DIR        save to DIR/NAME (default runs/train)\n"
           "      --name NAME          run name (default exp; exp2, exp3... when taken)\n"
           "      --exist-ok           reuse an existing DIR/NAME\n"
@@ -61,7 +65,8 @@ enum {
     OPT_HYP = 256, OPT_ACCUMULATE, OPT_RECT, OPT_RESUME, OPT_NOSAVE, OPT_NOVAL, OPT_NOAUTOANCHOR,
     OPT_NOPLOTS, OPT_IMAGE_WEIGHTS, OPT_MULTI_SCALE, OPT_SINGLE_CLS, OPT_OPTIMIZER, OPT_COS_LR,
     OPT_LABEL_SMOOTHING, OPT_PATIENCE, OPT_FREEZE, OPT_SAVE_PERIOD, OPT_SEED, OPT_THREADS,
-    OPT_DEVICE, OPT_PROJECT, OPT_NAME, OPT_EXIST_OK, OPT_CACHE, OPT_EVOLVE,
+    OPT_DEVICE, OPT_PROJECT, OPT_NAME, OPT_EXIST_OK, OPT_CACHE, OPT_EVOLVE, OPT_MEM, OPT_HALF,
+    OPT_NOHALF,
 };
 
 int yc_cmd_train(int argc, char **argv)
@@ -102,6 +107,9 @@ int yc_cmd_train(int argc, char **argv)
         {"name", required_argument, NULL, OPT_NAME},
         {"exist-ok", no_argument, NULL, OPT_EXIST_OK},
         {"cache", optional_argument, NULL, OPT_CACHE},
+        {"mem", required_argument, NULL, OPT_MEM},
+        {"half", no_argument, NULL, OPT_HALF},
+        {"no-half", no_argument, NULL, OPT_NOHALF},
         {"evolve", optional_argument, NULL, OPT_EVOLVE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -229,6 +237,16 @@ int yc_cmd_train(int argc, char **argv)
             break;
         case OPT_EXIST_OK:
             o.exist_ok = true;
+            break;
+        case OPT_MEM:
+            if ((st = yc_cli_size(cmd, "--mem", optarg, &o.mem)))
+                return st;
+            break;
+        case OPT_HALF:
+            o.half = YC_HALF_ON;
+            break;
+        case OPT_NOHALF:
+            o.half = YC_HALF_OFF;
             break;
         case OPT_CACHE:
             yc_info("note: --cache has no effect: yolocl streams images from disk with bounded "

@@ -16,6 +16,8 @@ int yc_cmd_train(int argc, char **argv);
 int yc_cmd_val(int argc, char **argv);
 /* yolocl detect: YOLOv5's detect.py (annotated images and labels). */
 int yc_cmd_detect(int argc, char **argv);
+/* yolocl plan: the memory plan of a training run and how it would be fitted. */
+int yc_cmd_plan(int argc, char **argv);
 /* yolocl export: converts weights (.pt or safetensors) to a yolocl safetensors file. */
 int yc_cmd_export(int argc, char **argv);
 /* yolocl demo-data: writes the built-in demo dataset. */

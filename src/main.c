@@ -26,6 +26,7 @@ static const command commands[] = {
     {"train", yc_cmd_train, "train a model (YOLOv5's train.py); no --data: the demo dataset"},
     {"val", yc_cmd_val, "validate weights on a dataset: P, R, mAP (YOLOv5's val.py)"},
     {"detect", yc_cmd_detect, "detect objects in images; write annotated images and labels"},
+    {"plan", yc_cmd_plan, "print the memory a training run needs, planned before it starts"},
     {"devices", yc_cmd_devices, "list the CPU and every OpenCL platform and device"},
     {"info", yc_cmd_info, "print a model's layer table, parameter count and GFLOPs"},
     {"inspect", yc_cmd_inspect, "run one training step; write head outputs, loss and gradients"},

@@ -95,6 +95,17 @@ int yc_model_state(yc_model *m, const char *name, yc_state_kind kind, int numel,
 
 /* ---- construction ------------------------------------------------------------------------ */
 
+static yc_tensor param_tensor(const yc_param *p, yc_buffer *buf)
+{
+    yc_tensor t = p->ndim == 4 ? yc_tensor_make(p->shape[0], p->shape[1], p->shape[2], p->shape[3],
+                                                YC_F32, p->name)
+                               : yc_tensor_make(1, (int)p->numel, 1, 1, YC_F32, p->name);
+    t.buf = buf;
+    t.offset = p->offset * sizeof(float);
+    return t;
+}
+
+
 int yc_model_new(yc_model **out, yc_model_cfg *cfg)
 {
     *out = NULL;
@@ -139,6 +150,19 @@ int yc_model_new(yc_model **out, yc_model_cfg *cfg)
                 off += m->params[i].numel;
             }
         m->group_elems[grp] = off - m->group_offset[grp];
+    }
+    /* tensor shapes are known now (schedules can be checked and planned); their buffers come
+     * with yc_model_alloc */
+    for (int i = 0; i < m->nparams; i++) {
+        m->params[i].t = param_tensor(&m->params[i], NULL);
+        m->params[i].grad = param_tensor(&m->params[i], NULL);
+    }
+    for (int i = 0; i < m->nstate; i++) {
+        yc_state *st = &m->state[i];
+        if (st->kind != YC_STATE_NUM_BATCHES) {
+            st->t = yc_tensor_make(1, st->numel, 1, 1, YC_F32, st->name);
+            st->t.offset = st->offset * sizeof(float);
+        }
     }
     m->num_batches = yc_calloc((size_t)(m->nbn ? m->nbn : 1), sizeof *m->num_batches, "model");
     if (!m->num_batches) {
@@ -234,16 +258,6 @@ void yc_model_free(yc_model *m)
     free(m->num_batches);
     yc_model_cfg_free(m->cfg);
     free(m);
-}
-
-static yc_tensor param_tensor(const yc_param *p, yc_buffer *buf)
-{
-    yc_tensor t = p->ndim == 4 ? yc_tensor_make(p->shape[0], p->shape[1], p->shape[2], p->shape[3],
-                                                YC_F32, p->name)
-                               : yc_tensor_make(1, (int)p->numel, 1, 1, YC_F32, p->name);
-    t.buf = buf;
-    t.offset = p->offset * sizeof(float);
-    return t;
 }
 
 int yc_model_alloc(yc_model *m, yc_backend *be)

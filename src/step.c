@@ -24,6 +24,13 @@ void yc_step_loss_params(const yc_model *m, const yc_hyp *hyp, int imgsz, float 
 
 int yc_step_new(yc_step **out, yc_model *m, int batch, int h, int w, const yc_loss_params *lp)
 {
+    yc_graph_options go = {.mode = YC_GRAPH_TRAIN};
+    return yc_step_new_in(out, m, batch, h, w, lp, &go, NULL);
+}
+
+int yc_step_new_in(yc_step **out, yc_model *m, int batch, int h, int w, const yc_loss_params *lp,
+                   const yc_graph_options *go, yc_arena *arena)
+{
     *out = NULL;
     yc_step *s = yc_calloc(1, sizeof *s, "training step");
     if (!s)
@@ -32,9 +39,11 @@ int yc_step_new(yc_step **out, yc_model *m, int batch, int h, int w, const yc_lo
     s->batch = batch;
     s->h = h;
     s->w = w;
-    int status = yc_graph_new(&s->g, m, batch, h, w, YC_GRAPH_TRAIN);
+    yc_graph_options opt = *go;
+    opt.mode = YC_GRAPH_TRAIN;
+    int status = yc_graph_new_opts(&s->g, m, batch, h, w, &opt);
     if (!status)
-        status = yc_graph_alloc(s->g);
+        status = arena ? yc_graph_alloc_in(s->g, arena) : yc_graph_alloc(s->g);
     if (!status && !(s->loss = yc_loss_new(lp)))
         status = YC_ENOMEM;
     /* host copies of the heads only where the device does not share host memory */

@@ -28,8 +28,13 @@ typedef struct yc_step {
 void yc_step_loss_params(const yc_model *m, const yc_hyp *hyp, int imgsz, float label_smoothing,
                          yc_loss_params *lp);
 
-/* Builds and allocates the training graph for batch x h x w on the model's backend. */
+/* Builds and allocates the training graph for batch x h x w on the model's backend (FP32,
+ * nothing recomputed, an arena of its own). */
 int yc_step_new(yc_step **out, yc_model *m, int batch, int h, int w, const yc_loss_params *lp);
+/* The same with storage options (go->mode is forced to training) in a shared arena (NULL: one of
+ * its own). */
+int yc_step_new_in(yc_step **out, yc_model *m, int batch, int h, int w, const yc_loss_params *lp,
+                   const yc_graph_options *go, yc_arena *arena);
 void yc_step_free(yc_step *s);
 
 /* Keeps host copies of the head outputs (s->head[l], (B, na*no, ny, nx)) after every run, for

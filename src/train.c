@@ -24,6 +24,7 @@
 #include "hyp.h"
 #include "json.h"
 #include "loader.h"
+#include "memplan.h"
 #include "log.h"
 #include "model.h"
 #include "rng.h"
@@ -97,6 +98,7 @@ void yc_train_opts_defaults(yc_train_opts *o)
     o->device = "auto";
     o->patience = 100;
     o->save_period = -1;
+    o->half = YC_HALF_AUTO;
 }
 
 /* Strings restored from a checkpoint's options live here. */
@@ -295,6 +297,10 @@ typedef struct trainer {
     bool *frozen;
     yc_loss_params lp;
     int gs;
+    /* the activation arena every graph of the run shares, and the storage choices */
+    yc_arena arena;
+    bool have_arena;
+    yc_graph_options go;
     /* loaders and training graphs per batch shape (most recently used first) */
     yc_loader *train_loader, *val_loader;
     yc_step *steps[STEP_CACHE];
@@ -313,6 +319,8 @@ static void trainer_free(trainer *t)
         yc_step_free(t->steps[i]);
     yc_loader_free(t->train_loader);
     yc_loader_free(t->val_loader);
+    if (t->have_arena)
+        yc_arena_release(&t->arena);
     yc_optim_free(t->opt);
     yc_ema_free(t->ema);
     yc_model_free(t->m);
@@ -635,7 +643,7 @@ static int step_for(trainer *t, int b, int h, int w, yc_step **out)
     for (int j = STEP_CACHE - 1; j > 0; j--)
         t->steps[j] = t->steps[j - 1];
     t->steps[0] = NULL;
-    int st = yc_step_new(&t->steps[0], t->m, b, h, w, &t->lp);
+    int st = yc_step_new_in(&t->steps[0], t->m, b, h, w, &t->lp, &t->go, &t->arena);
     *out = t->steps[0];
     return st;
 }
@@ -680,6 +688,7 @@ static int validate(trainer *t, yc_model *model, bool final, epoch_results *res,
     vo.batch = t->o.batch * 2;
     vo.plots = final && !t->o.noplots;
     vo.save_dir = vo.plots ? t->save_dir : NULL;
+    vo.arena = &t->arena;
     if (final && t->nc == 80 && strcmp(t->names[0], "person") == 0)
         vo.iou_thres = 0.65; /* YOLOv5 re-validates COCO's best weights at 0.65 */
     yc_val_result vr;
@@ -824,6 +833,67 @@ static void print_progress(int epoch, int epochs, const double mloss[3], int ins
            (i + 1) * 100 / nb, i + 1, nb, rate, done ? "elapsed" : "ETA", done ? seconds : eta,
            tty && !done ? "" : "\n");
     fflush(stdout);
+}
+
+/* ---- memory: plan the run, fit it into the limit, reserve the arena ---------------------------- */
+
+static int fit_memory(trainer *t)
+{
+    yc_train_opts *o = &t->o;
+    int max_w = 0, max_h = 0;
+    for (size_t i = 0; i < t->train_ds.n; i++) {
+        max_w = t->train_ds.samples[i].w > max_w ? t->train_ds.samples[i].w : max_w;
+        max_h = t->train_ds.samples[i].h > max_h ? t->train_ds.samples[i].h : max_h;
+    }
+    for (size_t i = 0; t->have_val_ds && i < t->val_ds.n; i++) {
+        max_w = t->val_ds.samples[i].w > max_w ? t->val_ds.samples[i].w : max_w;
+        max_h = t->val_ds.samples[i].h > max_h ? t->val_ds.samples[i].h : max_h;
+    }
+    int img = o->imgsz;
+    if (o->multi_scale) /* the largest multi-scale size */
+        img = (int)((o->imgsz * 1.5 + t->gs - 1) / t->gs) * t->gs;
+    int workers = o->workers > 0 ? o->workers : yc_physical_cores();
+    bool val = t->val_ds.n > 0;
+    yc_run_shape rs = {.m = t->m, .train = true, .batch = o->batch, .val_batch = 0, .imgsz = img,
+                       .optimizer = o->optimizer, .workers = workers, .max_image_w = max_w,
+                       .max_image_h = max_h, .baseline = yc_current_rss()};
+    rs.val_batch = val ? 2 : 0; /* yc_memfit doubles the micro-batch for validation */
+    yc_backend *be = t->m->be;
+    size_t limit = o->mem ? o->mem : (size_t)(0.9 * (double)be->info.mem_free);
+    int max_batch = (int)(t->train_ds.n < 1024 ? t->train_ds.n : 1024);
+    yc_mem_fit fit;
+    int st = yc_memfit(&rs, limit, (yc_half_policy)o->half, NBS, max_batch, &fit);
+    if (st)
+        return yc_error_context(st, "fitting the run into %s",
+                                o->mem ? "--mem" : "the device's free memory");
+    int requested = o->batch;
+    if (o->batch == -1 || fit.micro_batch != o->batch) {
+        /* the nominal batch is kept: accumulate = round(64 / micro) (or the user's count scaled) */
+        if (o->accumulate > 0 && requested > 0)
+            o->accumulate = (int)fmax(yc_round_half_even((double)o->accumulate * requested /
+                                                         fit.micro_batch), 1);
+        o->batch = fit.micro_batch;
+    }
+    t->go.half = fit.half;
+    t->go.recompute = fit.recompute;
+    char peak[32];
+    yc_info("memory: %s planned peak (%s)\n", yc_format_size(fit.peak_bytes, peak, sizeof peak),
+            fit.reason);
+    /* reserve the arena for the chosen shapes now: after this nothing grows */
+    rs.batch = o->batch;
+    rs.val_batch = val ? 2 * o->batch : 0;
+    rs.half = fit.half;
+    rs.recompute = fit.recompute;
+    yc_mem_report r;
+    if ((st = yc_memplan(&rs, &r)))
+        return st;
+    yc_arena_init(&t->arena, be);
+    t->have_arena = true;
+    st = yc_arena_reserve(&t->arena, &r.train_plan, r.workspace_bytes);
+    if (!st)
+        st = yc_arena_reserve(&t->arena, &r.val_plan, r.workspace_bytes);
+    yc_mem_report_free(&r);
+    return st ? yc_error_context(st, "allocating the planned activation arena") : YC_OK;
 }
 
 /* ---- the run ---------------------------------------------------------------------------------- */
@@ -1072,6 +1142,8 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         t->o.device = opts->device;
         t->o.workers = opts->workers;
         t->o.threads = opts->threads;
+        t->o.mem = opts->mem;
+        t->o.half = opts->half;
         char *wdir = yc_path_dirname(resume_path);
         char *dir = wdir ? yc_path_dirname(wdir) : NULL;
         if (!dir) {
@@ -1108,10 +1180,8 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     }
     if ((st = setup_data(t)) || (st = setup_model(t, resuming)))
         goto done;
-    if (t->o.batch == -1) {
-        yc_info("AutoBatch: the memory planner is not in this version: using batch-size 16\n");
-        t->o.batch = 16;
-    }
+    if ((st = fit_memory(t)))
+        goto done;
     if (!(t->opt_json = opts_json(&t->o)) || !(t->hyp_json = hyp_to_json(&t->hyp))) {
         st = YC_ENOMEM;
         goto done;

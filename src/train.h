@@ -49,6 +49,10 @@ typedef struct yc_train_opts {
     int seed;
     /* compute threads (<= 0: physical cores) */
     int threads;
+    /* memory limit in bytes (0: 90% of the device's free memory) and the FP16 storage policy
+     * (--half, --no-half, or only when needed to fit) */
+    size_t mem;
+    int half; /* yc_half_policy */
 } yc_train_opts;
 
 /* YOLOv5's defaults (train.py's argparse) with the demo dataset and yolov5n when nothing is

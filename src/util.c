@@ -252,6 +252,18 @@ size_t yc_peak_rss(void)
     return (size_t)ru.ru_maxrss * 1024;
 }
 
+size_t yc_current_rss(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    unsigned long size = 0, resident = 0;
+    int n = fscanf(f, "%lu %lu", &size, &resident);
+    fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return n == 2 && page > 0 ? (size_t)resident * (size_t)page : 0;
+}
+
 int yc_parse_size(const char *s, size_t *out)
 {
     char *end = NULL;

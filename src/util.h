@@ -49,6 +49,8 @@ double yc_now(void);
 
 /* Peak resident set size of this process so far, bytes. */
 size_t yc_peak_rss(void);
+/* Resident set size now, bytes (0 when unknown). */
+size_t yc_current_rss(void);
 
 /* Parses "123", "4G", "512M", "64k", "1.5GiB" (binary multiples) into bytes. */
 int yc_parse_size(const char *s, size_t *out);

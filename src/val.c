@@ -278,6 +278,8 @@ typedef struct worker_buf {
 /* Everything yc_validate allocates. */
 typedef struct val_state {
     yc_model *m;
+    /* the arena evaluation graphs go in (NULL: each graph has its own) */
+    yc_arena *arena;
     yc_graph *g;
     int gn, gh, gw;
     /* host input (when the backend has no host pointer) and heads (likewise) */
@@ -332,7 +334,7 @@ static int ensure_graph(val_state *s, int n, int h, int w)
     s->g = NULL;
     int st = yc_graph_new(&s->g, s->m, n, h, w, YC_GRAPH_EVAL);
     if (!st)
-        st = yc_graph_alloc(s->g);
+        st = s->arena ? yc_graph_alloc_in(s->g, s->arena) : yc_graph_alloc(s->g);
     if (st) {
         yc_graph_free(s->g);
         s->g = NULL;
@@ -907,6 +909,7 @@ int yc_validate(yc_model *m, yc_loader *loader, const yc_dataset *ds, const char
     val_state s;
     memset(&s, 0, sizeof s);
     s.m = m;
+    s.arena = opt->arena;
     int st = validate(&s, loader, ds, names, opt, lp, res);
     state_free(&s);
     if (st)

@@ -82,6 +82,8 @@ typedef struct yc_val_options {
     const char *json_name;
     /* map class indices to COCO's 91-category ids in the JSON */
     bool coco91;
+    /* an activation arena shared with other graphs (the trainer's), or NULL for one of its own */
+    struct yc_arena *arena;
 } yc_val_options;
 
 /* val.py's defaults: conf 0.001, IoU 0.6, max_det 300, imgsz 640, batch 32, print on, nothing

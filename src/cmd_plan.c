@@ -1,0 +1,248 @@
+/* yolocl plan: the memory a training run needs, computed before anything is allocated, and how
+ * yolocl would fit it into the device (or --mem). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "device.h"
+#include "json.h"
+#include "log.h"
+#include "memplan.h"
+#include "model.h"
+#include "modelcfg.h"
+#include "util.h"
+
+static void print_usage(void)
+{
+    fputs("Usage: yolocl plan --cfg MODEL [--nc N] [--img 640] [--batch 16] [OPTION]...\n"
+          "Print the memory plan of a training run and what yolocl would choose to fit it.\n"
+          "\n"
+          "  -c, --cfg MODEL       model config (bundled name or yaml path)\n"
+          "      --nc N            number of classes (default: the yaml's nc)\n"
+          "  -i, --img N           training image size (default 640)\n"
+          "  -b, --batch N         images per batch (default 16; -1: the largest that fits)\n"
+          "      --half            FP16 storage of activations\n"
+          "      --no-half         never FP16 storage (default: only when needed to fit)\n"
+          "      --mem SIZE        memory limit (default: 90%% of the device's free memory)\n"
+          "      --optimizer NAME  SGD (default), Adam or AdamW\n"
+          "  -j, --workers N       loader threads (default: physical cores)\n"
+          "      --max-image WxH   largest dataset image, for decode buffers (default IMGxIMG)\n"
+          "      --noval           no validation graph\n"
+          "      --device D        auto or cpu (default auto)\n"
+          "      --json            one JSON object for scripts\n"
+          "  -h, --help            show this help\n",
+          stdout);
+}
+
+enum { OPT_NC = 256, OPT_HALF, OPT_NOHALF, OPT_MEM, OPT_OPTIM, OPT_MAXIMG, OPT_NOVAL, OPT_DEVICE,
+       OPT_JSON };
+
+static void print_text(const yc_run_shape *rs, const yc_mem_report *r, const yc_mem_fit *fit,
+                       size_t limit, const yc_backend *be)
+{
+    char a[32], b[32];
+    printf("%s at %dx%d, batch %d%s%s, %s\n", rs->m->cfg->name, rs->imgsz, rs->imgsz, rs->batch,
+           rs->half ? ", FP16 storage" : "", rs->recompute ? ", recomputation" : "",
+           yc_optim_kind_name(rs->optimizer));
+    printf("\n%-44s %12s  %s\n", "item", "bytes", "where");
+    for (int i = 0; i < r->nitems; i++)
+        printf("%-44s %12s  %s\n", r->items[i].what,
+               yc_format_size(r->items[i].bytes, a, sizeof a),
+               r->items[i].device ? "device" : "host");
+    printf("\nactivation arena: %d chunk%s (training step)", r->train_plan.nchunks,
+           r->train_plan.nchunks == 1 ? "" : "s");
+    for (int c = 0; c < r->train_plan.nchunks; c++)
+        printf("%s%s", c ? ", " : ": ", yc_format_size(r->train_plan.chunk_bytes[c], a, sizeof a));
+    printf("; validation %s\n", yc_format_size(r->val_plan.arena_bytes, a, sizeof a));
+    printf("training activations: planned %s, lower bound %s (largest sum of live tensors, at "
+           "schedule position %d)\n", yc_format_size(r->train_plan.arena_bytes, a, sizeof a),
+           yc_format_size(r->train_plan.lower_bound_bytes, b, sizeof b),
+           r->train_plan.peak_position);
+    printf("peak: %s planned, lower bound %s\n", yc_format_size(r->peak_bytes, a, sizeof a),
+           yc_format_size(r->lower_bound_bytes, b, sizeof b));
+    int top[10];
+    int n = yc_plan_largest(&r->train_plan, top, 10);
+    printf("\n%-48s %12s  %s\n", "largest tensors", "bytes", "alive (schedule positions)");
+    for (int i = 0; i < n; i++) {
+        const yc_plan_block *bl = &r->train_plan.blocks[top[i]];
+        printf("%-48s %12s  %d-%d\n", bl->name ? bl->name : "?",
+               yc_format_size(bl->size, a, sizeof a), bl->first, bl->last);
+    }
+    printf("\ndevice: %s, %s total, %s free, largest allocation %s\n", be->info.name,
+           yc_format_size(be->info.mem_total, a, sizeof a),
+           yc_format_size(be->info.mem_free, b, sizeof b),
+           yc_format_size(be->info.max_alloc, (char[32]){0}, 32));
+    printf("limit %s: %s\n", yc_format_size(limit, a, sizeof a), fit->reason);
+}
+
+static void print_json(const yc_run_shape *rs, const yc_mem_report *r, const yc_mem_fit *fit,
+                       size_t limit, const yc_backend *be)
+{
+    char *name = yc_json_quote(rs->m->cfg->name, strlen(rs->m->cfg->name));
+    char *dev = yc_json_quote(be->info.name, strlen(be->info.name));
+    printf("{\"model\": %s, \"img\": %d, \"batch\": %d, \"peak_bytes\": %zu, "
+           "\"lower_bound_bytes\": %zu, \"device_bytes\": %zu, \"host_bytes\": %zu, "
+           "\"activation_bytes\": %zu, \"activation_lower_bound_bytes\": %zu, "
+           "\"workspace_bytes\": %zu, \"micro_batch\": %d, \"accumulate\": %d, \"half\": %s, "
+           "\"recompute\": %s, \"fit_peak_bytes\": %zu, \"limit_bytes\": %zu, \"device\": %s, "
+           "\"chunks\": [",
+           name ? name : "\"\"", rs->imgsz, rs->batch, r->peak_bytes, r->lower_bound_bytes,
+           r->device_bytes, r->host_bytes, r->train_plan.arena_bytes,
+           r->train_plan.lower_bound_bytes, r->workspace_bytes, fit->micro_batch, fit->accumulate,
+           fit->half ? "true" : "false", fit->recompute ? "true" : "false", fit->peak_bytes, limit,
+           dev ? dev : "\"\"");
+    for (int c = 0; c < r->train_plan.nchunks; c++)
+        printf("%s%zu", c ? ", " : "", r->train_plan.chunk_bytes[c]);
+    printf("], \"items\": [");
+    for (int i = 0; i < r->nitems; i++) {
+        char *w = yc_json_quote(r->items[i].what, strlen(r->items[i].what));
+        printf("%s{\"what\": %s, \"bytes\": %zu, \"device\": %s}", i ? ", " : "", w ? w : "\"\"",
+               r->items[i].bytes, r->items[i].device ? "true" : "false");
+        free(w);
+    }
+    printf("]}\n");
+    free(name);
+    free(dev);
+}
+
+int yc_cmd_plan(int argc, char **argv)
+{
+    static const char *const cmd = "plan";
+    static const struct option opts[] = {
+        {"cfg", required_argument, NULL, 'c'},
+        {"nc", required_argument, NULL, OPT_NC},
+        {"img", required_argument, NULL, 'i'},
+        {"imgsz", required_argument, NULL, 'i'},
+        {"batch", required_argument, NULL, 'b'},
+        {"batch-size", required_argument, NULL, 'b'},
+        {"half", no_argument, NULL, OPT_HALF},
+        {"no-half", no_argument, NULL, OPT_NOHALF},
+        {"mem", required_argument, NULL, OPT_MEM},
+        {"optimizer", required_argument, NULL, OPT_OPTIM},
+        {"workers", required_argument, NULL, 'j'},
+        {"max-image", required_argument, NULL, OPT_MAXIMG},
+        {"noval", no_argument, NULL, OPT_NOVAL},
+        {"device", required_argument, NULL, OPT_DEVICE},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *cfg_name = NULL, *device = "auto";
+    int nc = 0, img = 640, batch = 16, workers = 0, c, st;
+    int max_w = 0, max_h = 0;
+    size_t mem = 0;
+    bool json = false, noval = false;
+    yc_half_policy half = YC_HALF_AUTO;
+    yc_optim_kind optim = YC_OPTIM_SGD;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":c:i:b:j:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            cfg_name = optarg;
+            break;
+        case OPT_NC:
+            if ((st = yc_cli_int(cmd, "--nc", optarg, 1, 100000, &nc)))
+                return st;
+            break;
+        case 'i':
+            if ((st = yc_cli_int(cmd, "--img", optarg, 32, 16384, &img)))
+                return st;
+            break;
+        case 'b':
+            if ((st = yc_cli_int(cmd, "--batch", optarg, -1, 65536, &batch)))
+                return st;
+            if (batch == 0)
+                return yc_usage_error(cmd, "--batch must be positive or -1");
+            break;
+        case OPT_HALF:
+            half = YC_HALF_ON;
+            break;
+        case OPT_NOHALF:
+            half = YC_HALF_OFF;
+            break;
+        case OPT_MEM:
+            if ((st = yc_cli_size(cmd, "--mem", optarg, &mem)))
+                return st;
+            break;
+        case OPT_OPTIM:
+            if (yc_optim_kind_parse(optarg, &optim))
+                return yc_usage_error(cmd, "invalid value '%s' for --optimizer: expected SGD, "
+                                      "Adam or AdamW", optarg);
+            break;
+        case 'j':
+            if ((st = yc_cli_int(cmd, "--workers", optarg, 1, 256, &workers)))
+                return st;
+            break;
+        case OPT_MAXIMG:
+            if (sscanf(optarg, "%dx%d", &max_w, &max_h) != 2 || max_w < 1 || max_h < 1)
+                return yc_usage_error(cmd, "invalid value '%s' for --max-image: expected WxH, "
+                                      "e.g. 1920x1080", optarg);
+            break;
+        case OPT_NOVAL:
+            noval = true;
+            break;
+        case OPT_DEVICE:
+            device = optarg;
+            break;
+        case OPT_JSON:
+            json = true;
+            break;
+        case 'h':
+            print_usage();
+            return YC_EXIT_OK;
+        default:
+            return yc_cli_bad_option(cmd, argc, argv);
+        }
+    }
+    if (optind < argc)
+        return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (!cfg_name)
+        return yc_usage_error(cmd, "--cfg is required (for example --cfg yolov5s)");
+
+    char path[1024];
+    yc_model_cfg *cfg = NULL;
+    yc_model *m = NULL;
+    yc_backend *be = NULL;
+    size_t baseline = yc_peak_rss();
+    if ((st = yc_model_cfg_find(cfg_name, path, sizeof path)) ||
+        (st = yc_model_cfg_load(&cfg, path, nc)) || (st = yc_model_new(&m, cfg)) ||
+        (st = yc_device_open(device, 0, !json, &be)))
+        goto done;
+    m->be = be; /* for workspace queries; nothing is allocated */
+    int gs = 32;
+    for (int l = 0; l < m->nl; l++)
+        gs = m->stride[l] > gs ? (int)m->stride[l] : gs;
+    img = (img + gs - 1) / gs * gs;
+    yc_run_shape rs = {.m = m, .train = true, .batch = batch > 0 ? batch : 16,
+                       .val_batch = noval ? 0 : 2 * (batch > 0 ? batch : 16), .imgsz = img,
+                       .half = half == YC_HALF_ON && be->info.fp16_storage,
+                       .optimizer = optim,
+                       .workers = workers > 0 ? workers : yc_physical_cores(),
+                       .max_image_w = max_w ? max_w : img, .max_image_h = max_h ? max_h : img,
+                       .baseline = baseline};
+    size_t limit = mem ? mem : (size_t)(0.9 * (double)be->info.mem_free);
+    yc_mem_report r;
+    yc_mem_fit fit;
+    if ((st = yc_memplan(&rs, &r)))
+        goto done;
+    yc_run_shape fs = rs;
+    fs.batch = batch;
+    if ((st = yc_memfit(&fs, limit, half, 64, 1024, &fit))) {
+        yc_mem_report_free(&r);
+        goto done;
+    }
+    if (json)
+        print_json(&rs, &r, &fit, limit, be);
+    else
+        print_text(&rs, &r, &fit, limit, be);
+    yc_mem_report_free(&r);
+done:
+    if (m)
+        m->be = NULL;
+    yc_model_free(m);
+    yc_backend_free(be);
+    return st ? yc_report_failure(st) : YC_EXIT_OK;
+}

@@ -1,0 +1,323 @@
+/* The memory of a whole run (see memplan.h). */
+#include "memplan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+#include "log.h"
+#include "util.h"
+
+void yc_mem_report_free(yc_mem_report *r)
+{
+    free(r->train_plan.blocks);
+    free(r->val_plan.blocks);
+    yc_graph_free(r->train_graph);
+    memset(r, 0, sizeof *r);
+}
+
+static void add(yc_mem_report *r, const char *what, size_t bytes, bool device)
+{
+    if (r->nitems == YC_MEM_MAX_ITEMS || bytes == 0)
+        return;
+    r->items[r->nitems++] = (yc_mem_item){what, bytes, device};
+}
+
+/* Builds a graph only to take its plan and workspace (a copy of the plan goes to *out); the
+ * graph is kept in *keep when keep is not NULL (its names stay valid), else freed. */
+static int plan_graph(yc_model *m, int batch, int h, int w, const yc_graph_options *go,
+                      yc_plan *out, size_t *ws, size_t *heads, yc_graph **keep)
+{
+    yc_graph *g = NULL;
+    int st = yc_graph_new_opts(&g, m, batch, h, w, go);
+    if (!st && m->be)
+        st = yc_graph_prepare(g);
+    if (st) {
+        yc_graph_free(g);
+        return st;
+    }
+    const yc_plan *p = yc_graph_plan(g);
+    *out = *p;
+    out->blocks = yc_malloc((size_t)p->nblocks * sizeof *out->blocks + 1, "memory plan");
+    if (!out->blocks) {
+        yc_graph_free(g);
+        return YC_ENOMEM;
+    }
+    memcpy(out->blocks, p->blocks, (size_t)p->nblocks * sizeof *out->blocks);
+    *ws = m->be ? yc_graph_workspace_bytes(g) : 0;
+    *heads = 0;
+    for (int l = 0; l < m->nl; l++)
+        *heads += yc_tensor_elems(yc_graph_head(g, l)) * sizeof(float);
+    if (keep) {
+        *keep = g;
+    } else {
+        for (int i = 0; i < p->nblocks; i++)
+            out->blocks[i].name = NULL; /* the names belonged to the graph */
+        yc_graph_free(g);
+    }
+    return YC_OK;
+}
+
+int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
+{
+    memset(r, 0, sizeof *r);
+    yc_model *m = rs->m;
+    yc_backend *be = m->be;
+    r->host_device = be && be->iface->buffer_host_ptr != NULL;
+    int gs = 32;
+    for (int l = 0; l < m->nl; l++)
+        if (m->stride[l] > gs)
+            gs = (int)m->stride[l];
+    int s = rs->imgsz, sv = rs->imgsz + gs;
+    size_t train_heads = 0, val_heads = 0, train_ws = 0, val_ws = 0;
+    int st = YC_OK;
+    if (rs->train) {
+        yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .half = rs->half,
+                               .recompute = rs->recompute};
+        st = plan_graph(m, rs->batch, s, s, &go, &r->train_plan, &train_ws, &train_heads,
+                        &r->train_graph);
+    }
+    if (!st && rs->val_batch > 0) {
+        yc_graph_options go = {.mode = YC_GRAPH_EVAL};
+        st = plan_graph(m, rs->val_batch, sv, sv, &go, &r->val_plan, &val_ws, &val_heads, NULL);
+    }
+    if (st) {
+        yc_mem_report_free(r);
+        return yc_error_context(st, "planning %s at %d with batch %d", m->cfg->name, s,
+                                rs->batch);
+    }
+    /* the graphs share one arena: chunk by chunk the larger of the two */
+    size_t arena = 0, lower = 0;
+    int nchunks = r->train_plan.nchunks > r->val_plan.nchunks ? r->train_plan.nchunks
+                                                             : r->val_plan.nchunks;
+    for (int c = 0; c < nchunks; c++) {
+        size_t a = c < r->train_plan.nchunks ? r->train_plan.chunk_bytes[c] : 0;
+        size_t b = c < r->val_plan.nchunks ? r->val_plan.chunk_bytes[c] : 0;
+        arena += a > b ? a : b;
+    }
+    lower = r->train_plan.lower_bound_bytes > r->val_plan.lower_bound_bytes
+                ? r->train_plan.lower_bound_bytes
+                : r->val_plan.lower_bound_bytes;
+    r->workspace_bytes = train_ws > val_ws ? train_ws : val_ws;
+
+    size_t P = m->param_elems * sizeof(float), S = m->state_elems * sizeof(float);
+    add(r, "parameters", P, true);
+    add(r, "BatchNorm statistics", S, true);
+    if (rs->train) {
+        add(r, "gradients", P, true);
+        add(r, "optimizer state", rs->optimizer == YC_OPTIM_SGD ? P : 2 * P, true);
+        add(r, "EMA (parameters and statistics)", P + S, true);
+    }
+    add(r, "activation arena", arena, true);
+    add(r, "op workspace", r->workspace_bytes, true);
+
+    /* host: the data path */
+    size_t workers = (size_t)(rs->workers > 0 ? rs->workers : 1);
+    size_t decode = 2 * 3 * (size_t)rs->max_image_w * (size_t)rs->max_image_h;
+    size_t s2 = (size_t)s * (size_t)s, sv2 = (size_t)sv * (size_t)sv;
+    if (rs->train) {
+        add(r, "training loader ring", (workers + 2) * (size_t)rs->batch * 3 * s2, false);
+        /* per thread: mosaic canvas 2s x 2s, tile, warped sample, mixup image, decode */
+        add(r, "training loader buffers", workers * (21 * s2 + decode), false);
+    }
+    if (rs->val_batch > 0) {
+        add(r, "validation loader ring", (workers + 2) * (size_t)rs->val_batch * 3 * sv2, false);
+        add(r, "validation loader buffers", workers * (6 * sv2 + decode), false);
+        /* per thread decoded rows for NMS; kept detections of a batch */
+        size_t rows = 0;
+        for (int l = 0; l < m->nl; l++)
+            rows += (size_t)m->na * (size_t)(sv / (int)m->stride[l]) * (sv / (int)m->stride[l]);
+        add(r, "validation decode and NMS", workers * rows * (size_t)m->no * sizeof(float) +
+                                                (size_t)rs->val_batch * 300 * 6 * sizeof(float),
+            false);
+    }
+    if (!r->host_device) {
+        if (rs->train)
+            add(r, "input and head staging (training)",
+                (size_t)rs->batch * 3 * s2 * sizeof(float) + 2 * train_heads, false);
+        if (rs->val_batch > 0)
+            add(r, "input and head staging (validation)",
+                (size_t)rs->val_batch * 3 * sv2 * sizeof(float) + val_heads, false);
+    }
+    add(r, "process baseline (libraries, dataset index)", rs->baseline, false);
+
+    for (int i = 0; i < r->nitems; i++) {
+        if (r->items[i].device)
+            r->device_bytes += r->items[i].bytes;
+        else
+            r->host_bytes += r->items[i].bytes;
+    }
+    r->peak_bytes = r->host_device ? r->device_bytes + r->host_bytes : r->host_bytes;
+    r->lower_bound_bytes = r->peak_bytes - (r->host_device ? arena - lower : 0);
+    if (!r->host_device)
+        r->lower_bound_bytes = r->host_bytes;
+    return YC_OK;
+}
+
+int yc_plan_largest(const yc_plan *p, int *out, int n)
+{
+    int k = 0;
+    for (int i = 0; i < p->nblocks; i++) {
+        /* insert i into the sorted top list when it belongs there */
+        int j = k;
+        if (k < n)
+            k++;
+        else if (p->blocks[i].size <= p->blocks[out[n - 1]].size)
+            continue;
+        else
+            j = n - 1;
+        while (j > 0 && p->blocks[out[j - 1]].size < p->blocks[i].size) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = i;
+    }
+    return k;
+}
+
+/* The peak of one candidate. */
+static int try_fit(const yc_run_shape *base, bool half, bool recompute, int batch, size_t *peak)
+{
+    yc_run_shape rs = *base;
+    rs.half = half;
+    rs.recompute = recompute;
+    rs.batch = batch;
+    if (rs.val_batch > 0)
+        rs.val_batch = 2 * batch;
+    yc_mem_report r;
+    int st = yc_memplan(&rs, &r);
+    if (st)
+        return st;
+    *peak = r.peak_bytes;
+    yc_mem_report_free(&r);
+    return YC_OK;
+}
+
+static int accumulate_for(int nominal, int micro)
+{
+    double a = nominal / (double)micro;
+    double r = floor(a + 0.5);
+    if (r - a == 0.5 && fmod(r, 2.0) != 0.0)
+        r -= 1.0; /* Python's round: half to even */
+    return r < 1 ? 1 : (int)r;
+}
+
+int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int nominal,
+              int max_batch, yc_mem_fit *fit)
+{
+    memset(fit, 0, sizeof *fit);
+    bool can_half = half != YC_HALF_OFF && base->m->be && base->m->be->info.fp16_storage;
+    int want = base->batch;
+    char lim[32], got[32], need[32];
+    yc_format_size(limit, lim, sizeof lim);
+    /* storage steps in the order tried: as requested, FP16, FP16 + recomputation (without FP16:
+     * as requested, recomputation) */
+    typedef struct storage {
+        bool half, recompute;
+    } storage;
+    storage steps[3] = {{half == YC_HALF_ON && can_half, false}, {true, false}, {true, true}};
+    int nsteps = 3;
+    if (!can_half) {
+        steps[1] = (storage){false, true};
+        nsteps = 2;
+    }
+    size_t peak = 0, first_peak = 0;
+    int st;
+    if (want > 0) {
+        for (int i = 0; i < nsteps; i++) {
+            st = try_fit(base, steps[i].half, steps[i].recompute, want, &peak);
+            if (st == YC_EUNSUPPORTED && i > 0)
+                continue; /* the backend cannot run this storage choice: try the next */
+            if (st)
+                return st;
+            if (i == 0)
+                first_peak = peak;
+            if (peak <= limit) {
+                fit->half = steps[i].half;
+                fit->recompute = steps[i].recompute;
+                fit->micro_batch = want;
+                fit->accumulate = accumulate_for(nominal, want);
+                fit->peak_bytes = peak;
+                if (i == 0)
+                    snprintf(fit->reason, sizeof fit->reason, "batch %d fits in %s: %s planned%s",
+                             want, lim, yc_format_size(peak, got, sizeof got),
+                             fit->half ? " with FP16 storage" : "");
+                else
+                    snprintf(fit->reason, sizeof fit->reason, "batch %d needs %s, the limit is "
+                             "%s: %s%s (%s planned)", want,
+                             yc_format_size(first_peak, need, sizeof need), lim,
+                             fit->half ? "FP16 storage" : "",
+                             fit->recompute ? (fit->half ? " and recomputation" : "recomputation")
+                                            : "",
+                             yc_format_size(peak, got, sizeof got));
+                return YC_OK;
+            }
+        }
+    }
+    /* the largest micro-batch that fits with every saving on (binary search: peak grows with
+     * the batch) */
+    bool h = steps[nsteps - 1].half, rc = steps[nsteps - 1].recompute;
+    int hi = want > 0 ? want - 1 : max_batch, lo = 1, best = 0;
+    size_t best_peak = 0;
+    /* the most saving storage the backend can run */
+    while ((st = try_fit(base, h, rc, 1, &peak)) == YC_EUNSUPPORTED && (h || rc)) {
+        if (h)
+            h = false;
+        else
+            rc = false;
+    }
+    if (st)
+        return st;
+    if (peak > limit) {
+        yc_run_shape rs = *base;
+        rs.batch = 1;
+        rs.half = h;
+        rs.recompute = rc;
+        yc_mem_report r;
+        int largest = -1;
+        char big[32] = "?";
+        if (yc_memplan(&rs, &r) == YC_OK) {
+            if (yc_plan_largest(&r.train_plan, &largest, 1) == 1)
+                yc_format_size(r.train_plan.blocks[largest].size, big, sizeof big);
+            yc_mem_report_free(&r);
+        }
+        return yc_error_status(YC_ENOMEM, "%s does not fit in %s even with batch 1 (%s planned%s; "
+                               "its largest activation is %s): use a smaller --img, a smaller "
+                               "model, or a device with more memory",
+                               base->m->cfg->name, lim, yc_format_size(peak, got, sizeof got),
+                               h ? ", FP16 storage and recomputation" : "", big);
+    }
+    best = 1;
+    best_peak = peak;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if ((st = try_fit(base, h, rc, mid, &peak)))
+            return st;
+        if (peak <= limit) {
+            best = mid;
+            best_peak = peak;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    fit->half = h;
+    fit->recompute = rc;
+    fit->micro_batch = best;
+    fit->accumulate = accumulate_for(nominal, best);
+    fit->peak_bytes = best_peak;
+    if (want > 0)
+        snprintf(fit->reason, sizeof fit->reason, "batch %d needs %s, the limit is %s: %s"
+                 "micro-batch %d with accumulate %d (%s planned)", want,
+                 yc_format_size(first_peak, need, sizeof need), lim,
+                 h ? "FP16 storage, recomputation and " : "recomputation and ", best,
+                 fit->accumulate, yc_format_size(best_peak, got, sizeof got));
+    else
+        snprintf(fit->reason, sizeof fit->reason, "AutoBatch: batch %d is the largest that fits "
+                 "in %s (%s planned%s), accumulate %d", best, lim,
+                 yc_format_size(best_peak, got, sizeof got),
+                 h ? ", FP16 storage and recomputation" : ", recomputation", fit->accumulate);
+    return YC_OK;
+}

@@ -1,0 +1,106 @@
+/* The memory of a whole run, computed before anything is allocated (DESIGN.md "Memory: planned,
+ * never discovered"): the activation plans of the training and validation graphs (plan.h), the
+ * parameters, gradients, optimizer state, EMA, BatchNorm statistics, the op workspace, and the
+ * host side of the data path (loader rings, per-thread decode and augmentation buffers, staging
+ * copies where the device does not share host memory).  `yolocl plan` prints it, `yolocl train`
+ * uses it to fit a run into a memory limit: FP16 storage first, then recomputation, then a
+ * smaller micro-batch with more gradient accumulation (the nominal batch of 64 kept). */
+#ifndef YC_MEMPLAN_H
+#define YC_MEMPLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model.h"
+#include "optim.h"
+#include "plan.h"
+
+/* What a run is, as far as memory goes. */
+typedef struct yc_run_shape {
+    /* the model (parameters registered; its backend `be` set for workspace queries, allocated or
+     * not) */
+    yc_model *m;
+    /* training (graph with backward, optimizer, EMA, training loader) or inference only */
+    bool train;
+    /* micro-batch of the training step, and the validation batch (0: no validation) */
+    int batch, val_batch;
+    /* square training image size; validation batches are at most (imgsz + stride)^2 */
+    int imgsz;
+    /* storage choices */
+    bool half, recompute;
+    yc_optim_kind optimizer;
+    /* loader threads, and the largest image of the dataset (decode buffers), 0 if unknown */
+    int workers;
+    int max_image_w, max_image_h;
+    /* memory the process holds already (libraries, the dataset index): counted in the peak */
+    size_t baseline;
+} yc_run_shape;
+
+#define YC_MEM_MAX_ITEMS 24
+
+typedef struct yc_mem_item {
+    /* what it is ("parameters", "activation arena", "training loader ring") */
+    const char *what;
+    /* bytes */
+    size_t bytes;
+    /* on the compute device (else host memory); the same thing for the CPU backend */
+    bool device;
+} yc_mem_item;
+
+typedef struct yc_mem_report {
+    /* the items, device ones first */
+    int nitems;
+    yc_mem_item items[YC_MEM_MAX_ITEMS];
+    /* sums: device memory, host memory, and the whole process peak (device + host when the device
+     * is the host, else host only) */
+    size_t device_bytes, host_bytes, peak_bytes;
+    /* the peak with the activation arena replaced by the plan's lower bound (the largest sum of
+     * live activations): no placement can do better */
+    size_t lower_bound_bytes;
+    /* the activation plan of the training step (chunks, blocks; owned) and of the largest
+     * validation batch */
+    yc_plan train_plan, val_plan;
+    /* the largest op workspace */
+    size_t workspace_bytes;
+    /* the device shares host memory (the CPU backend) */
+    bool host_device;
+    /* the training graph the plan came from (owned; block names point into it), or NULL */
+    struct yc_graph *train_graph;
+} yc_mem_report;
+
+/* Plans a run; fills *r (free with yc_mem_report_free). */
+int yc_memplan(const yc_run_shape *rs, yc_mem_report *r);
+void yc_mem_report_free(yc_mem_report *r);
+
+/* The blocks of a plan, largest first: indices of the n largest into out (n <= nblocks). */
+int yc_plan_largest(const yc_plan *p, int *out, int n);
+
+/* What yc_memfit chose and why. */
+typedef struct yc_mem_fit {
+    /* the choice */
+    bool half, recompute;
+    int micro_batch, accumulate;
+    /* the plan of the choice */
+    size_t peak_bytes;
+    /* one sentence for the log: "fits: batch 16, FP32" or "batch 64 needs 7.1 GiB, the limit
+     * is 2 GiB: FP16 storage, recomputation, micro-batch 8 with accumulate 8 (3.2 GiB -> 1.9
+     * GiB)" */
+    char reason[512];
+} yc_mem_fit;
+
+/* How half may be chosen: never (--no-half), always (--half), or when needed to fit. */
+typedef enum yc_half_policy {
+    YC_HALF_OFF,
+    YC_HALF_ON,
+    YC_HALF_AUTO,
+} yc_half_policy;
+
+/* Fits a run into `limit` bytes: the requested batch as it is; else FP16 storage (when the
+ * policy and the device allow); else recomputation too; else the largest micro-batch that fits,
+ * with accumulate = max(round(nominal / micro), 1).  batch -1 asks for the largest batch that
+ * fits (AutoBatch, computed), at most `max_batch`.  Fails before anything is allocated when not
+ * even a micro-batch of 1 fits, naming the largest tensor and what would help. */
+int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int nominal,
+              int max_batch, yc_mem_fit *fit);
+
+#endif
