@@ -490,10 +490,18 @@ static void pack_block(const struct kernel *kr, const float *src, ptrdiff_t rs, 
 static _Thread_local float *scratch_buf;
 static _Thread_local size_t scratch_cap;
 
+/* Every packed block fits in KC x (NC + MC) plus a micro-tile of rounding on each side and the
+ * prefetch distance (MR, NR <= 32 for every kernel), and the unpacked weight-gradient path needs
+ * less (DOT_MAX_MN * 16 + DOT_TM * DOT_LDA): the first call takes this much at once, so a
+ * thread's scratch never grows again once training has started. */
+enum { SCRATCH_FLOOR = GEMM_KC * (GEMM_NC + 32 + GEMM_MC + 32) + 8 * 32 };
+
 static float *scratch(size_t nfloat)
 {
     if (nfloat > scratch_cap) {
         free(scratch_buf);
+        if (nfloat < SCRATCH_FLOOR)
+            nfloat = SCRATCH_FLOOR;
         size_t bytes = (nfloat * sizeof(float) + 63) / 64 * 64;
         scratch_buf = aligned_alloc(64, bytes);
         scratch_cap = scratch_buf ? bytes / sizeof(float) : 0;
@@ -584,6 +592,8 @@ enum { DOT_TM = 8, DOT_TN = 3, DOT_KD = 512 };
 /* Row stride of the copied A tile: 16 floats more than a chunk, so that its rows do not all fall in
  * the same L1 sets (rows of A itself are often a multiple of 4 KiB apart). */
 enum { DOT_LDA = DOT_KD + 16 };
+_Static_assert(DOT_MAX_MN * 16 + DOT_TM * DOT_LDA <= SCRATCH_FLOOR,
+               "the unpacked path must fit in the scratch floor");
 
 __attribute__((target("avx512f"), always_inline)) static inline void
 dot_tile(const int TM, const int TN, const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb, int kd,

@@ -19,14 +19,27 @@ void yc_ckpt_meta_free(yc_ckpt_meta *meta)
     memset(meta, 0, sizeof *meta);
 }
 
-/* Host copies of a model's parameter and state arenas. */
+/* A host view of a model's parameter and state arenas: the buffers themselves where the device
+ * shares host memory (nothing copied, nothing allocated), else copies. */
 typedef struct host_model {
     float *params, *state;
+    bool owned;
 } host_model;
+
+/* Host address of a whole buffer, or NULL when the device does not share host memory. */
+static float *host_ptr(yc_backend *be, yc_buffer *buf)
+{
+    return be->iface->buffer_host_ptr && buf ? be->iface->buffer_host_ptr(be, buf) : NULL;
+}
 
 static int read_model(const yc_model *m, host_model *h)
 {
     yc_backend *be = m->be;
+    h->params = host_ptr(be, m->param_buf);
+    h->state = host_ptr(be, m->state_buf);
+    if (h->params && (h->state || !m->state_elems))
+        return YC_OK;
+    h->owned = true;
     h->params = yc_malloc(m->param_elems * sizeof(float), "checkpoint");
     h->state = yc_malloc((m->state_elems + 1) * sizeof(float), "checkpoint");
     if (!h->params || !h->state)
@@ -40,23 +53,41 @@ static int read_model(const yc_model *m, host_model *h)
 
 static void free_host(host_model *h)
 {
-    free(h->params);
-    free(h->state);
+    if (h->owned) {
+        free(h->params);
+        free(h->state);
+    }
+    memset(h, 0, sizeof *h);
 }
 
-/* Names live until the write: one pool of fixed-size slots. */
+/* Names live until the write: one pool sized exactly for them. */
 typedef struct name_pool {
     char *buf;
-    int used, cap;
+    size_t used, cap;
 } name_pool;
 
 static const char *pool_name(name_pool *p, const char *prefix, const char *name)
 {
-    if (p->used == p->cap)
+    size_t n = strlen(prefix) + strlen(name) + 1;
+    if (p->used + n > p->cap)
         return NULL;
-    char *slot = p->buf + (size_t)p->used++ * (YC_NAME_MAX + 32);
-    snprintf(slot, YC_NAME_MAX + 32, "%s%s", prefix, name);
+    char *slot = p->buf + p->used;
+    snprintf(slot, n, "%s%s", prefix, name);
+    p->used += n;
     return slot;
+}
+
+/* Bytes of every name a checkpoint of these models holds (prefixes included). */
+static size_t names_bytes(const yc_model *m, bool resume, bool adam)
+{
+    size_t one = 0;
+    for (int i = 0; i < m->nparams; i++)
+        one += strlen(m->params[i].name) + 1;
+    for (int i = 0; i < m->nstate; i++)
+        one += strlen(m->state[i].name) + 1;
+    one += strlen(m->anchors_name) + 1;
+    size_t prefixes = (size_t)(m->nparams + m->nstate + 1) * 64;
+    return (resume ? (adam ? 4 : 3) : 1) * (one + prefixes);
 }
 
 /* Adds a model's state dict (YOLOv5 order) under `prefix`. */
@@ -139,8 +170,8 @@ int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *mo
     name_pool np = {0};
     char *stride = NULL;
     yc_st_writer *w = yc_st_writer_new();
-    np.cap = 4 * (ema->ndict + 2) + 8;
-    np.buf = yc_malloc((size_t)np.cap * (YC_NAME_MAX + 32), "checkpoint");
+    np.cap = names_bytes(ema, model != NULL, optim && optim->buf2);
+    np.buf = yc_malloc(np.cap, "checkpoint");
     int st = w && np.buf ? YC_OK : YC_ENOMEM;
     if (!st)
         st = read_model(ema, &he);
@@ -151,17 +182,23 @@ int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *mo
         if (!st)
             st = add_state_dict(w, &np, "resume.model.", model, &hm);
     }
+    bool own_b = false;
     if (!st && optim) {
         yc_backend *be = optim->m->be;
         size_t bytes = optim->m->param_elems * sizeof(float);
-        b1 = yc_malloc(bytes, "checkpoint");
-        b2 = optim->buf2 ? yc_malloc(bytes, "checkpoint") : NULL;
-        if (!b1 || (optim->buf2 && !b2))
-            st = YC_ENOMEM;
-        if (!st)
-            st = be->iface->buffer_read(be, optim->buf1, 0, b1, bytes);
-        if (!st && b2)
-            st = be->iface->buffer_read(be, optim->buf2, 0, b2, bytes);
+        b1 = host_ptr(be, optim->buf1);
+        b2 = optim->buf2 ? host_ptr(be, optim->buf2) : NULL;
+        if (!b1 || (optim->buf2 && !b2)) {
+            own_b = true;
+            b1 = yc_malloc(bytes, "checkpoint");
+            b2 = optim->buf2 ? yc_malloc(bytes, "checkpoint") : NULL;
+            if (!b1 || (optim->buf2 && !b2))
+                st = YC_ENOMEM;
+            if (!st)
+                st = be->iface->buffer_read(be, optim->buf1, 0, b1, bytes);
+            if (!st && b2)
+                st = be->iface->buffer_read(be, optim->buf2, 0, b2, bytes);
+        }
         if (!st)
             st = add_optim(w, &np, optim, b1, b2);
     }
@@ -208,8 +245,10 @@ int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *mo
     yc_st_writer_free(w);
     free_host(&he);
     free_host(&hm);
-    free(b1);
-    free(b2);
+    if (own_b) {
+        free(b1);
+        free(b2);
+    }
     free(np.buf);
     free(stride);
     return st ? yc_error_context(st, "saving checkpoint %s", path) : YC_OK;
@@ -267,8 +306,13 @@ static int read_named(yc_st_file *f, const char *path, const char *prefix, const
 static int load_state_dict(yc_st_file *f, const char *path, const char *prefix, yc_model *m)
 {
     host_model h = {0};
-    h.params = yc_malloc(m->param_elems * sizeof(float), "checkpoint");
-    h.state = yc_malloc((m->state_elems + 1) * sizeof(float), "checkpoint");
+    h.params = host_ptr(m->be, m->param_buf);
+    h.state = host_ptr(m->be, m->state_buf);
+    if (!h.params || (!h.state && m->state_elems)) {
+        h.owned = true;
+        h.params = yc_malloc(m->param_elems * sizeof(float), "checkpoint");
+        h.state = yc_malloc((m->state_elems + 1) * sizeof(float), "checkpoint");
+    }
     int st = h.params && h.state ? YC_OK : YC_ENOMEM;
     for (int i = 0; i < m->nparams && !st; i++)
         st = read_named(f, path, prefix, m->params[i].name, h.params + m->params[i].offset,
@@ -286,9 +330,9 @@ static int load_state_dict(yc_st_file *f, const char *path, const char *prefix, 
     if (!st)
         st = read_named(f, path, prefix, m->anchors_name, m->anchors, (size_t)m->nl * m->na * 2);
     yc_backend *be = m->be;
-    if (!st)
+    if (!st && h.owned)
         st = be->iface->buffer_write(be, m->param_buf, 0, h.params, m->param_elems * sizeof(float));
-    if (!st && m->state_elems)
+    if (!st && h.owned && m->state_elems)
         st = be->iface->buffer_write(be, m->state_buf, 0, h.state, m->state_elems * sizeof(float));
     free_host(&h);
     return st;

@@ -245,8 +245,16 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
                                          opt->train ? 0.0 : opt->pad, &l->rb);
         l->have_rb = status == YC_OK;
     }
-    for (int i = 0; !status && i < l->nslots; i++)
+    /* every slot is sized now for the largest batch shape, so none grows during training */
+    int max_h = opt->imgsz, max_w = opt->imgsz;
+    for (int k = 0; l->have_rb && k < l->nbatches; k++) {
+        max_h = l->rb.hw[2 * k] > max_h ? l->rb.hw[2 * k] : max_h;
+        max_w = l->rb.hw[2 * k + 1] > max_w ? l->rb.hw[2 * k + 1] : max_w;
+    }
+    for (int i = 0; !status && i < l->nslots; i++) {
         l->slots[i].ready = -1;
+        status = ensure_capacity(&l->slots[i], opt->batch, max_h, max_w, 64 * opt->batch);
+    }
     yc_vips_init();
     for (int i = 0; !status && i < l->nworkers; i++) {
         l->workers[i].l = l;

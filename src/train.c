@@ -1004,6 +1004,8 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             }
             print_progress(epoch, t->epochs, mloss, b->nt, b->w > b->h ? b->w : b->h, i, nb,
                            yc_now() - t0, images, tty, false);
+            if (o->progress)
+                o->progress(o->progress_ctx, epoch, i, res.total);
             if (!o->noplots && ni < 3 && (st = plot_batch(t, b, ni)))
                 break;
             if (stop_requested) {

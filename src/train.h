@@ -13,6 +13,9 @@
 
 #define YC_MAX_FREEZE 64
 
+/* Called after every training batch (epoch, batch index in the epoch, the batch's loss). */
+typedef void (*yc_train_progress_fn)(void *ctx, int epoch, int batch, double loss);
+
 typedef struct yc_train_opts {
     /* dataset yaml; NULL or "" trains on the built-in demo dataset */
     const char *data;
@@ -53,6 +56,9 @@ typedef struct yc_train_opts {
      * (--half, --no-half, or only when needed to fit) */
     size_t mem;
     int half; /* yc_half_policy */
+    /* optional progress callback and its context */
+    yc_train_progress_fn progress;
+    void *progress_ctx;
 } yc_train_opts;
 
 /* YOLOv5's defaults (train.py's argparse) with the demo dataset and yolov5n when nothing is

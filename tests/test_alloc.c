@@ -1,0 +1,133 @@
+/* After the first training step, the training loop allocates nothing large: every device buffer
+ * (the CPU backend's buffers are aligned_alloc'd host memory) and every host buffer of the data
+ * path, the step, the optimizer and validation was sized by the memory plan or by the first
+ * step.  The test binary wraps the allocator (-Wl,--wrap) and counts large allocations made by
+ * yolocl's own code after the first batch of a 3-epoch training with validation. */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "demo.h"
+#include "log.h"
+#include "train.h"
+
+/* An allocation of at least this many bytes counts as large. */
+#define LARGE (256 * 1024)
+
+static atomic_int counting;
+static atomic_long large_allocs;
+static atomic_size_t largest;
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t align, size_t n);
+
+static void note(size_t n)
+{
+    if (atomic_load(&counting) && n >= LARGE) {
+        atomic_fetch_add(&large_allocs, 1);
+        size_t prev = atomic_load(&largest);
+        while (n > prev && !atomic_compare_exchange_weak(&largest, &prev, n))
+            ;
+    }
+}
+
+void *__wrap_malloc(size_t n)
+{
+    note(n);
+    return __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    note(n * size);
+    return __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    note(n);
+    return __real_realloc(p, n);
+}
+
+void *__wrap_aligned_alloc(size_t align, size_t n)
+{
+    note(n);
+    return __real_aligned_alloc(align, n);
+}
+
+/* Counting starts when the first batch of the first epoch is done. */
+static void progress(void *ctx, int epoch, int batch, double loss)
+{
+    (void)ctx;
+    (void)loss;
+    if (epoch == 0 && batch == 0)
+        atomic_store(&counting, 1);
+}
+
+START_TEST(no_large_allocation_after_the_first_step)
+{
+    char tmp[] = "/tmp/yolocl-test-alloc-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(tmp));
+    char dir[128], yaml[160];
+    snprintf(dir, sizeof dir, "%s/demo", tmp);
+    yc_demo_options opt;
+    yc_demo_options_default(&opt);
+    opt.n_train = 24;
+    opt.n_val = 8;
+    opt.min_side = 64;
+    opt.max_side = 128;
+    ck_assert_msg(yc_demo_write(dir, &opt) == YC_OK, "%s", yc_last_error());
+    snprintf(yaml, sizeof yaml, "%s/%s", dir, YC_DEMO_YAML);
+
+    yc_train_opts o;
+    yc_train_opts_defaults(&o);
+    o.data = yaml;
+    o.cfg = "yolov5n";
+    o.epochs = 3;
+    o.batch = 8;
+    o.imgsz = 96;
+    o.workers = 2;
+    o.noplots = true;
+    o.nosave = true;
+    o.exist_ok = true;
+    o.project = tmp;
+    o.name = "alloc";
+    o.progress = progress;
+    bool interrupted = false;
+    int verbosity = yc_verbosity;
+    yc_verbosity = 0;
+    int st = yc_train(&o, &interrupted);
+    yc_verbosity = verbosity;
+    atomic_store(&counting, 0);
+    ck_assert_msg(st == YC_OK, "%s", yc_last_error());
+    printf("large allocations after the first step: %ld (largest %zu bytes)\n",
+           atomic_load(&large_allocs), atomic_load(&largest));
+    ck_assert_msg(atomic_load(&large_allocs) == 0,
+                  "%ld allocations of at least %d bytes after the first step (largest %zu)",
+                  atomic_load(&large_allocs), LARGE, atomic_load(&largest));
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("alloc");
+    TCase *tc = tcase_create("train");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, no_large_allocation_after_the_first_step);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
