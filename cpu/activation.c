@@ -109,10 +109,8 @@ void yc_cpu_exp(const float *x, float *y, size_t n)
 
 /* y = silu(x) = x / (1 + exp(-x)) over one contiguous span. */
 YC_CPU_CLONES
-static void silu_span(float *y, const float *x, const float *unused, size_t n, const void *ctx)
+void yc_cpu_silu_span(float *y, const float *x, size_t n)
 {
-    (void)unused;
-    (void)ctx;
     vf v, e;
     FOR_VECTORS(n, i, len, {
         load_n(&v, x + i, len);
@@ -123,18 +121,23 @@ static void silu_span(float *y, const float *x, const float *unused, size_t n, c
     });
 }
 
+static void silu_span(float *y, const float *x, const float *unused, size_t n, const void *ctx)
+{
+    (void)unused;
+    (void)ctx;
+    yc_cpu_silu_span(y, x, n);
+}
+
 /* y (N,C,H,W) = x * sigmoid(x) */
 void yc_cpu_silu_fwd(const yc_cpu_args *a)
 {
-    yc_cpu_for_spans(a, &a->dst[0], &a->src[0], NULL, silu_span, NULL);
+    yc_cpu_for_spans(a, &a->dst[0], &a->src[0], NULL, false, silu_span, NULL);
 }
 
-/* dx (= or +=) dy * s * (1 + x * (1 - s)), s = 1 / (1 + exp(-x)), over one contiguous span; ctx
- * points to the accumulate flag. */
+/* dx (= or +=) dy * s * (1 + x * (1 - s)), s = 1 / (1 + exp(-x)), over one contiguous span. */
 YC_CPU_CLONES
-static void silu_bwd_span(float *dx, const float *dy, const float *x, size_t n, const void *ctx)
+void yc_cpu_silu_bwd_span(float *dx, const float *dy, const float *x, size_t n, int acc)
 {
-    int acc = *(const int *)ctx;
     vf v, s, g, d;
     FOR_VECTORS(n, i, len, {
         load_n(&v, x + i, len);
@@ -151,9 +154,15 @@ static void silu_bwd_span(float *dx, const float *dy, const float *x, size_t n, 
     });
 }
 
+/* ctx points to the accumulate flag */
+static void silu_bwd_span(float *dx, const float *dy, const float *x, size_t n, const void *ctx)
+{
+    yc_cpu_silu_bwd_span(dx, dy, x, n, *(const int *)ctx);
+}
+
 /* dx (N,C,H,W) (=|+=) dy * sigmoid(x) * (1 + x * (1 - sigmoid(x))) */
 void yc_cpu_silu_bwd(const yc_cpu_args *a)
 {
     int acc = a->op->accumulate;
-    yc_cpu_for_spans(a, &a->dst[0], &a->src[0], &a->src[1], silu_bwd_span, &acc);
+    yc_cpu_for_spans(a, &a->dst[0], &a->src[0], &a->src[1], acc, silu_bwd_span, &acc);
 }

@@ -20,9 +20,18 @@
  * partials (split-K), summed into dW in thread order at the end.  The items left over run one by
  * one with a parallel im2col/col2im and the multi-threaded GEMM.
  *
- * Workspace (each buffer rounded up to 64 bytes): T column blocks, then for backward-filter T-1
- * dW partials of K*CRS floats; one column block when every item runs alone; direct convolutions
- * need no column block. */
+ * FP16 activations (x of forward and backward-filter, y of forward): im2col converts x to FP32 as
+ * it builds the columns; a direct convolution converts its image block into the column buffer
+ * (backward-filter) or, in the forward pass, converts x and/or computes y in sub-blocks of at most
+ * `sub` columns, through per-thread buffers of C x sub (x) and K x sub (y) floats, y rounded to
+ * FP16 after the bias.  The GEMM sees the same operands as for FP32 tensors holding the same
+ * values, and a GEMM's element does not depend on how many columns it is given (gemm.c: the sum
+ * over K is blocked the same way): an FP16 result is the rounded FP32 one, except where the
+ * multi-threaded GEMM of left-over items splits K differently for a narrower sub-block.
+ *
+ * Workspace (each buffer rounded up to 64 bytes): T sets of per-thread buffers (a column block, and
+ * for FP16 forward the sub-block buffers), then for backward-filter T-1 dW partials of K*CRS floats;
+ * one set when every item runs alone; a direct FP32 convolution needs no column block. */
 #include <omp.h>
 #include <stdbool.h>
 #include <string.h>
@@ -32,6 +41,12 @@
 
 /* Floats of one column block (4 MiB): output rows are grouped so that CRS x rows*Q stays below. */
 #define YC_CONV_BLOCK ((size_t)1 << 20)
+
+/* FP16 forward sub-blocks: the x and y sub-block buffers together hold at most this many floats
+ * (1 MiB, so that they stay in L2 between conversion and GEMM), unless that leaves fewer than
+ * YC_CONV_SUB_MIN columns (each GEMM call packs W again: sub-blocks must not be narrow). */
+#define YC_CONV_SUB ((size_t)1 << 18)
+#define YC_CONV_SUB_MIN 256
 
 /* Shapes of one convolution and its blocking. */
 typedef struct geom {
@@ -47,6 +62,8 @@ typedef struct geom {
     int crs, pq, hw;
     /* 1x1, stride 1, no padding: no im2col */
     bool direct;
+    /* x is FP16 (forward, backward-filter); y is FP16 (forward) */
+    bool x16, y16;
     /* output rows per block and blocks per image */
     int rows, nblocks;
 } geom;
@@ -60,9 +77,20 @@ typedef struct plan {
     int items, nfull;
     /* floats of one column block and of one dW partial (0 when not needed) */
     size_t col, part;
+    /* FP16 forward: columns per sub-block, and floats of the x and y sub-block buffers (0 when
+     * not needed) */
+    int sub;
+    size_t xs, ys;
+    /* floats of one thread's buffers: col + xs + ys */
+    size_t per;
     /* workspace bytes */
     size_t bytes;
 } plan;
+
+/* One thread's buffers in the workspace (NULL when not needed). */
+typedef struct bufs {
+    float *col, *xs, *ys;
+} bufs;
 
 static geom geom_make(const yc_op *op, int N, int C, int H, int W, int K, int P, int Q)
 {
@@ -77,6 +105,8 @@ static geom geom_make(const yc_op *op, int N, int C, int H, int W, int K, int P,
     g.pq = P * Q;
     g.hw = H * W;
     g.direct = g.R == 1 && g.S == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+    g.x16 = op->kind != YC_OP_CONV2D_BWD_DATA && op->src[0]->type == YC_F16;
+    g.y16 = op->kind == YC_OP_CONV2D && op->dst[0]->type == YC_F16;
     size_t row = (size_t)g.crs * (size_t)Q; /* col floats of one output row */
     size_t rows = YC_CONV_BLOCK / row;
     g.rows = rows < 1 ? 1 : rows > (size_t)P ? P : (int)rows;
@@ -94,15 +124,39 @@ static plan plan_make(yc_op_kind kind, const geom *g, int threads)
     plan pl = {.T = threads > 0 ? threads : 1};
     bool whole_images = kind == YC_OP_CONV2D_BWD_DATA && !g->direct;
     pl.items = whole_images ? g->N : g->N * g->nblocks;
-    pl.col = g->direct ? 0 : round16((size_t)g->crs * (size_t)g->rows * (size_t)g->Q);
+    bool cols = !g->direct || (kind == YC_OP_CONV2D_BWD_FILTER && g->x16);
+    pl.col = cols ? round16((size_t)g->crs * (size_t)g->rows * (size_t)g->Q) : 0;
     pl.part = kind == YC_OP_CONV2D_BWD_FILTER ? round16((size_t)g->K * (size_t)g->crs) : 0;
+    bool xsub = kind == YC_OP_CONV2D && g->direct && g->x16, ysub = kind == YC_OP_CONV2D && g->y16;
+    if (xsub || ysub) {
+        size_t wide = (xsub ? (size_t)g->C : 0) + (ysub ? (size_t)g->K : 0);
+        size_t sub = YC_CONV_SUB / wide, block = (size_t)g->rows * (size_t)g->Q;
+        sub = sub < YC_CONV_SUB_MIN ? YC_CONV_SUB_MIN : sub / 16 * 16;
+        pl.sub = sub < block ? (int)sub : (int)block;
+        pl.xs = xsub ? round16((size_t)g->C * (size_t)pl.sub) : 0;
+        pl.ys = ysub ? round16((size_t)g->K * (size_t)pl.sub) : 0;
+    }
+    pl.per = pl.col + pl.xs + pl.ys;
     if (pl.T > 1 && pl.items >= pl.T) {
         pl.nfull = pl.items / pl.T * pl.T;
-        pl.bytes = ((size_t)pl.T * pl.col + (size_t)(pl.T - 1) * pl.part) * sizeof(float);
+        pl.bytes = ((size_t)pl.T * pl.per + (size_t)(pl.T - 1) * pl.part) * sizeof(float);
     }
-    if (pl.nfull < pl.items && pl.col * sizeof(float) > pl.bytes)
-        pl.bytes = pl.col * sizeof(float);
+    if (pl.nfull < pl.items && pl.per * sizeof(float) > pl.bytes)
+        pl.bytes = pl.per * sizeof(float);
     return pl;
+}
+
+/* The buffers of thread t. */
+static bufs bufs_of(const plan *pl, void *ws, int t)
+{
+    bufs b = {NULL, NULL, NULL};
+    if (!pl->per)
+        return b;
+    float *base = (float *)ws + (size_t)t * pl->per;
+    b.col = pl->col ? base : NULL;
+    b.xs = pl->xs ? base + pl->col : NULL;
+    b.ys = pl->ys ? base + pl->col + pl->xs : NULL;
+    return b;
 }
 
 /* Geometry from the op's tensors: x and dy (or y) are the activation slots of each kind. */
@@ -152,14 +206,27 @@ static void block_rows(const geom *g, int blk, int *p0, int *p1)
     *p1 = *p0 + g->rows < g->P ? *p0 + g->rows : g->P;
 }
 
-/* col[row, (p - p0)*Q + q] (row stride (p1 - p0)*Q) = x (C,H,W) patches for CRS rows [r0, r1)
- * and output rows [p0, p1); row = (c*R + r)*S + s. */
-static void im2col(const geom *g, const float *x, float *col, int p0, int p1, int r0, int r1)
+/* d[q] = x[q*sw + off] for q in [q0, q1) from one FP16 input row xr, through FP32 chunks. */
+static void gather_f16(const uint16_t *xr, float *d, int q0, int q1, int sw, int off)
+{
+    float buf[YC_CPU_CHUNK];
+    int qc = (YC_CPU_CHUNK - 1) / sw + 1; /* outputs per chunk: their inputs span <= YC_CPU_CHUNK */
+    for (int qa = q0; qa < q1; qa += qc) {
+        int qb = q1 - qa < qc ? q1 : qa + qc;
+        yc_half_to_float_n(xr + qa * sw + off, buf, (size_t)(qb - 1 - qa) * sw + 1);
+        for (int q = qa; q < qb; q++)
+            d[q] = buf[(q - qa) * sw];
+    }
+}
+
+/* col[row, (p - p0)*Q + q] (row stride (p1 - p0)*Q) = patches of image x (C,H,W at element offset
+ * xo of x; FP16 converted) for CRS rows [r0, r1) and output rows [p0, p1); row = (c*R + r)*S + s. */
+static void im2col(const geom *g, const yc_hv *x, size_t xo, float *col, int p0, int p1, int r0, int r1)
 {
     size_t ld = (size_t)(p1 - p0) * g->Q;
     for (int row = r0; row < r1; row++) {
         int c = row / (g->R * g->S), r = row / g->S % g->R, s = row % g->S;
-        const float *xc = x + (size_t)c * g->hw;
+        size_t xc = xo + (size_t)c * g->hw;
         float *d = col + (size_t)row * ld;
         int q0, q1;
         valid_cols(g, s, &q0, &q1);
@@ -169,14 +236,19 @@ static void im2col(const geom *g, const float *x, float *col, int p0, int p1, in
                 memset(d, 0, (size_t)g->Q * sizeof *d);
                 continue;
             }
-            const float *xr = xc + (size_t)ih * g->W;
-            int off = s - g->pw; /* d[q] = xr[q*sw + off] */
+            size_t xr = xc + (size_t)ih * g->W;
+            int off = s - g->pw; /* d[q] = x[xr + q*sw + off] */
             memset(d, 0, (size_t)q0 * sizeof *d);
-            if (g->sw == 1) {
-                memcpy(d + q0, xr + q0 + off, (size_t)(q1 - q0) * sizeof *d);
+            if (x->p16 && g->sw == 1) {
+                yc_half_to_float_n(x->p16 + xr + q0 + off, d + q0, (size_t)(q1 - q0));
+            } else if (x->p16) {
+                gather_f16(x->p16 + xr, d, q0, q1, g->sw, off);
+            } else if (g->sw == 1) {
+                memcpy(d + q0, x->p + xr + q0 + off, (size_t)(q1 - q0) * sizeof *d);
             } else {
+                const float *xrow = x->p + xr;
                 for (int q = q0; q < q1; q++)
-                    d[q] = xr[q * g->sw + off];
+                    d[q] = xrow[q * g->sw + off];
             }
             memset(d + q1, 0, (size_t)(g->Q - q1) * sizeof *d);
         }
@@ -214,21 +286,33 @@ static void col2im(const geom *g, const float *col, int p0, int p1, float *dx, i
     }
 }
 
-/* Builds the columns of image x for output rows [p0, p1) into col, with T threads (T == 1: the
- * calling thread); returns the matrix to multiply (x itself for a direct conv) and its row stride. */
-static const float *columns(const geom *g, const float *x, float *col, int p0, int p1, int T, int *ld)
+/* Converts rows [c0, c1) of the FP16 matrix at element offset xo of x (row stride ldx) and
+ * columns [0, n) into dst (row stride n); T threads (1: the calling thread only). */
+static void convert_rows(const yc_hv *x, size_t xo, size_t ldx, int c0, int c1, int n, float *dst, int T)
 {
-    if (g->direct) {
+#pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
+    for (int c = c0; c < c1; c++)
+        yc_half_to_float_n(x->p16 + xo + (size_t)c * ldx, dst + (size_t)(c - c0) * n, (size_t)n);
+}
+
+/* Builds the columns of image x (element offset xo) for output rows [p0, p1) into col, with T
+ * threads (T == 1: the calling thread); returns the matrix to multiply (x itself for a direct FP32
+ * conv) and its row stride. */
+static const float *columns(const geom *g, const yc_hv *x, size_t xo, float *col, int p0, int p1, int T, int *ld)
+{
+    if (g->direct && !x->p16) {
         *ld = g->pq;
-        return x + (size_t)p0 * g->Q;
+        return x->p + xo + (size_t)p0 * g->Q;
     }
     *ld = (p1 - p0) * g->Q;
-    if (T == 1) {
-        im2col(g, x, col, p0, p1, 0, g->crs);
+    if (g->direct) {
+        convert_rows(x, xo + (size_t)p0 * g->Q, (size_t)g->pq, 0, g->C, *ld, col, T);
+    } else if (T == 1) {
+        im2col(g, x, xo, col, p0, p1, 0, g->crs);
     } else {
 #pragma omp parallel for num_threads(T) schedule(static)
         for (int row = 0; row < g->crs; row++)
-            im2col(g, x, col, p0, p1, row, row + 1);
+            im2col(g, x, xo, col, p0, p1, row, row + 1);
     }
     return col;
 }
@@ -237,24 +321,54 @@ static const float *columns(const geom *g, const float *x, float *col, int p0, i
  * Forward: y (N,K,P,Q) = conv(x (N,C,H,W), W (K,C,R,S)) + b (1,K,1,1)
  * ------------------------------------------------------------------------------------------- */
 
-/* One block (output rows [p0, p1) of one image); T threads (1: the calling thread only). */
-static void fwd_block(const geom *g, const float *x, const float *w, const float *b, float *y, float *col,
-                      int blk, int T)
+/* y[k, 0:n] += b[k] for K rows of stride ld; T threads. */
+static void add_bias(float *y, size_t ld, int K, int n, const float *b, int T)
 {
-    int p0, p1, ld;
-    block_rows(g, blk, &p0, &p1);
-    const float *B = columns(g, x, col, p0, p1, T, &ld);
-    int n = (p1 - p0) * g->Q;
-    float *yb = y + (size_t)p0 * g->Q;
-    /* y[K, block] = W[K, CRS] * col[CRS, block] */
-    yc_sgemm(false, false, g->K, n, g->crs, 1.0f, w, g->crs, B, ld, 0.0f, yb, g->pq);
     if (!b)
         return;
 #pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
-    for (int k = 0; k < g->K; k++) {
-        float *yk = yb + (size_t)k * g->pq, bk = b[k];
+    for (int k = 0; k < K; k++) {
+        float *yk = y + (size_t)k * ld, bk = b[k];
         for (int i = 0; i < n; i++)
             yk[i] += bk;
+    }
+}
+
+/* One block (output rows [p0, p1) of image i); T threads (1: the calling thread only). */
+static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float *w, const float *b,
+                      const yc_hv *y, const bufs *bf, int i, int blk, int T)
+{
+    int p0, p1, ld = 0;
+    block_rows(g, blk, &p0, &p1);
+    int n = (p1 - p0) * g->Q;
+    size_t xo = (size_t)i * x->ns, yo = (size_t)i * y->ns + (size_t)p0 * g->Q;
+    if (!g->y16 && !(g->direct && g->x16)) {
+        /* y[K, block] = W[K, CRS] * col[CRS, block] */
+        const float *B = columns(g, x, xo, bf->col, p0, p1, T, &ld);
+        yc_sgemm(false, false, g->K, n, g->crs, 1.0f, w, g->crs, B, ld, 0.0f, y->p + yo, g->pq);
+        add_bias(y->p + yo, (size_t)g->pq, g->K, n, b, T);
+        return;
+    }
+    const float *B = g->direct ? NULL : columns(g, x, xo, bf->col, p0, p1, T, &ld);
+    for (int j0 = 0; j0 < n; j0 += pl->sub) {
+        int jn = n - j0 < pl->sub ? n - j0 : pl->sub, ldb = ld, ldc = g->pq;
+        const float *Bj = B ? B + j0 : NULL;
+        if (g->direct && g->x16) {
+            convert_rows(x, xo + (size_t)p0 * g->Q + j0, (size_t)g->pq, 0, g->C, jn, bf->xs, T);
+            Bj = bf->xs, ldb = jn;
+        } else if (g->direct) {
+            Bj = x->p + xo + (size_t)p0 * g->Q + j0, ldb = g->pq;
+        }
+        float *Cj = g->y16 ? bf->ys : y->p + yo + j0;
+        if (g->y16)
+            ldc = jn;
+        yc_sgemm(false, false, g->K, jn, g->crs, 1.0f, w, g->crs, Bj, ldb, 0.0f, Cj, ldc);
+        add_bias(Cj, (size_t)ldc, g->K, jn, b, T);
+        if (g->y16) {
+#pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
+            for (int k = 0; k < g->K; k++)
+                yc_float_to_half_n(Cj + (size_t)k * jn, y->p16 + yo + (size_t)k * g->pq + j0, (size_t)jn);
+        }
     }
 }
 
@@ -264,23 +378,18 @@ void yc_cpu_conv2d_fwd(const yc_cpu_args *a)
     const float *w = a->src[1].p, *b = a->src[2].p;
     geom g = geom_make(a->op, x->n, x->c, x->h, x->w, y->c, y->h, y->w);
     plan pl = plan_make(YC_OP_CONV2D, &g, a->threads);
-    float *ws = a->ws;
     if (pl.nfull > 0) {
 #pragma omp parallel num_threads(pl.T)
         {
-            float *col = pl.col ? ws + (size_t)omp_get_thread_num() * pl.col : NULL;
+            bufs bf = bufs_of(&pl, a->ws, omp_get_thread_num());
 #pragma omp for schedule(dynamic, 1)
-            for (int it = 0; it < pl.nfull; it++) {
-                int i = it / g.nblocks;
-                fwd_block(&g, x->p + (size_t)i * x->ns, w, b, y->p + (size_t)i * y->ns, col, it % g.nblocks,
-                          1);
-            }
+            for (int it = 0; it < pl.nfull; it++)
+                fwd_block(&g, &pl, x, w, b, y, &bf, it / g.nblocks, it % g.nblocks, 1);
         }
     }
-    for (int it = pl.nfull; it < pl.items; it++) {
-        int i = it / g.nblocks;
-        fwd_block(&g, x->p + (size_t)i * x->ns, w, b, y->p + (size_t)i * y->ns, ws, it % g.nblocks, pl.T);
-    }
+    bufs bf = bufs_of(&pl, a->ws, 0);
+    for (int it = pl.nfull; it < pl.items; it++)
+        fwd_block(&g, &pl, x, w, b, y, &bf, it / g.nblocks, it % g.nblocks, pl.T);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -365,12 +474,12 @@ void yc_cpu_conv2d_bwd_data(const yc_cpu_args *a)
 
 /* dw[K, CRS] = beta * dw + dy[K, block] * col(x)^T[block, CRS] for one block; T threads (1: the
  * calling thread only). */
-static void bwd_filter_block(const geom *g, const float *x, const float *dy, float *dw, float *col, int blk,
-                             float beta, int T)
+static void bwd_filter_block(const geom *g, const yc_hv *x, size_t xo, const float *dy, float *dw, float *col,
+                             int blk, float beta, int T)
 {
     int p0, p1, ld;
     block_rows(g, blk, &p0, &p1);
-    const float *B = columns(g, x, col, p0, p1, T, &ld);
+    const float *B = columns(g, x, xo, col, p0, p1, T, &ld);
     yc_sgemm(false, true, g->K, g->crs, (p1 - p0) * g->Q, 1.0f, dy + (size_t)p0 * g->Q, g->pq, B, ld, beta,
              dw, g->crs);
 }
@@ -384,11 +493,11 @@ void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a)
     float *ws = a->ws;
     size_t nw = (size_t)g.K * g.crs;
     if (pl.nfull > 0) {
-        float *parts = ws + (size_t)pl.T * pl.col; /* partial t-1 belongs to thread t >= 1 */
+        float *parts = ws + (size_t)pl.T * pl.per; /* partial t-1 belongs to thread t >= 1 */
 #pragma omp parallel num_threads(pl.T)
         {
             int t = omp_get_thread_num(), nt = omp_get_num_threads();
-            float *col = pl.col ? ws + (size_t)t * pl.col : NULL;
+            float *col = bufs_of(&pl, ws, t).col;
             /* thread 0 adds into dW; the others overwrite their partial with their first item
              * (nfull >= T: every thread of the team gets at least one item) */
             float *mine = t == 0 ? dw : parts + (size_t)(t - 1) * pl.part;
@@ -396,8 +505,8 @@ void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a)
 #pragma omp for schedule(static)
             for (int it = 0; it < pl.nfull; it++) {
                 int i = it / g.nblocks;
-                bwd_filter_block(&g, x->p + (size_t)i * x->ns, dy->p + (size_t)i * dy->ns, mine, col,
-                                 it % g.nblocks, beta, 1);
+                bwd_filter_block(&g, x, (size_t)i * x->ns, dy->p + (size_t)i * dy->ns, mine, col, it % g.nblocks,
+                                 beta, 1);
                 beta = 1.0f;
             }
 #pragma omp for schedule(static)
@@ -411,8 +520,8 @@ void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a)
     }
     for (int it = pl.nfull; it < pl.items; it++) {
         int i = it / g.nblocks;
-        bwd_filter_block(&g, x->p + (size_t)i * x->ns, dy->p + (size_t)i * dy->ns, dw, ws, it % g.nblocks,
-                         1.0f, pl.T);
+        bwd_filter_block(&g, x, (size_t)i * x->ns, dy->p + (size_t)i * dy->ns, dw, bufs_of(&pl, ws, 0).col,
+                         it % g.nblocks, 1.0f, pl.T);
     }
     if (db) {
         /* db[k] += sum over images and positions of dy[k], in double */

@@ -2,7 +2,8 @@
  *
  * cpu_backend.c validates an op (yc_op_check, supports), resolves every tensor to host memory and
  * calls one kernel below; kernels cannot fail.  One file per concern, forward and backward next
- * to each other: conv.c, batchnorm.c, activation.c, pool.c, upsample.c, elementwise.c, optim.c.
+ * to each other: conv.c, batchnorm.c (with the fused batch norm + SiLU ops), activation.c,
+ * pool.c, upsample.c, elementwise.c, optim.c.
  *
  * Every kernel honours nstride for each tensor (images are `ns` elements apart; a tensor may be a
  * channel range of a concat output) and writes nothing outside the logical elements of its
@@ -12,16 +13,30 @@
  * evenly, see conv.c); reductions are done in a fixed order, so results depend on the thread count
  * but not on scheduling.
  *
+ * FP16 storage: the activation slots (see cpu_supports in cpu_backend.c) may hold YC_F16 tensors.
+ * Kernels load them converted to FP32 (exactly), compute exactly as for FP32 tensors and store
+ * FP16 outputs rounded to nearest even (src/half.h), mostly a chunk of YC_CPU_CHUNK elements at a
+ * time (whole planes for max-pool, through the workspace; column blocks for convolutions).  So an
+ * op on FP16 tensors gives the FP16-rounded result of the same op on FP32 tensors holding the FP16
+ * values (tests/test_ops.c checks this bit for bit): the chunks never change the order of a
+ * reduction (see batchnorm.c), FP16-to-FP16 copies (copy, upsample) copy the bits, and the one
+ * exception is a convolution whose left-over items (conv.c) run a multi-threaded GEMM that splits
+ * K differently for the narrower FP16 sub-blocks.
+ *
  * Aliasing: the elementwise kernels (silu, silu_bwd, add, copy, fill) may run in place (an output
- * identical to an input, same offset and nstride); every other kernel needs outputs that overlap
- * no input (the optimizer kernels update their outputs in place, and these overlap neither their
- * input nor each other). */
+ * identical to an input: same offset, nstride and type); every other kernel needs outputs that
+ * overlap no input (the optimizer kernels update their outputs in place, and these overlap neither
+ * their input nor each other). */
 #ifndef YC_CPU_OPS_H
 #define YC_CPU_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "backend.h"
+#include "half.h"
 
 /* Function multi-versioning for the vectorised loops: AVX-512 and AVX2 clones selected at load
  * time, the baseline build otherwise.  The clones compute bit-identical results (no contraction
@@ -34,8 +49,13 @@
 
 /* A tensor resolved to host memory. */
 typedef struct yc_hv {
-    /* element (0,0,0,0); NULL for an unused slot */
+    /* element (0,0,0,0) of an FP32 tensor; NULL for an FP16 tensor or an unused slot */
     float *p;
+    /* element (0,0,0,0) of an FP16 tensor (binary16 bits); NULL for an FP32 tensor or an unused
+     * slot */
+    uint16_t *p16;
+    /* element type */
+    yc_dtype type;
     /* shape: images, channels, rows, columns */
     int n, c, h, w;
     /* elements between image i and image i+1 */
@@ -46,6 +66,38 @@ typedef struct yc_hv {
 static inline size_t yc_hv_image(const yc_hv *t)
 {
     return (size_t)t->c * (size_t)t->h * (size_t)t->w;
+}
+
+/* Elements that kernels convert from or to FP16 at a time (one stack buffer of floats each; a
+ * multiple of every lane count of the kernels, so chunks never change a reduction's order). */
+#define YC_CPU_CHUNK 512
+
+/* dst[0, n) = elements [off, off + n) of t, converted to FP32. */
+static inline void yc_hv_load(const yc_hv *t, size_t off, float *dst, size_t n)
+{
+    if (t->p16)
+        yc_half_to_float_n(t->p16 + off, dst, n);
+    else
+        memcpy(dst, t->p + off, n * sizeof *dst);
+}
+
+/* Elements [off, off + n) of t = src[0, n) (rounded to nearest even for FP16). */
+static inline void yc_hv_store(const yc_hv *t, size_t off, const float *src, size_t n)
+{
+    if (t->p16)
+        yc_float_to_half_n(src, t->p16 + off, n);
+    else
+        memcpy(t->p + off, src, n * sizeof *src);
+}
+
+/* Elements [off, off + n) of t as FP32: a pointer into t for an FP32 tensor, else converted into
+ * buf (n floats). */
+static inline const float *yc_hv_read(const yc_hv *t, size_t off, float *buf, size_t n)
+{
+    if (!t->p16)
+        return t->p + off;
+    yc_half_to_float_n(t->p16 + off, buf, n);
+    return buf;
 }
 
 /* Everything a kernel gets. */
@@ -71,19 +123,31 @@ void yc_cpu_conv2d_fwd(const yc_cpu_args *a);
 void yc_cpu_conv2d_bwd_data(const yc_cpu_args *a);
 void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a);
 
-/* batchnorm.c: YC_OP_BN_TRAIN, YC_OP_BN_EVAL, YC_OP_BN_BWD */
+/* batchnorm.c: YC_OP_BN_TRAIN, YC_OP_BN_EVAL, YC_OP_BN_BWD, and the fused YC_OP_BN_SILU_TRAIN and
+ * YC_OP_BN_SILU_BWD (bit-identical to BN_TRAIN then SILU, and SILU_BWD then BN_BWD, on FP32) */
 void yc_cpu_bn_train(const yc_cpu_args *a);
 void yc_cpu_bn_eval(const yc_cpu_args *a);
 void yc_cpu_bn_bwd(const yc_cpu_args *a);
+void yc_cpu_bn_silu_train(const yc_cpu_args *a);
+void yc_cpu_bn_silu_bwd(const yc_cpu_args *a);
+/* batchnorm.c: scratch bytes of YC_OP_BN_SILU_BWD run with `threads` threads (a cache of dz) */
+size_t yc_cpu_bn_silu_bwd_workspace(const yc_op *op, int threads);
 
 /* activation.c: YC_OP_SILU, YC_OP_SILU_BWD */
 void yc_cpu_silu_fwd(const yc_cpu_args *a);
 void yc_cpu_silu_bwd(const yc_cpu_args *a);
+/* activation.c: the same over n contiguous floats: y = silu(x);  dx (acc ? += : =) dy * silu'(x).
+ * Elementwise (a value's result does not depend on its position or on n); y may be x, dx may be
+ * dy or x. */
+void yc_cpu_silu_span(float *y, const float *x, size_t n);
+void yc_cpu_silu_bwd_span(float *dx, const float *dy, const float *x, size_t n, int acc);
 /* activation.c: y[i] = exp(x[i]), the vectorised exp the SiLU kernels use (exported for tests):
  * under 1 ulp from the true value over the whole float range, subnormal results included;
  * exp(+inf) = +inf, exp(-inf) = +0, exp(NaN) = NaN, overflow to +inf above 88.72284. */
 void yc_cpu_exp(const float *x, float *y, size_t n);
 
+/* pool.c: scratch bytes of a max-pool op run with `threads` threads (FP16 planes as FP32). */
+size_t yc_cpu_maxpool_workspace(const yc_op *op, int threads);
 /* pool.c: YC_OP_MAXPOOL, YC_OP_MAXPOOL_BWD */
 void yc_cpu_maxpool_fwd(const yc_cpu_args *a);
 void yc_cpu_maxpool_bwd(const yc_cpu_args *a);
@@ -108,9 +172,10 @@ void yc_cpu_sumsq(const yc_cpu_args *a);
 /* elementwise.c: runs fn over the elements of `d` (and the same elements of s0 and s1, which may
  * be NULL) in contiguous spans, the flattened index range split evenly over the threads: one
  * parallel region, no barrier but its end.  `d` and the sources share a shape; each has its own
- * nstride. */
+ * nstride and type.  fn always sees FP32: FP16 tensors go through chunk buffers (converted on
+ * load; d converted back after fn, and loaded before fn when `reads_dst`). */
 typedef void (*yc_span_fn)(float *d, const float *s0, const float *s1, size_t len, const void *ctx);
-void yc_cpu_for_spans(const yc_cpu_args *a, const yc_hv *d, const yc_hv *s0, const yc_hv *s1, yc_span_fn fn,
-                      const void *ctx);
+void yc_cpu_for_spans(const yc_cpu_args *a, const yc_hv *d, const yc_hv *s0, const yc_hv *s1, bool reads_dst,
+                      yc_span_fn fn, const void *ctx);
 
 #endif

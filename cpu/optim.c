@@ -24,13 +24,15 @@
  * parameters are not float32-representable (0.937 rather than 0.937f).
  *
  * SUMSQ adds the squares in double: eight interleaved partial sums per thread (fixed lanes, so the
- * result is the same for every vector width), then the threads' sums in thread order.
+ * result is the same for every vector width), then the threads' sums in thread order.  It also
+ * takes an FP16 tensor (converted in chunks; the same sum as for FP32 tensors of equal values).
  *
  * Threads: one parallel region per op, the elements split into one contiguous range per thread,
  * no barrier but the region's end.  The loops are `omp simd` (no loop-carried dependences, each
  * element read and written at one index only). */
 #include <math.h>
 #include <omp.h>
+#include <string.h>
 
 #include "cpu_ops.h"
 
@@ -243,26 +245,39 @@ void yc_cpu_ema(const yc_cpu_args *a)
  * ------------------------------------------------------------------------------------------- */
 #define YC_SUMSQ_LANES 8
 
-/* Sum of x[i]^2 over [0, n): element i goes to partial sum i % 8 (squares are exact in double),
- * and the partial sums are combined pairwise. */
+/* acc[j] += x[i]^2 for i in [0, n) with i % 8 == j (squares are exact in double). */
 YC_CPU_CLONES
-static double sumsq_span(const float *x, size_t n)
+static void sumsq_lanes(double *acc, const float *x, size_t n)
 {
-    double acc[YC_SUMSQ_LANES] = {0};
+    double s[YC_SUMSQ_LANES];
+    memcpy(s, acc, sizeof s);
     size_t i = 0;
     for (; n - i >= YC_SUMSQ_LANES; i += YC_SUMSQ_LANES) {
 #pragma omp simd
         for (int j = 0; j < YC_SUMSQ_LANES; j++)
-            acc[j] += (double)x[i + j] * (double)x[i + j];
+            s[j] += (double)x[i + j] * (double)x[i + j];
     }
     for (int j = 0; i + (size_t)j < n; j++)
-        acc[j] += (double)x[i + j] * (double)x[i + j];
+        s[j] += (double)x[i + j] * (double)x[i + j];
+    memcpy(acc, s, sizeof s);
+}
+
+/* Sum of x^2 over elements [b, e) of t: partial sums by element index (relative to b) modulo 8,
+ * combined pairwise; FP16 values go through FP32 chunks (a multiple of 8: the same partial sums). */
+static double sumsq_range(const yc_hv *t, size_t b, size_t e)
+{
+    double acc[YC_SUMSQ_LANES] = {0};
+    float buf[YC_CPU_CHUNK];
+    size_t step = t->p16 ? YC_CPU_CHUNK : e - b;
+    for (size_t k = b; k < e; k += step) {
+        size_t m = e - k < step ? e - k : step;
+        sumsq_lanes(acc, yc_hv_read(t, k, buf, m), m);
+    }
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
 void yc_cpu_sumsq(const yc_cpu_args *a)
 {
-    const float *x = a->src[0].p;
     size_t n = hv_elems(&a->src[0]);
     int threads = a->threads > 0 ? a->threads : 1, used = 1;
     /* one slot per thread, added in thread order after the region */
@@ -272,7 +287,7 @@ void yc_cpu_sumsq(const yc_cpu_args *a)
         size_t b, e;
         thread_range(n, &b, &e);
         int t = omp_get_thread_num();
-        part[t] = sumsq_span(x + b, e - b);
+        part[t] = sumsq_range(&a->src[0], b, e);
         if (t == 0)
             used = omp_get_num_threads();
     }

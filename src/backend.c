@@ -1,8 +1,12 @@
-/* Backend-independent helpers over the interface (see backend.h). */
+/* Backend-independent helpers over the interface (see backend.h): FP32 tensors are copied,
+ * FP16 tensors converted through a staging buffer (src/half.h). */
 #include "backend.h"
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
+#include "half.h"
 #include "log.h"
 
 /* Checks that `t` is placed and that its last element lies inside its buffer. */
@@ -28,43 +32,84 @@ static int check_placed(yc_backend *be, const yc_tensor *t, const char *what)
     return YC_OK;
 }
 
+/* Elements converted per buffer transfer for FP16 tensors (through a 2 MiB host buffer). */
+#define YC_HALF_CHUNK ((size_t)1 << 20)
+
+/* A transfer: the host floats (dst when reading, src when writing) and, for FP16 tensors, the
+ * staging buffer of half bits. */
+typedef struct xfer {
+    float *dst;
+    const float *src;
+    uint16_t *stage;
+} xfer;
+
+/* Calls fn on each contiguous run of t's elements: (byte offset in t->buf, first logical element,
+ * count); runs are whole images (the whole tensor when dense), cut into pieces of at most `max`
+ * elements when max > 0. */
+typedef int (*run_fn)(yc_backend *be, const yc_tensor *t, size_t off, size_t first, size_t count, xfer *x);
+
+static int for_runs(yc_backend *be, const yc_tensor *t, size_t max, run_fn fn, xfer *x)
+{
+    size_t img = yc_tensor_image_elems(t), es = yc_dtype_size(t->type);
+    bool dense = yc_tensor_dense(t);
+    size_t runs = dense ? 1 : (size_t)t->n, len = dense ? yc_tensor_elems(t) : img;
+    for (size_t r = 0; r < runs; r++) {
+        size_t base = t->offset + r * t->nstride * es;
+        for (size_t k = 0; k < len; k += max ? max : len) {
+            size_t m = max && len - k > max ? max : len - k;
+            int rc = fn(be, t, base + k * es, r * len + k, m, x);
+            if (rc)
+                return rc;
+        }
+    }
+    return YC_OK;
+}
+
+static int read_run(yc_backend *be, const yc_tensor *t, size_t off, size_t first, size_t count, xfer *x)
+{
+    if (t->type == YC_F32)
+        return be->iface->buffer_read(be, t->buf, off, x->dst + first, count * sizeof(float));
+    int rc = be->iface->buffer_read(be, t->buf, off, x->stage, count * sizeof *x->stage);
+    if (rc == YC_OK)
+        yc_half_to_float_n(x->stage, x->dst + first, count);
+    return rc;
+}
+
+static int write_run(yc_backend *be, const yc_tensor *t, size_t off, size_t first, size_t count, xfer *x)
+{
+    if (t->type == YC_F32)
+        return be->iface->buffer_write(be, t->buf, off, x->src + first, count * sizeof(float));
+    yc_float_to_half_n(x->src + first, x->stage, count);
+    return be->iface->buffer_write(be, t->buf, off, x->stage, count * sizeof *x->stage);
+}
+
+/* Runs a transfer of tensor t (already checked): reading into dst or writing from src. */
+static int transfer(yc_backend *be, const yc_tensor *t, float *dst, const float *src, run_fn fn,
+                    const char *what)
+{
+    if (t->type == YC_F32) {
+        xfer x = {dst, src, NULL};
+        return for_runs(be, t, 0, fn, &x);
+    }
+    if (t->type != YC_F16)
+        return yc_error_status(YC_EUNSUPPORTED, "%s %s: unknown element type", what, t->name ? t->name : "tensor");
+    size_t n = yc_tensor_elems(t), chunk = n < YC_HALF_CHUNK ? n : YC_HALF_CHUNK;
+    xfer x = {dst, src, yc_malloc(chunk * sizeof *x.stage, "FP16 staging buffer")};
+    if (!x.stage)
+        return YC_ENOMEM;
+    int rc = for_runs(be, t, chunk, fn, &x);
+    free(x.stage);
+    return rc;
+}
+
 int yc_tensor_get_f32(yc_backend *be, const yc_tensor *t, float *dst)
 {
     int rc = check_placed(be, t, "reading");
-    if (rc)
-        return rc;
-    if (t->type != YC_F32)
-        return yc_error_status(YC_EUNSUPPORTED, "reading %s: only FP32 tensors can be read as floats so far",
-                               t->name ? t->name : "tensor");
-    size_t img = yc_tensor_image_elems(t);
-    if (yc_tensor_dense(t))
-        return be->iface->buffer_read(be, t->buf, t->offset, dst, yc_tensor_elems(t) * sizeof(float));
-    for (int i = 0; i < t->n; i++) {
-        rc = be->iface->buffer_read(be, t->buf, t->offset + (size_t)i * t->nstride * sizeof(float),
-                                    dst + (size_t)i * img, img * sizeof(float));
-        if (rc)
-            return rc;
-    }
-    return YC_OK;
+    return rc ? rc : transfer(be, t, dst, NULL, read_run, "reading");
 }
 
 int yc_tensor_set_f32(yc_backend *be, const yc_tensor *t, const float *src)
 {
     int rc = check_placed(be, t, "writing");
-    if (rc)
-        return rc;
-    if (t->type != YC_F32)
-        return yc_error_status(YC_EUNSUPPORTED,
-                               "writing %s: only FP32 tensors can be written from floats so far",
-                               t->name ? t->name : "tensor");
-    size_t img = yc_tensor_image_elems(t);
-    if (yc_tensor_dense(t))
-        return be->iface->buffer_write(be, t->buf, t->offset, src, yc_tensor_elems(t) * sizeof(float));
-    for (int i = 0; i < t->n; i++) {
-        rc = be->iface->buffer_write(be, t->buf, t->offset + (size_t)i * t->nstride * sizeof(float),
-                                     src + (size_t)i * img, img * sizeof(float));
-        if (rc)
-            return rc;
-    }
-    return YC_OK;
+    return rc ? rc : transfer(be, t, NULL, src, write_run, "writing");
 }

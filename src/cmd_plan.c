@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "dataset.h"
 #include "device.h"
 #include "json.h"
 #include "log.h"
@@ -29,7 +30,8 @@ static void print_usage(void)
           "      --mem SIZE        memory limit (default: 90%% of the device's free memory)\n"
           "      --optimizer NAME  SGD (default), Adam or AdamW\n"
           "  -j, --workers N       loader threads (default: physical cores)\n"
-          "      --max-image WxH   largest dataset image, for decode buffers (default IMGxIMG)\n"
+          "  -d, --data FILE       dataset yaml: its class count, largest image and validation\n"
+          "      --max-image WxH   largest dataset image without --data (default IMGxIMG)\n"
           "      --noval           no validation graph\n"
           "      --device D        auto or cpu (default auto)\n"
           "      --json            one JSON object for scripts\n"
@@ -113,6 +115,7 @@ int yc_cmd_plan(int argc, char **argv)
     static const char *const cmd = "plan";
     static const struct option opts[] = {
         {"cfg", required_argument, NULL, 'c'},
+        {"data", required_argument, NULL, 'd'},
         {"nc", required_argument, NULL, OPT_NC},
         {"img", required_argument, NULL, 'i'},
         {"imgsz", required_argument, NULL, 'i'},
@@ -130,7 +133,7 @@ int yc_cmd_plan(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *cfg_name = NULL, *device = "auto";
+    const char *cfg_name = NULL, *device = "auto", *data = NULL;
     int nc = 0, img = 640, batch = 16, workers = 0, c, st;
     int max_w = 0, max_h = 0;
     size_t mem = 0;
@@ -138,10 +141,13 @@ int yc_cmd_plan(int argc, char **argv)
     yc_half_policy half = YC_HALF_AUTO;
     yc_optim_kind optim = YC_OPTIM_SGD;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:i:b:j:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":c:d:i:b:j:h", opts, NULL)) != -1) {
         switch (c) {
         case 'c':
             cfg_name = optarg;
+            break;
+        case 'd':
+            data = optarg;
             break;
         case OPT_NC:
             if ((st = yc_cli_int(cmd, "--nc", optarg, 1, 100000, &nc)))
@@ -206,7 +212,30 @@ int yc_cmd_plan(int argc, char **argv)
     yc_model_cfg *cfg = NULL;
     yc_model *m = NULL;
     yc_backend *be = NULL;
-    size_t baseline = yc_peak_rss();
+    yc_data_yaml y;
+    yc_dataset sets[2];
+    int nsets = 0;
+    bool have_yaml = false;
+    if (data) {
+        /* what training would scan: the class count, the largest image, the validation set */
+        if ((st = yc_data_yaml_load(data, &y)))
+            goto done;
+        have_yaml = true;
+        nc = y.nc;
+        for (int i = 0; i < 2; i++) {
+            yc_dataset_options dopt = {.nc = y.nc, .quiet = json};
+            if ((st = yc_dataset_load_split(&y, i ? YC_SPLIT_VAL : YC_SPLIT_TRAIN, &dopt,
+                                            &sets[i])))
+                goto done;
+            nsets++;
+            for (size_t k = 0; k < sets[i].n; k++) {
+                max_w = sets[i].samples[k].w > max_w ? sets[i].samples[k].w : max_w;
+                max_h = sets[i].samples[k].h > max_h ? sets[i].samples[k].h : max_h;
+            }
+        }
+        noval = noval || sets[1].n == 0;
+    }
+    size_t baseline = yc_current_rss();
     if ((st = yc_model_cfg_find(cfg_name, path, sizeof path)) ||
         (st = yc_model_cfg_load(&cfg, path, nc)) || (st = yc_model_new(&m, cfg)) ||
         (st = yc_device_open(device, 0, !json, &be)))
@@ -240,6 +269,10 @@ int yc_cmd_plan(int argc, char **argv)
         print_text(&rs, &r, &fit, limit, be);
     yc_mem_report_free(&r);
 done:
+    for (int i = 0; i < nsets; i++)
+        yc_dataset_free(&sets[i]);
+    if (have_yaml)
+        yc_data_yaml_free(&y);
     if (m)
         m->be = NULL;
     yc_model_free(m);

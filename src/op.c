@@ -2,8 +2,9 @@
  *
  * yc_op_check validates an op without touching memory: the slots its kind uses are set and the
  * others NULL, shapes agree with each other and with the op's parameters, parameters and their
- * gradients are dense FP32.  Buffers are not looked at (the planner checks ops before it places
- * tensors); backends check placement themselves before exec. */
+ * gradients are dense FP32, and FP16 appears only in activation slots (see may_be_f16): gradients,
+ * parameters, statistics and optimizer state are always FP32.  Buffers are not looked at (the
+ * planner checks ops before it places tensors); backends check placement themselves before exec. */
 #include "backend.h"
 
 #include <limits.h>
@@ -34,6 +35,10 @@ static const op_sig op_sigs[YC_OP_COUNT] = {
         {"bn_train", {"x", "gamma", "beta"}, {"y", "stats", "running_mean", "running_var"}, 0, 0, false},
     [YC_OP_BN_EVAL] = {"bn_eval", {"x", "gamma", "beta", "running_mean", "running_var"}, {"y"}, 0, 0, false},
     [YC_OP_BN_BWD] = {"bn_bwd", {"dy", "x", "gamma", "stats"}, {"dx", "dgamma", "dbeta"}, 0, 0, true},
+    [YC_OP_BN_SILU_TRAIN] =
+        {"bn_silu_train", {"x", "gamma", "beta"}, {"a", "stats", "running_mean", "running_var"}, 0, 0, false},
+    [YC_OP_BN_SILU_BWD] =
+        {"bn_silu_bwd", {"da", "x", "gamma", "beta", "stats"}, {"dx", "dgamma", "dbeta"}, 0, 0, true},
     [YC_OP_SILU] = {"silu", {"x"}, {"y"}, 0, 0, false},
     [YC_OP_SILU_BWD] = {"silu_bwd", {"dy", "x"}, {"dx"}, 0, 0, true},
     [YC_OP_ADD] = {"add", {"a", "b"}, {"y"}, 0, 0, false},
@@ -115,8 +120,9 @@ static int expect_vec(const checker *ck, const char *role, const yc_tensor *t, i
 }
 
 /* Checks every tensor on its own: positive shape, one image addressable with int indices, known
- * dtype, nstride large enough; parameters (`param`) must be dense FP32. */
-static int check_tensor(const checker *ck, const char *role, const yc_tensor *t, bool param)
+ * dtype, nstride large enough; parameters (`param`) must be dense FP32, and only activation slots
+ * (`f16`) may be FP16. */
+static int check_tensor(const checker *ck, const char *role, const yc_tensor *t, bool param, bool f16)
 {
     char s[64];
     if (t->n < 1 || t->c < 1 || t->h < 1 || t->w < 1)
@@ -130,6 +136,8 @@ static int check_tensor(const checker *ck, const char *role, const yc_tensor *t,
                     yc_tensor_image_elems(t));
     if (param && t->type != YC_F32)
         return fail(ck, "%s is a parameter, statistic or gradient and must be FP32", role);
+    if (!f16 && t->type == YC_F16)
+        return fail(ck, "%s must be FP32 (FP16 is for activations, never gradients)", role);
     if (param && !yc_tensor_dense(t))
         return fail(ck, "%s is a parameter, statistic or gradient and must be dense", role);
     return YC_OK;
@@ -221,17 +229,22 @@ static int check_kind(const checker *ck)
         return check_conv(ck, "x", s[0], "dW", d[0], "dy", s[1], "db", d[1]);
     case YC_OP_BN_TRAIN:
     case YC_OP_BN_EVAL:
-    case YC_OP_BN_BWD: {
+    case YC_OP_BN_BWD:
+    case YC_OP_BN_SILU_TRAIN:
+    case YC_OP_BN_SILU_BWD: {
         float eps = op->p.bn.eps, mom = op->p.bn.momentum;
-        if (!(eps >= 0.0f) || (op->kind == YC_OP_BN_TRAIN && !(mom >= 0.0f && mom <= 1.0f)))
+        bool train = op->kind == YC_OP_BN_TRAIN || op->kind == YC_OP_BN_SILU_TRAIN;
+        bool bwd = op->kind == YC_OP_BN_BWD || op->kind == YC_OP_BN_SILU_BWD;
+        if (!(eps >= 0.0f) || (train && !(mom >= 0.0f && mom <= 1.0f)))
             return fail(ck, "invalid parameters: eps %g, momentum %g", (double)eps, (double)mom);
-        const yc_tensor *x = op->kind == YC_OP_BN_BWD ? s[1] : s[0];
+        const yc_tensor *x = bwd ? s[1] : s[0];
         const char *xr = "x";
-        if (op->kind == YC_OP_BN_TRAIN) {
+        if (train) {
             if ((long)x->n * x->h * x->w < 2)
                 return fail(ck, "training batch norm needs more than one value per channel");
             if ((rc = expect_vec(ck, "gamma", s[1], x->c, xr)) ||
-                (rc = expect_vec(ck, "beta", s[2], x->c, xr)) || (rc = expect_same(ck, "y", d[0], xr, x)) ||
+                (rc = expect_vec(ck, "beta", s[2], x->c, xr)) ||
+                (rc = expect_same(ck, op_sigs[op->kind].dst[0], d[0], xr, x)) ||
                 (rc = expect_shape(ck, "stats", d[1], 2, x->c, 1, 1, "mean and 1/std per channel of x")) ||
                 (rc = expect_vec(ck, "running_mean", d[2], x->c, xr)) ||
                 (rc = expect_vec(ck, "running_var", d[3], x->c, xr)))
@@ -244,8 +257,12 @@ static int check_kind(const checker *ck)
                 (rc = expect_same(ck, "y", d[0], xr, x)))
                 return rc;
         } else {
-            if ((rc = expect_same(ck, "dy", s[0], xr, x)) || (rc = expect_vec(ck, "gamma", s[2], x->c, xr)) ||
-                (rc = expect_shape(ck, "stats", s[3], 2, x->c, 1, 1, "mean and 1/std per channel of x")) ||
+            /* src: dy (da), x, gamma, [beta,] stats */
+            const yc_tensor *stats = op->kind == YC_OP_BN_SILU_BWD ? s[4] : s[3];
+            if ((rc = expect_same(ck, op_sigs[op->kind].src[0], s[0], xr, x)) ||
+                (rc = expect_vec(ck, "gamma", s[2], x->c, xr)) ||
+                (op->kind == YC_OP_BN_SILU_BWD && (rc = expect_vec(ck, "beta", s[3], x->c, xr))) ||
+                (rc = expect_shape(ck, "stats", stats, 2, x->c, 1, 1, "mean and 1/std per channel of x")) ||
                 (rc = expect_same(ck, "dx", d[0], xr, x)) ||
                 (rc = expect_vec(ck, "dgamma", d[1], x->c, xr)) ||
                 (rc = expect_vec(ck, "dbeta", d[2], x->c, xr)))
@@ -353,10 +370,12 @@ static bool is_param_slot(yc_op_kind kind, bool dst, int i)
     case YC_OP_CONV2D_BWD_FILTER:
         return dst;
     case YC_OP_BN_TRAIN:
+    case YC_OP_BN_SILU_TRAIN:
         return i >= 1;
     case YC_OP_BN_EVAL:
         return !dst && i >= 1;
     case YC_OP_BN_BWD:
+    case YC_OP_BN_SILU_BWD:
         return dst ? i >= 1 : i >= 2;
     case YC_OP_SGD:
     case YC_OP_ADAM:
@@ -364,6 +383,39 @@ static bool is_param_slot(yc_op_kind kind, bool dst, int i)
         return true;
     case YC_OP_SUMSQ:
         return dst;
+    default:
+        return false;
+    }
+}
+
+/* Which slots may hold FP16 tensors: the activations (forward inputs and outputs, and the forward
+ * inputs that backward ops read: conv x, BN x, SiLU x, max-pool x), and any tensor SUMSQ sums.
+ * Gradients (dy, dx, da, dW, db, dgamma, dbeta), parameters, statistics and optimizer state are
+ * FP32. */
+static bool may_be_f16(yc_op_kind kind, bool dst, int i)
+{
+    switch (kind) {
+    case YC_OP_CONV2D:
+    case YC_OP_BN_TRAIN:
+    case YC_OP_BN_EVAL:
+    case YC_OP_BN_SILU_TRAIN:
+    case YC_OP_SILU:
+    case YC_OP_COPY:
+    case YC_OP_MAXPOOL:
+    case YC_OP_UPSAMPLE:
+        return i == 0; /* x and y (a) */
+    case YC_OP_CONV2D_BWD_FILTER:
+    case YC_OP_SUMSQ:
+        return !dst && i == 0; /* x */
+    case YC_OP_BN_BWD:
+    case YC_OP_BN_SILU_BWD:
+    case YC_OP_SILU_BWD:
+    case YC_OP_MAXPOOL_BWD:
+        return !dst && i == 1; /* x, the forward input */
+    case YC_OP_ADD:
+        return true; /* a, b, y */
+    case YC_OP_FILL:
+        return dst && i == 0;
     default:
         return false;
     }
@@ -394,7 +446,8 @@ int yc_op_check(const yc_op *op)
         if (role && !t && !(sig->src_optional & (1u << i)))
             return fail(&ck, "src[%d] (%s) is missing", i, role);
         if (t) {
-            int rc = check_tensor(&ck, role, t, is_param_slot(op->kind, false, i));
+            int rc = check_tensor(&ck, role, t, is_param_slot(op->kind, false, i),
+                                  may_be_f16(op->kind, false, i));
             if (rc)
                 return rc;
         }
@@ -407,7 +460,8 @@ int yc_op_check(const yc_op *op)
         if (role && !t && !(sig->dst_optional & (1u << i)))
             return fail(&ck, "dst[%d] (%s) is missing", i, role);
         if (t) {
-            int rc = check_tensor(&ck, role, t, is_param_slot(op->kind, true, i));
+            int rc = check_tensor(&ck, role, t, is_param_slot(op->kind, true, i),
+                                  may_be_f16(op->kind, true, i));
             if (rc)
                 return rc;
         }

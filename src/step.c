@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "half.h"
 #include "log.h"
 
 void yc_step_loss_params(const yc_model *m, const yc_hyp *hyp, int imgsz, float label_smoothing,
@@ -91,12 +92,50 @@ void yc_step_free(yc_step *s)
     free(s);
 }
 
+/* Forward, loss, backward with the input already in place. */
+static int run_loaded(yc_step *s, const float *targets, int nt, yc_loss_result *result);
+
 int yc_step_run(yc_step *s, const float *images, const float *targets, int nt,
                 yc_loss_result *result)
 {
+    int status = yc_tensor_set_f32(s->m->be, yc_graph_input(s->g), images);
+    return status ? status : run_loaded(s, targets, nt, result);
+}
+
+int yc_step_run_u8(yc_step *s, const uint8_t *images, const float *targets, int nt,
+                   yc_loss_result *result)
+{
+    yc_backend *be = s->m->be;
+    const yc_tensor *in = yc_graph_input(s->g);
+    size_t n = yc_tensor_elems(in);
+    char *base = be->iface->buffer_host_ptr ? be->iface->buffer_host_ptr(be, in->buf) : NULL;
+    if (base && yc_tensor_dense(in)) {
+        if (in->type == YC_F32) {
+            float *dst = (float *)(void *)(base + in->offset);
+            for (size_t i = 0; i < n; i++)
+                dst[i] = (float)images[i] / 255.0f;
+        } else {
+            uint16_t *dst = (uint16_t *)(void *)(base + in->offset);
+            for (size_t i = 0; i < n; i++)
+                dst[i] = yc_float_to_half((float)images[i] / 255.0f);
+        }
+        return run_loaded(s, targets, nt, result);
+    }
+    float *tmp = yc_malloc(n * sizeof *tmp, "input batch");
+    if (!tmp)
+        return YC_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = (float)images[i] / 255.0f;
+    int status = yc_tensor_set_f32(be, in, tmp);
+    free(tmp);
+    return status ? status : run_loaded(s, targets, nt, result);
+}
+
+static int run_loaded(yc_step *s, const float *targets, int nt, yc_loss_result *result)
+{
     yc_model *m = s->m;
-    int status = yc_tensor_set_f32(m->be, yc_graph_input(s->g), images);
-    if (status || (status = yc_graph_forward(s->g)))
+    int status = yc_graph_forward(s->g);
+    if (status)
         return status;
     yc_loss_head heads[YC_MAX_LEVELS];
     for (int l = 0; l < m->nl; l++) {

@@ -5,6 +5,8 @@
 #ifndef YC_STEP_H
 #define YC_STEP_H
 
+#include <stdint.h>
+
 #include "graph.h"
 #include "hyp.h"
 #include "loss.h"
@@ -45,5 +47,10 @@ int yc_step_keep_heads(yc_step *s);
 /* images: batch x ch x h x w floats in [0, 1]; targets: nt rows (image, class, x, y, w, h). */
 int yc_step_run(yc_step *s, const float *images, const float *targets, int nt,
                 yc_loss_result *result);
+
+/* The same from uint8 pixels (CHW RGB, divided by 255 as train.py does), written straight into
+ * the graph's input where the device shares host memory (no float copy of the batch). */
+int yc_step_run_u8(yc_step *s, const uint8_t *images, const float *targets, int nt,
+                   yc_loss_result *result);
 
 #endif

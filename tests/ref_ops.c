@@ -106,6 +106,16 @@ void ref_bn_train(const double *x, int N, int C, int HW, const double *gamma, co
     }
 }
 
+void ref_bn_apply(const double *x, int N, int C, int HW, const double *gamma, const double *beta,
+                  const double *mean, const double *invstd, double *y)
+{
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < HW; i++)
+                AT(y, C, 1, HW, n, c, 0, i) =
+                    (AT(x, C, 1, HW, n, c, 0, i) - mean[c]) * invstd[c] * gamma[c] + beta[c];
+}
+
 void ref_bn_eval(const double *x, int N, int C, int HW, const double *gamma, const double *beta,
                  const double *rmean, const double *rvar, double eps, double *y)
 {

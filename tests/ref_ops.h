@@ -28,6 +28,9 @@ void ref_conv2d_bwd_filter(const ref_conv *g, const double *x, const double *dy,
 /* Training batch norm over (N, HW) per channel: y, and the batch mean and biased variance. */
 void ref_bn_train(const double *x, int N, int C, int HW, const double *gamma, const double *beta, double eps,
                   double *y, double *mean, double *var);
+/* y = (x - mean) * invstd * gamma + beta per channel (batch norm with given statistics). */
+void ref_bn_apply(const double *x, int N, int C, int HW, const double *gamma, const double *beta,
+                  const double *mean, const double *invstd, double *y);
 /* Evaluation batch norm with running statistics. */
 void ref_bn_eval(const double *x, int N, int C, int HW, const double *gamma, const double *beta,
                  const double *rmean, const double *rvar, double eps, double *y);

@@ -8,23 +8,38 @@
  *     tolerance); every tensor sits in its own buffer between guard bytes, which must be
  *     untouched afterwards, as must the gaps between the images of views, the inputs, and the
  *     guards around the workspace.  Outputs start as NaN unless the op reads them (accumulate),
- *     so an op that reads what it should overwrite fails;
+ *     so an op that reads what it should overwrite fails.
+ *     FP16 variants of every op with activation slots (inputs, outputs or both FP16): the
+ *     reference runs on the FP16 values; FP32 outputs keep the FP32 tolerance, FP16 outputs may
+ *     be off by a further half FP16 ulp of each value (half_err); and each result must have the
+ *     bits of the same case run with FP32 tensors holding the same values, rounded to FP16 where
+ *     the output is FP16 (the kernels compute exactly as in FP32);
  *  3. batch-norm running statistics against values worked out by hand;
  *  4. the vectorised exp over a sweep of all floats, SiLU and its gradient over a wide range and
  *     at inf, NaN and huge inputs;
  *  5. max-pool tie-breaking (first maximum, NaN as maximum, windows of -inf);
  *  6. optimizer steps (SGD with Nesterov, Adam, AdamW) and EMA updates in sequence, bit for bit
  *     against numbers from PyTorch 1.13.1 and to 1e-5 against the double references;
- *  and the op checker, buffers, tensor get/set with nstride, device info, error paths. */
+ *  7. the fused batch norm + SiLU ops bit for bit against the unfused sequence;
+ *  8. FP16 conversion on every path (portable, F16C, AVX-512) against exact values;
+ *  and the op checker (FP16 accepted exactly in activation slots), buffers, tensor get/set with
+ *  nstride and FP16, device info, error paths. */
+#include "config.h"
+
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "backend.h"
+#include "cl_backend.h"
+#include "cl_devices.h"
 #include "cpu_ops.h"
+#include "half.h"
 #include "log.h"
 #include "ref_ops.h"
 #include "rng.h"
@@ -43,11 +58,63 @@ static int create_cpu(yc_backend **out, int threads)
     return yc_backend_cpu_new(out, threads);
 }
 
-static const backend_entry backends[] = {
+/* Opens OpenCL device `index`.  The device was listed before the tests started: failing to open
+ * it is an error, not a skip. */
+static int create_opencl(yc_backend **out, int index)
+{
+#ifdef YC_HAVE_OPENCL
+    int rc = yc_backend_opencl_new(out, index);
+    return rc == YC_EUNSUPPORTED || rc == YC_EDEVICE ? YC_ERR : rc;
+#else
+    (void)out;
+    (void)index;
+    return YC_EUNSUPPORTED;
+#endif
+}
+
+/* The CPU backend twice, then every OpenCL device (add_opencl_backends). */
+#define MAX_CL_BACKENDS 8
+static backend_entry backends[2 + MAX_CL_BACKENDS] = {
     {"cpu", create_cpu, 0},          /* default threads (physical cores) */
     {"cpu-3threads", create_cpu, 3}, /* another team size: other image splits in conv */
 };
-#define NBACKENDS ((int)(sizeof backends / sizeof backends[0]))
+static int nbackends = 2;
+#define NBACKENDS nbackends
+
+/* Appends every OpenCL device to `backends` (none when YOLOCL_TEST_OPENCL=0).  The devices are
+ * counted in a child process: listing them starts the OpenCL platform (PoCL starts threads), and
+ * Check's forked tests hang when their parent has done that. */
+static void add_opencl_backends(void)
+{
+#ifdef YC_HAVE_OPENCL
+    static char names[MAX_CL_BACKENDS][16];
+    const char *env = getenv("YOLOCL_TEST_OPENCL");
+    int fd[2], n = 0;
+    if ((env && strcmp(env, "0") == 0) || pipe(fd) != 0)
+        return;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        yc_device_info *devs = NULL;
+        int count = 0;
+        if (yc_cl_list_devices(&devs, &count) != YC_OK)
+            count = 0;
+        _exit(write(fd[1], &count, sizeof count) == (ssize_t)sizeof count ? 0 : 1);
+    }
+    close(fd[1]);
+    if (pid < 0 || read(fd[0], &n, sizeof n) != (ssize_t)sizeof n)
+        n = 0;
+    close(fd[0]);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    for (int i = 0; i < n && i < MAX_CL_BACKENDS; i++) {
+        snprintf(names[i], sizeof names[i], "opencl:%d", i);
+        backends[nbackends++] = (backend_entry){names[i], create_opencl, i};
+    }
+    if (n == 0)
+        fprintf(stderr, "test_ops: no OpenCL device: the OpenCL cases are skipped\n");
+#endif
+}
 
 /* Creates backend `i`; NULL when it does not exist on this machine. */
 static yc_backend *backend_open(int i)
@@ -354,9 +421,16 @@ typedef struct op_case {
     int ties;
     /* sgd, adam, ema: index into sgd_pars, adam_pars, ema_decays */
     int opt;
+    /* FP16 storage: F16_IN makes the activation inputs FP16, F16_OUT the activation outputs (the
+     * slots that may be FP16, see f16_slot) */
+    int f16;
 } op_case;
 
-#define MAX_CASES 600
+#define F16_IN 1
+#define F16_OUT 2
+#define F16_BOTH (F16_IN | F16_OUT)
+
+#define MAX_CASES 1200
 static op_case cases[MAX_CASES];
 static int ncases;
 
@@ -405,6 +479,65 @@ static const adam_par adam_pars[] = {
 static const float ema_decays[] = {0.0f, 1.0f, 0.5f, 4.99825e-4f, 0.99316275f};
 #define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* Whether slot i of an op kind may hold FP16 (the activation slots: backend.h; src/op.c enforces
+ * them, this is the test's own statement of the rule). */
+static bool f16_slot(yc_op_kind kind, bool dst, int i)
+{
+    switch (kind) {
+    case YC_OP_CONV2D:
+    case YC_OP_BN_TRAIN:
+    case YC_OP_BN_EVAL:
+    case YC_OP_BN_SILU_TRAIN:
+    case YC_OP_SILU:
+    case YC_OP_COPY:
+    case YC_OP_MAXPOOL:
+    case YC_OP_UPSAMPLE:
+        return i == 0; /* x and y */
+    case YC_OP_CONV2D_BWD_FILTER:
+    case YC_OP_SUMSQ:
+        return !dst && i == 0; /* x */
+    case YC_OP_BN_BWD:
+    case YC_OP_BN_SILU_BWD:
+    case YC_OP_SILU_BWD:
+    case YC_OP_MAXPOOL_BWD:
+        return !dst && i == 1; /* the forward input x */
+    case YC_OP_ADD:
+        return true;
+    case YC_OP_FILL:
+        return dst;
+    default:
+        return false;
+    }
+}
+
+/* FP16 variants of the FP32 cases built so far: every case of an op with FP16 slots (every other
+ * convolution and every third max-pool case), the FP16 slots cycling through inputs and outputs,
+ * inputs only, and outputs only. */
+static void add_f16_cases(void)
+{
+    int n0 = ncases, seen[YC_OP_COUNT] = {0};
+    for (int i = 0; i < n0; i++) {
+        op_case c = cases[i];
+        bool in = f16_slot(c.kind, false, 0) || f16_slot(c.kind, false, 1);
+        bool out = f16_slot(c.kind, true, 0);
+        if (!in && !out)
+            continue;
+        int k = seen[c.kind]++;
+        bool conv = c.kind == YC_OP_CONV2D || c.kind == YC_OP_CONV2D_BWD_FILTER;
+        bool pool = c.kind == YC_OP_MAXPOOL || c.kind == YC_OP_MAXPOOL_BWD;
+        if ((conv && k % 2) || (pool && k % 3))
+            continue;
+        static const int masks[] = {F16_BOTH, F16_IN, F16_OUT};
+        c.f16 = in && out ? masks[k % 3] : in ? F16_IN : F16_OUT;
+        add_case(c);
+    }
+    /* upsampling by more than a conversion chunk (cpu/upsample.c), FP16 to FP32 and back */
+    for (int m = F16_IN; m <= F16_OUT; m++) {
+        op_case c = {.kind = YC_OP_UPSAMPLE, .n = 1, .c = 2, .h = 1, .w = 2, .kh = 520, .f16 = m};
+        add_case(c);
+    }
+}
+
 /* Fills `cases`: every op over shapes, parameters and the accumulate/view/batch variants. */
 static void build_cases(void)
 {
@@ -442,13 +575,14 @@ static void build_cases(void)
 
     /* batch norm: shapes x (acc, view) x parameter sets */
     static const int bns[][4] = {{3, 5, 7, 6}, {1, 3, 1, 2}, {2, 4, 1, 1}, {3, 6, 30, 31}};
-    static const yc_op_kind bn_kinds[] = {YC_OP_BN_TRAIN, YC_OP_BN_EVAL, YC_OP_BN_BWD};
+    static const yc_op_kind bn_kinds[] = {YC_OP_BN_TRAIN, YC_OP_BN_EVAL, YC_OP_BN_BWD, YC_OP_BN_SILU_TRAIN,
+                                          YC_OP_BN_SILU_BWD};
     for (size_t s = 0; s < sizeof bns / sizeof bns[0]; s++)
-        for (size_t k = 0; k < 3; k++)
+        for (size_t k = 0; k < sizeof bn_kinds / sizeof bn_kinds[0]; k++)
             for (int v = 0; v < 4; v++) {
                 op_case c = {.kind = bn_kinds[k]};
                 set_shape(&c, bns[s][0], bns[s] + 1);
-                c.acc = bn_kinds[k] == YC_OP_BN_BWD ? v & 1 : 0;
+                c.acc = bn_kinds[k] == YC_OP_BN_BWD || bn_kinds[k] == YC_OP_BN_SILU_BWD ? v & 1 : 0;
                 c.view = v >> 1 & 1;
                 c.kh = (int)(s + v) & 1;
                 add_case(c);
@@ -521,6 +655,7 @@ static void build_cases(void)
             add_case(c);
         }
     }
+    add_f16_cases();
 }
 
 static float bn_eps(const op_case *c)
@@ -546,6 +681,8 @@ static const char *case_label(const op_case *c, char *buf, size_t len)
     case YC_OP_BN_TRAIN:
     case YC_OP_BN_EVAL:
     case YC_OP_BN_BWD:
+    case YC_OP_BN_SILU_TRAIN:
+    case YC_OP_BN_SILU_BWD:
         snprintf(par, sizeof par, " eps %g momentum %g", (double)bn_eps(c), (double)bn_momentum(c));
         break;
     case YC_OP_MAXPOOL:
@@ -575,8 +712,9 @@ static const char *case_label(const op_case *c, char *buf, size_t len)
     default:
         break;
     }
-    snprintf(buf, len, "%s x(%d,%d,%d,%d)%s%s%s", yc_op_kind_name(c->kind), c->n, c->c, c->h, c->w, par,
-             c->acc ? " acc" : "", c->view ? " view" : "");
+    static const char *const f16[] = {"", " f16-in", " f16-out", " f16"};
+    snprintf(buf, len, "%s x(%d,%d,%d,%d)%s%s%s%s", yc_op_kind_name(c->kind), c->n, c->c, c->h, c->w, par,
+             c->acc ? " acc" : "", c->view ? " view" : "", f16[c->f16]);
     return buf;
 }
 
@@ -668,6 +806,27 @@ static void case_spec(const op_case *c, tspec *sp, yc_op *op)
         sp->dst[1] = td("stats", 2, C, 1, 1, R_OUT, I_UNIFORM, false);
         sp->dst[2] = td("running_mean", 1, C, 1, 1, R_RW, I_UNIFORM, false);
         sp->dst[3] = td("running_var", 1, C, 1, 1, R_RW, I_POS, false);
+        break;
+    case YC_OP_BN_SILU_TRAIN:
+        op->p.bn.eps = bn_eps(c), op->p.bn.momentum = bn_momentum(c);
+        sp->src[0] = td("x", N, C, H, W, R_IN, I_SHIFTED, true);
+        sp->src[1] = td("gamma", 1, C, 1, 1, R_IN, I_POS, false);
+        sp->src[2] = td("beta", 1, C, 1, 1, R_IN, I_UNIFORM, false);
+        sp->dst[0] = td("a", N, C, H, W, R_OUT, I_UNIFORM, true);
+        sp->dst[1] = td("stats", 2, C, 1, 1, R_OUT, I_UNIFORM, false);
+        sp->dst[2] = td("running_mean", 1, C, 1, 1, R_RW, I_UNIFORM, false);
+        sp->dst[3] = td("running_var", 1, C, 1, 1, R_RW, I_POS, false);
+        break;
+    case YC_OP_BN_SILU_BWD:
+        op->p.bn.eps = bn_eps(c), op->p.bn.momentum = bn_momentum(c);
+        sp->src[0] = td("da", N, C, H, W, R_IN, I_UNIFORM, true);
+        sp->src[1] = td("x", N, C, H, W, R_IN, I_SHIFTED, true);
+        sp->src[2] = td("gamma", 1, C, 1, 1, R_IN, I_POS, false);
+        sp->src[3] = td("beta", 1, C, 1, 1, R_IN, I_UNIFORM, false);
+        sp->src[4] = td("stats", 2, C, 1, 1, R_IN, I_STATS, false);
+        sp->dst[0] = td("dx", N, C, H, W, R_ACC, I_UNIFORM, true);
+        sp->dst[1] = td("dgamma", 1, C, 1, 1, R_PGRAD, I_UNIFORM, false);
+        sp->dst[2] = td("dbeta", 1, C, 1, 1, R_PGRAD, I_UNIFORM, false);
         break;
     case YC_OP_BN_EVAL:
         op->p.bn.eps = bn_eps(c), op->p.bn.momentum = bn_momentum(c);
@@ -783,7 +942,9 @@ static double case_tol(yc_op_kind kind)
         return 5e-7; /* double inside, one rounding to FP32 */
     case YC_OP_SILU:
     case YC_OP_SILU_BWD:
-        return 2e-6; /* FP32 formula with the vectorised exp */
+    case YC_OP_BN_SILU_TRAIN:
+    case YC_OP_BN_SILU_BWD:
+        return 2e-6; /* FP32 formula with the vectorised exp (after batch norm in double) */
     case YC_OP_MAXPOOL_BWD:
     case YC_OP_UPSAMPLE_BWD:
         return 1e-6; /* FP32 sums of a few gradients */
@@ -797,61 +958,115 @@ static double case_tol(yc_op_kind kind)
     }
 }
 
-/* Guard pattern around and between tensors, and the NaN that outputs start as. */
+/* The tolerance of an op on backend `bi`: case_tol, or the OpenCL backend's where its kernels
+ * round differently (cl/kernels/: float-float sums where the CPU sums in double, CLBlast's GEMM). */
+static double backend_tol(yc_op_kind kind, int bi)
+{
+    if (backends[bi].create != create_opencl)
+        return case_tol(kind);
+    switch (kind) {
+    case YC_OP_CONV2D:
+    case YC_OP_CONV2D_BWD_DATA:
+    case YC_OP_CONV2D_BWD_FILTER:
+        return 1e-5; /* CLBlast's float dot products: up to 3*130*130 terms in one chain */
+    default:
+        return case_tol(kind);
+    }
+}
+
+/* Guard patterns around and between tensors, and the NaNs that outputs start as (FP32, FP16). */
 #define GUARD_BITS 0x7FBADBADu
 #define GARBAGE_BITS 0xFFC0FFEEu
+#define GUARD_BITS16 0x7DADu
+#define GARBAGE_BITS16 0xFE0Eu
 #define GUARD_FLOATS 16
 
 /* A tensor of a case in its own buffer: [guard][view gap][images with gaps][guard]. */
 typedef struct tbuf {
     yc_tensor t;
-    /* floats in the buffer */
-    size_t nfloats;
+    /* elements in the buffer, and their size in bytes */
+    size_t nelems, es;
     /* the whole buffer as uploaded */
-    float *before;
-    /* dense logical values: inputs, or initial values (NaN for outputs that start as garbage) */
+    unsigned char *before;
+    /* dense logical values: inputs, or initial values (NaN for outputs that start as garbage);
+     * exactly representable in the tensor's type */
     float *vals;
 } tbuf;
 
+/* Element index in the buffer of logical element i. */
 static size_t tb_logical(const tbuf *b, size_t i)
 {
     size_t img = yc_tensor_image_elems(&b->t);
-    return b->t.offset / sizeof(float) + i / img * b->t.nstride + i % img;
+    return b->t.offset / b->es + i / img * b->t.nstride + i % img;
+}
+
+/* Bits of buffer element k (FP32 or FP16). */
+static uint32_t tb_bits(const tbuf *b, const unsigned char *buf, size_t k)
+{
+    if (b->es == 2) {
+        uint16_t h;
+        memcpy(&h, buf + 2 * k, 2);
+        return h;
+    }
+    uint32_t u;
+    memcpy(&u, buf + 4 * k, 4);
+    return u;
+}
+
+static void tb_set_bits(const tbuf *b, unsigned char *buf, size_t k, uint32_t bits)
+{
+    if (b->es == 2) {
+        uint16_t h = (uint16_t)bits;
+        memcpy(buf + 2 * k, &h, 2);
+    } else {
+        memcpy(buf + 4 * k, &bits, 4);
+    }
+}
+
+/* Value of buffer element k. */
+static double tb_value(const tbuf *b, const unsigned char *buf, size_t k)
+{
+    uint32_t u = tb_bits(b, buf, k);
+    return b->es == 2 ? yc_half_to_float((uint16_t)u) : bitsf(u);
 }
 
 /* Lays the tensor out (no buffer yet) and fills the host image of its buffer with guards. */
-static void tb_create(tbuf *b, const tdesc *d, bool view)
+static void tb_create(tbuf *b, const tdesc *d, bool view, yc_dtype type)
 {
     memset(b, 0, sizeof *b);
-    b->t = yc_tensor_make(d->n, d->c, d->h, d->w, YC_F32, d->name);
+    b->t = yc_tensor_make(d->n, d->c, d->h, d->w, type, d->name);
+    b->es = yc_dtype_size(type);
     size_t img = yc_tensor_image_elems(&b->t);
     size_t lead = GUARD_FLOATS;
     if (view && d->act) {
-        /* a channel range of a wider tensor, with an odd extra gap to catch stride mix-ups */
+        /* a channel range of a wider tensor, with an odd extra gap to catch stride mix-ups (and,
+         * for FP16, an offset that is not a multiple of 4 bytes) */
         b->t.nstride = img + 2 * (size_t)d->h * d->w + 5;
         lead += 5;
     }
-    b->t.offset = lead * sizeof(float);
-    b->nfloats = lead + (size_t)(d->n - 1) * b->t.nstride + img + GUARD_FLOATS;
-    b->before = falloc(b->nfloats);
+    b->t.offset = lead * b->es;
+    b->nelems = lead + (size_t)(d->n - 1) * b->t.nstride + img + GUARD_FLOATS;
+    b->before = calloc(b->nelems, b->es);
+    ck_assert_ptr_nonnull(b->before);
     b->vals = falloc(yc_tensor_elems(&b->t));
-    for (size_t i = 0; i < b->nfloats; i++)
-        b->before[i] = bitsf(GUARD_BITS);
+    for (size_t i = 0; i < b->nelems; i++)
+        tb_set_bits(b, b->before, i, b->es == 2 ? GUARD_BITS16 : GUARD_BITS);
 }
 
 /* Places the values in the host image. */
 static void tb_place(tbuf *b)
 {
     for (size_t i = 0; i < yc_tensor_elems(&b->t); i++)
-        b->before[tb_logical(b, i)] = b->vals[i];
+        tb_set_bits(b, b->before, tb_logical(b, i),
+                    b->es == 2 ? yc_float_to_half(b->vals[i]) : fbits(b->vals[i]));
 }
 
 /* Allocates the tensor's buffer on a backend and uploads the host image. */
 static void tb_upload(yc_backend *be, tbuf *b)
 {
-    b->t.buf = yc_buffer_alloc(be, b->nfloats * sizeof(float));
+    b->t.buf = yc_buffer_alloc(be, b->nelems * b->es);
     ck_assert_msg(b->t.buf != NULL, "buffer: %s", yc_last_error());
-    ck_assert_int_eq(be->iface->buffer_write(be, b->t.buf, 0, b->before, b->nfloats * sizeof(float)), YC_OK);
+    ck_assert_int_eq(be->iface->buffer_write(be, b->t.buf, 0, b->before, b->nelems * b->es), YC_OK);
 }
 
 static void tb_release(yc_backend *be, tbuf *b)
@@ -871,21 +1086,23 @@ static void tb_free(tbuf *b)
  * for inputs) kept its bits; returns the logical elements as doubles. */
 static double *tb_check(yc_backend *be, const tbuf *b, bool input, const char *label, const char *bname)
 {
-    float *after = falloc(b->nfloats);
-    ck_assert_int_eq(be->iface->buffer_read(be, b->t.buf, 0, after, b->nfloats * sizeof(float)), YC_OK);
+    unsigned char *after = calloc(b->nelems, b->es);
+    ck_assert_ptr_nonnull(after);
+    ck_assert_int_eq(be->iface->buffer_read(be, b->t.buf, 0, after, b->nelems * b->es), YC_OK);
     size_t n = yc_tensor_elems(&b->t);
-    char *logical = calloc(b->nfloats, 1);
+    char *logical = calloc(b->nelems, 1);
     ck_assert_ptr_nonnull(logical);
     for (size_t i = 0; i < n; i++)
         logical[tb_logical(b, i)] = 1;
-    for (size_t i = 0; i < b->nfloats; i++)
+    for (size_t i = 0; i < b->nelems; i++)
         if (input || !logical[i])
-            CHECK(fbits(after[i]) == fbits(b->before[i]),
-                  "%s on %s: %s %s changed at float %zu of its buffer (%08x -> %08x)", label, bname,
-                  input ? "input" : "guard or gap of", b->t.name, i, fbits(b->before[i]), fbits(after[i]));
+            CHECK(tb_bits(b, after, i) == tb_bits(b, b->before, i),
+                  "%s on %s: %s %s changed at element %zu of its buffer (%08x -> %08x)", label, bname,
+                  input ? "input" : "guard or gap of", b->t.name, i, tb_bits(b, b->before, i),
+                  tb_bits(b, after, i));
     double *out = dalloc(n);
     for (size_t i = 0; i < n; i++)
-        out[i] = after[tb_logical(b, i)];
+        out[i] = tb_value(b, after, tb_logical(b, i));
     free(logical);
     free(after);
     return out;
@@ -960,17 +1177,36 @@ static void ref_run(const op_case *c, double *const s[], double *const d[])
         free(tw), free(tb);
         break;
     }
-    case YC_OP_BN_TRAIN: {
+    case YC_OP_BN_TRAIN:
+    case YC_OP_BN_SILU_TRAIN: {
+        /* the output is normalised with the statistics the op saves, rounded to FP32 (what the
+         * backward pass and the fused backward's recomputation see) */
         double eps = bn_eps(c), m = bn_momentum(c), M = (double)N * HW;
-        double *mean = dalloc(C), *var = dalloc(C);
+        double *mean = dalloc(C), *var = dalloc(C), *mf = dalloc(C), *isf = dalloc(C);
         ref_bn_train(s[0], N, C, HW, s[1], s[2], eps, d[0], mean, var);
         for (int i = 0; i < C; i++) {
             d[1][i] = mean[i];
             d[1][C + i] = 1.0 / sqrt(var[i] + eps);
             d[2][i] = (1.0 - m) * d[2][i] + m * mean[i];
             d[3][i] = (1.0 - m) * d[3][i] + m * var[i] * M / (M - 1.0);
+            mf[i] = (float)d[1][i];
+            isf[i] = (float)d[1][C + i];
         }
-        free(mean), free(var);
+        ref_bn_apply(s[0], N, C, HW, s[1], s[2], mf, isf, d[0]);
+        if (c->kind == YC_OP_BN_SILU_TRAIN)
+            ref_silu(d[0], nx, d[0]);
+        free(mean), free(var), free(mf), free(isf);
+        break;
+    }
+    case YC_OP_BN_SILU_BWD: {
+        double *z = dalloc(nx), *dz = dalloc(nx), *t = dalloc(nx), *dg = dalloc(C), *db = dalloc(C);
+        ref_bn_apply(s[1], N, C, HW, s[2], s[3], s[4], s[4] + C, z);
+        ref_silu_bwd(s[0], z, nx, dz);
+        ref_bn_bwd(dz, s[1], N, C, HW, s[2], s[4], s[4] + C, t, dg, db);
+        acc_into(d[0], t, nx, c->acc);
+        acc_into(d[1], dg, C, true);
+        acc_into(d[2], db, C, true);
+        free(z), free(dz), free(t), free(dg), free(db);
         break;
     }
     case YC_OP_BN_EVAL:
@@ -1050,11 +1286,11 @@ static void ref_run(const op_case *c, double *const s[], double *const d[])
     }
 }
 
-/* Scale below which an output's error is not normalised further.  Batch-norm's dx is a difference
- * of terms of size gamma * invstd * |dy| that cancels exactly when a channel has two values (it is
- * zero then): its error is measured against those terms.  An optimizer's new state (w, buf, m, v,
- * e) is decay * old + a step that can cancel it: its error is measured against the old values
- * `init` (n of them). */
+/* Scale below which an output's error is not normalised further.  Batch-norm's dx (the fused op's
+ * too) is a difference of terms of size gamma * invstd * |dy| that cancels exactly when a channel
+ * has two values (it is zero then): its error is measured against those terms.  An optimizer's new
+ * state (w, buf, m, v, e) is decay * old + a step that can cancel it: its error is measured against
+ * the old values `init` (n of them). */
 static double err_floor(const op_case *c, double *const s[], int dst, const float *init, size_t n)
 {
     if (c->kind == YC_OP_SGD || c->kind == YC_OP_ADAM || c->kind == YC_OP_EMA) {
@@ -1063,14 +1299,16 @@ static double err_floor(const op_case *c, double *const s[], int dst, const floa
             m = fmax(m, fabs((double)init[i]));
         return m;
     }
-    if (c->kind != YC_OP_BN_BWD || dst != 0)
+    if ((c->kind != YC_OP_BN_BWD && c->kind != YC_OP_BN_SILU_BWD) || dst != 0)
         return 0.0;
-    double gmax = 0.0, dymax = 0.0;
+    /* the fused op's dy is da * silu'(z), |silu'| < 1.1 */
+    const double *stats = c->kind == YC_OP_BN_BWD ? s[3] : s[4];
+    double gmax = 0.0, dymax = 0.0, dz = c->kind == YC_OP_BN_BWD ? 1.0 : 1.1;
     for (int k = 0; k < c->c; k++)
-        gmax = fmax(gmax, fabs(s[2][k] * s[3][c->c + k]));
+        gmax = fmax(gmax, fabs(s[2][k] * stats[c->c + k]));
     for (size_t i = 0; i < (size_t)c->n * c->c * c->h * c->w; i++)
         dymax = fmax(dymax, fabs(s[0][i]));
-    return gmax * dymax;
+    return gmax * dymax * dz;
 }
 
 /* A case ready to run: tensors with their host images, inputs and expected outputs (double). */
@@ -1083,8 +1321,18 @@ typedef struct prepared {
     char label[192];
 } prepared;
 
-/* Draws the inputs and initial outputs of case `c` and computes the expected results. */
-static void case_prepare(const op_case *c, prepared *pc)
+/* Type of slot i of a case: FP16 where the case asks for it and the slot allows it. */
+static yc_dtype slot_type(const op_case *c, bool dst, int i, bool as_f32)
+{
+    if (as_f32 || !(c->f16 & (dst ? F16_OUT : F16_IN)) || !f16_slot(c->kind, dst, i))
+        return YC_F32;
+    return YC_F16;
+}
+
+/* Draws the inputs and initial outputs of case `c` and computes the expected results.  Values of
+ * the case's FP16 slots are rounded to FP16; as_f32 makes every tensor FP32 with the same values
+ * (the FP32 twin of an FP16 case). */
+static void case_prepare(const op_case *c, prepared *pc, bool as_f32)
 {
     memset(pc, 0, sizeof *pc);
     case_label(c, pc->label, sizeof pc->label);
@@ -1096,7 +1344,7 @@ static void case_prepare(const op_case *c, prepared *pc)
         if (!d->n)
             continue;
         tbuf *b = &pc->src[i];
-        tb_create(b, d, c->view);
+        tb_create(b, d, c->view, slot_type(c, false, i, as_f32));
         size_t n = yc_tensor_elems(&b->t);
         if (d->init == I_STATS) {
             /* [mean; invstd] of x (src[1]), as FP32 */
@@ -1114,6 +1362,8 @@ static void case_prepare(const op_case *c, prepared *pc)
         } else {
             fill_init(&r, b->vals, n, d->init, c->ties);
         }
+        if (slot_type(c, false, i, false) == YC_F16)
+            yc_round_to_half(b->vals, n);
         tb_place(b);
         pc->rs[i] = to_double(b->vals, n);
         pc->op.src[i] = &b->t;
@@ -1123,11 +1373,13 @@ static void case_prepare(const op_case *c, prepared *pc)
         if (!d->n)
             continue;
         tbuf *b = &pc->dst[i];
-        tb_create(b, d, c->view);
+        tb_create(b, d, c->view, slot_type(c, true, i, as_f32));
         size_t n = yc_tensor_elems(&b->t);
         bool reads = d->role == R_PGRAD || d->role == R_RW || (d->role == R_ACC && c->acc);
         if (reads) {
             fill_init(&r, b->vals, n, d->init, false);
+            if (slot_type(c, true, i, false) == YC_F16)
+                yc_round_to_half(b->vals, n);
             pc->rd[i] = to_double(b->vals, n);
         } else {
             for (size_t k = 0; k < n; k++)
@@ -1135,6 +1387,9 @@ static void case_prepare(const op_case *c, prepared *pc)
             pc->rd[i] = dalloc(n);
         }
         tb_place(b);
+        if (!reads && b->es == 2)
+            for (size_t k = 0; k < n; k++)
+                tb_set_bits(b, b->before, tb_logical(b, k), GARBAGE_BITS16);
         pc->op.dst[i] = &b->t;
     }
     ref_run(c, pc->rs, pc->rd);
@@ -1154,12 +1409,34 @@ static void case_release(prepared *pc)
         }
 }
 
-/* Runs a prepared case on backend `bi` and compares it with the expected results. */
-static void case_run(const op_case *c, prepared *pc, int bi)
+/* Error of an FP16 output against the reference: the largest |got - want| over
+ * tol * scale + 2^-11 * |want| + 2^-25 (the FP32 kernel's tolerance, then half an FP16 ulp of the
+ * value, relative in the normal range and absolute in the subnormal one); <= 1 passes. */
+static double half_err(const double *got, const double *want, size_t n, double tol, double floor)
+{
+    double scale = floor, worst = 0.0;
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(want[i]))
+            scale = fmax(scale, fabs(want[i]));
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(got[i]) != isnan(want[i]))
+            return INFINITY;
+        if (isnan(want[i]))
+            continue;
+        double e = fabs(got[i] - want[i]) / (tol * scale + 0x1p-11 * fabs(want[i]) + 0x1p-25);
+        worst = fmax(worst, e);
+    }
+    return worst;
+}
+
+/* Runs a prepared case on backend `bi`, compares it with the expected results and returns the
+ * outputs (out[i] for each dst, NULL for unused slots; the caller frees them).  Returns false when
+ * the backend does not exist here. */
+static bool case_run(const op_case *c, prepared *pc, int bi, double *out[YC_OP_MAX_DST])
 {
     yc_backend *be = backend_open(bi);
     if (!be)
-        return;
+        return false;
     const char *bname = backends[bi].name, *label = pc->label;
     ck_assert_msg(be->iface->supports(be, &pc->op), "%s: not supported by %s", label, bname);
     for (int i = 0; i < YC_OP_MAX_SRC; i++)
@@ -1190,17 +1467,26 @@ static void case_run(const op_case *c, prepared *pc, int bi)
             CHECK(fbits(wafter[i]) == GUARD_BITS, "%s on %s: workspace guard changed at float %zu", label,
                   bname, i);
 
-    double tol = case_tol(c->kind);
-    for (int i = 0; i < YC_OP_MAX_DST; i++)
-        if (pc->rd[i]) {
-            size_t n = yc_tensor_elems(&pc->dst[i].t);
-            double *got = tb_check(be, &pc->dst[i], false, label, bname);
-            double e = norm_err(got, pc->rd[i], n, err_floor(c, pc->rs, i, pc->dst[i].vals, n));
+    double tol = backend_tol(c->kind, bi);
+    for (int i = 0; i < YC_OP_MAX_DST; i++) {
+        out[i] = NULL;
+        if (!pc->rd[i])
+            continue;
+        size_t n = yc_tensor_elems(&pc->dst[i].t);
+        double *got = tb_check(be, &pc->dst[i], false, label, bname);
+        double floor = err_floor(c, pc->rs, i, pc->dst[i].vals, n);
+        if (pc->dst[i].t.type == YC_F16) {
+            double e = half_err(got, pc->rd[i], n, tol, floor);
+            ck_assert_msg(e <= 1.0, "%s on %s: FP16 %s error %.3g of the allowed", label, bname,
+                          pc->sp.dst[i].name, e);
+        } else {
+            double e = norm_err(got, pc->rd[i], n, floor);
             ck_assert_msg(e <= tol, "%s on %s: %s error %.3g > %.3g", label, bname, pc->sp.dst[i].name, e,
                           tol);
-            free(got);
-            tb_release(be, &pc->dst[i]);
         }
+        out[i] = got;
+        tb_release(be, &pc->dst[i]);
+    }
     for (int i = 0; i < YC_OP_MAX_SRC; i++)
         if (pc->rs[i]) {
             free(tb_check(be, &pc->src[i], true, label, bname));
@@ -1209,15 +1495,48 @@ static void case_run(const op_case *c, prepared *pc, int bi)
     yc_buffer_free(be, wbuf);
     free(wbefore), free(wafter);
     yc_backend_free(be);
+    return true;
+}
+
+/* Bits of a double that holds an FP32 value, rounded to FP16 when `half`, as FP32 bits. */
+static uint32_t value_bits(double v, bool half)
+{
+    float f = (float)v;
+    return fbits(half ? yc_half_to_float(yc_float_to_half(f)) : f);
 }
 
 START_TEST(op_cases)
 {
-    prepared pc;
-    case_prepare(&cases[_i], &pc);
-    for (int bi = 0; bi < NBACKENDS; bi++)
-        case_run(&cases[_i], &pc, bi);
+    const op_case *c = &cases[_i];
+    prepared pc, twin;
+    case_prepare(c, &pc, false);
+    if (c->f16)
+        case_prepare(c, &twin, true);
+    for (int bi = 0; bi < NBACKENDS; bi++) {
+        double *got[YC_OP_MAX_DST], *want[YC_OP_MAX_DST];
+        if (!case_run(c, &pc, bi, got))
+            continue;
+        if (c->f16) {
+            /* an FP16 case gives the bits of its FP32 twin (the same values in FP32 tensors),
+             * rounded to FP16 where the output is FP16 */
+            case_run(c, &twin, bi, want);
+            for (int i = 0; i < YC_OP_MAX_DST; i++) {
+                if (!got[i])
+                    continue;
+                bool half = pc.dst[i].t.type == YC_F16;
+                for (size_t k = 0; k < yc_tensor_elems(&pc.dst[i].t); k++)
+                    CHECK(value_bits(got[i][k], false) == value_bits(want[i][k], half),
+                          "%s on %s: %s[%zu] = %.9g, the FP32 twin gives %.9g", pc.label, backends[bi].name,
+                          pc.sp.dst[i].name, k, got[i][k], want[i][k]);
+                free(want[i]);
+            }
+        }
+        for (int i = 0; i < YC_OP_MAX_DST; i++)
+            free(got[i]);
+    }
     case_release(&pc);
+    if (c->f16)
+        case_release(&twin);
 }
 END_TEST
 
@@ -1264,6 +1583,36 @@ START_TEST(in_place)
         ck_assert_int_eq(yc_tensor_get_f32(be, &u, got), YC_OK);
         for (size_t i = 0; i < n; i++)
             CHECK(got[i] == 2.0f * b[i], "in-place accumulate on %s at %zu", backends[bi].name, i);
+
+        /* the same on FP16 tensors (in the same buffers): the FP32 results on the FP16 values,
+         * rounded to FP16 */
+        yc_tensor th = t, uh = u;
+        th.type = uh.type = YC_F16;
+        float *e = falloc(n);
+        yc_round_to_half(x, n);
+        yc_round_to_half(b, n);
+        op = (yc_op){.kind = YC_OP_SILU, .src = {&th}, .dst = {&th}};
+        ck_assert_int_eq(yc_tensor_set_f32(be, &th, x), YC_OK);
+        ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &th, got), YC_OK);
+        yc_cpu_silu_span(e, x, n);
+        yc_round_to_half(e, n);
+        for (size_t i = 0; i < n; i++)
+            CHECK(fbits(got[i]) == fbits(e[i]), "in-place FP16 silu on %s at %zu", backends[bi].name, i);
+        op = (yc_op){.kind = YC_OP_ADD, .src = {&th, &uh}, .dst = {&th}};
+        ck_assert_int_eq(yc_tensor_set_f32(be, &th, x), YC_OK);
+        ck_assert_int_eq(yc_tensor_set_f32(be, &uh, b), YC_OK);
+        ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &th, got), YC_OK);
+        for (size_t i = 0; i < n; i++)
+            CHECK(fbits(got[i]) == fbits(yc_half_to_float(yc_float_to_half(x[i] + b[i]))),
+                  "in-place FP16 add on %s at %zu", backends[bi].name, i);
+        op = (yc_op){.kind = YC_OP_COPY, .accumulate = 1, .src = {&uh}, .dst = {&uh}};
+        ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &uh, got), YC_OK);
+        for (size_t i = 0; i < n; i++)
+            CHECK(got[i] == 2.0f * b[i], "in-place FP16 accumulate on %s at %zu", backends[bi].name, i);
+        free(e);
 
         free(x), free(b), free(got), free(dx), free(want);
         yc_buffer_free(be, t.buf);
@@ -1805,6 +2154,13 @@ START_TEST(op_check)
     op.src[1] = &wh;
     ck_assert_int_eq(yc_op_check(&op), YC_EFORMAT); /* parameters are FP32 */
     op.src[1] = &w;
+    yc_tensor xh = x, yh = y, bh = b;
+    xh.type = yh.type = bh.type = YC_F16;
+    op.src[0] = &xh, op.dst[0] = &yh;
+    ck_assert_int_eq(yc_op_check(&op), YC_OK); /* activations may be FP16 */
+    op.src[2] = &bh;
+    ck_assert_int_eq(yc_op_check(&op), YC_EFORMAT);
+    op.src[2] = &b, op.src[0] = &x, op.dst[0] = &y;
     op.p.conv.kh = 5;
     ck_assert_int_eq(yc_op_check(&op), YC_EFORMAT);
 
@@ -1996,13 +2352,30 @@ START_TEST(cpu_backend_basics)
     t.nstride = 300;
     ck_assert_int_eq(yc_tensor_get_f32(be, &t, r), YC_EFORMAT);
     t.nstride = 20;
-    t.type = YC_F16;
-    ck_assert_int_eq(yc_tensor_get_f32(be, &t, r), YC_EUNSUPPORTED);
-    t.type = YC_F32;
+
+    /* FP16 get/set with nstride: values rounded to nearest even, gaps untouched */
+    yc_tensor th = t;
+    th.type = YC_F16, th.offset = 42;
+    ck_assert_int_eq(be->iface->buffer_memset(be, buf, 0, 0xff, 1000), YC_OK);
+    for (int i = 0; i < 36; i++)
+        v[i] = (float)i / 3.0f + 1000.0f * (float)(i == 5);
+    v[7] = 65520.0f; /* rounds to +inf */
+    ck_assert_int_eq(yc_tensor_set_f32(be, &th, v), YC_OK);
+    ck_assert_int_eq(yc_tensor_get_f32(be, &th, r), YC_OK);
+    for (int i = 0; i < 36; i++)
+        ck_assert_msg(fbits(r[i]) == fbits(yc_half_to_float(yc_float_to_half(v[i]))), "FP16 get/set [%d]: %.9g",
+                      i, (double)r[i]);
+    ck_assert(isinf(r[7]));
+    const uint16_t *hh = (const uint16_t *)((const char *)hp + 42);
+    ck_assert(hh[11] == yc_float_to_half(v[11]) && hh[20] == yc_float_to_half(v[12]) && hh[12] == 0xffffu &&
+              hh[19] == 0xffffu && ((const unsigned char *)hp)[41] == 0xff);
+    th.offset = 1000 - 2 * (2 * 20 + 12) + 2;
+    ck_assert_int_eq(yc_tensor_get_f32(be, &th, r), YC_EFORMAT);
     yc_tensor unplaced = yc_tensor_make(1, 1, 1, 1, YC_F32, NULL);
     ck_assert_int_eq(yc_tensor_set_f32(be, &unplaced, v), YC_EFORMAT);
 
-    /* supports: FP32 and groups == 1 only; exec refuses the rest and bad placements */
+    /* supports: FP16 only in activation slots, groups == 1 only; exec refuses the rest and bad
+     * placements */
     yc_tensor x = yc_tensor_make(1, 4, 4, 4, YC_F32, "x"), w = yc_tensor_make(4, 2, 1, 1, YC_F32, "w");
     yc_tensor y = yc_tensor_make(1, 4, 4, 4, YC_F32, "y");
     x.buf = y.buf = w.buf = buf;
@@ -2016,7 +2389,15 @@ START_TEST(cpu_backend_basics)
     yc_tensor xh = x;
     xh.type = YC_F16;
     yc_op s = {.kind = YC_OP_SILU, .src = {&xh}, .dst = {&y}};
-    ck_assert(!be->iface->supports(be, &s));
+    ck_assert(be->iface->supports(be, &s)); /* FP16 activations */
+    yc_op sb = {.kind = YC_OP_SILU_BWD, .src = {&xh, &x}, .dst = {&y}};
+    ck_assert(!be->iface->supports(be, &sb)); /* an FP16 gradient */
+    sb.src[0] = &x, sb.src[1] = &xh;
+    ck_assert(be->iface->supports(be, &sb));
+    xh.buf = buf, xh.offset = 601;
+    ck_assert_int_eq(yc_backend_exec(be, &s, (yc_span){0}), YC_EFORMAT); /* not 2-byte aligned */
+    xh.offset = 602;
+    ck_assert_int_eq(yc_backend_exec(be, &s, (yc_span){0}), YC_OK);
     s.src[0] = &x;
     ck_assert(be->iface->supports(be, &s));
     ck_assert_int_eq(yc_backend_exec(be, &s, (yc_span){0}), YC_OK);
@@ -2056,6 +2437,340 @@ START_TEST(cpu_backend_basics)
 }
 END_TEST
 
+/* FP16 in each slot of one valid op of every kind: yc_op_check accepts it exactly in the activation
+ * slots (f16_slot) and names the slot otherwise; all activation slots FP16 at once pass. */
+START_TEST(op_check_f16)
+{
+    bool done[YC_OP_COUNT] = {false};
+    for (int ci = 0; ci < ncases; ci++) {
+        const op_case *c = &cases[ci];
+        if (done[c->kind] || c->f16)
+            continue;
+        done[c->kind] = true;
+        tspec sp;
+        yc_op op;
+        case_spec(c, &sp, &op);
+        yc_tensor ts[YC_OP_MAX_SRC], tdst[YC_OP_MAX_DST];
+        for (int i = 0; i < YC_OP_MAX_SRC; i++)
+            if (sp.src[i].n) {
+                const tdesc *d = &sp.src[i];
+                ts[i] = yc_tensor_make(d->n, d->c, d->h, d->w, YC_F32, d->name);
+                op.src[i] = &ts[i];
+            }
+        for (int i = 0; i < YC_OP_MAX_DST; i++)
+            if (sp.dst[i].n) {
+                const tdesc *d = &sp.dst[i];
+                tdst[i] = yc_tensor_make(d->n, d->c, d->h, d->w, YC_F32, d->name);
+                op.dst[i] = &tdst[i];
+            }
+        const char *kname = yc_op_kind_name(c->kind);
+        ck_assert_msg(yc_op_check(&op) == YC_OK, "%s: %s", kname, yc_last_error());
+        for (int dst = 0; dst < 2; dst++)
+            for (int i = 0; i < (dst ? YC_OP_MAX_DST : YC_OP_MAX_SRC); i++) {
+                yc_tensor *t = dst ? (op.dst[i] ? &tdst[i] : NULL) : (op.src[i] ? &ts[i] : NULL);
+                if (!t)
+                    continue;
+                t->type = YC_F16;
+                int rc = yc_op_check(&op);
+                bool ok = f16_slot(c->kind, dst, i);
+                ck_assert_msg(rc == (ok ? YC_OK : YC_EFORMAT), "%s: FP16 %s: %s", kname, t->name,
+                              rc ? yc_last_error() : "accepted");
+                if (!ok)
+                    ck_assert_msg(err_has(t->name) && err_has("FP32"), "%s: %s", kname, yc_last_error());
+                t->type = YC_F32;
+            }
+        for (int i = 0; i < YC_OP_MAX_SRC; i++)
+            if (op.src[i] && f16_slot(c->kind, false, i))
+                ts[i].type = YC_F16;
+        for (int i = 0; i < YC_OP_MAX_DST; i++)
+            if (op.dst[i] && f16_slot(c->kind, true, i))
+                tdst[i].type = YC_F16;
+        ck_assert_msg(yc_op_check(&op) == YC_OK, "%s with every activation FP16: %s", kname, yc_last_error());
+    }
+    for (int k = 0; k < YC_OP_COUNT; k++)
+        ck_assert_msg(done[k], "no case of %s", yc_op_kind_name((yc_op_kind)k));
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * 7. The fused batch norm + SiLU ops against the unfused sequence, bit for bit (FP32):
+ *    BN_SILU_TRAIN = BN_TRAIN then SILU (a, stats, running statistics), and
+ *    BN_SILU_BWD = SILU_BWD (on the stored BN output) then BN_BWD (dx with accumulate 0 and 1,
+ *    dgamma, dbeta added to), with 1 and 3 threads and views.
+ * ------------------------------------------------------------------------------------------- */
+
+/* A tensor of its own buffer; a view (nstride > c*h*w, offset 12 bytes) when asked. */
+static yc_tensor fz_tensor(yc_backend *be, int n, int c, int h, int w, bool view, const char *name)
+{
+    yc_tensor t = yc_tensor_make(n, c, h, w, YC_F32, name);
+    if (view) {
+        t.nstride += 7;
+        t.offset = 12;
+    }
+    t.buf = yc_buffer_alloc(be, t.offset + ((size_t)(n - 1) * t.nstride + yc_tensor_image_elems(&t)) * 4);
+    ck_assert_ptr_nonnull(t.buf);
+    return t;
+}
+
+/* Reads a tensor back and compares it bit for bit with `want` (read the same way). */
+static void fz_same(yc_backend *be, const yc_tensor *got, const yc_tensor *want, const char *what)
+{
+    size_t n = yc_tensor_elems(got);
+    float *a = falloc(n), *b = falloc(n);
+    ck_assert_int_eq(yc_tensor_get_f32(be, got, a), YC_OK);
+    ck_assert_int_eq(yc_tensor_get_f32(be, want, b), YC_OK);
+    for (size_t i = 0; i < n; i++)
+        CHECK(fbits(a[i]) == fbits(b[i]), "%s: fused %.9g, unfused %.9g at %zu", what, (double)a[i], (double)b[i],
+              i);
+    free(a), free(b);
+}
+
+/* Runs an op with the workspace it asks for. */
+static void fz_exec(yc_backend *be, const yc_op *op)
+{
+    yc_span ws = {NULL, 0, be->iface->workspace(be, op)};
+    if (ws.size) {
+        ws.buf = yc_buffer_alloc(be, ws.size);
+        ck_assert_ptr_nonnull(ws.buf);
+    }
+    int rc = yc_backend_exec(be, op, ws);
+    ck_assert_msg(rc == YC_OK, "%s: %s", yc_op_kind_name(op->kind), yc_last_error());
+    yc_buffer_free(be, ws.buf);
+}
+
+START_TEST(fused_bn_silu)
+{
+    static const int shapes[][5] = {
+        /* n, c, h, w, view */
+        {1, 3, 1, 2, 0},    /* two values per channel */
+        {2, 4, 5, 7, 1},    /* planes of 35: not a multiple of the 8 lanes */
+        {3, 6, 30, 31, 0},  /* planes of 930: chunks of 512 and a tail */
+        {2, 5, 33, 40, 1},  /* views, planes of 1320 */
+        {4, 16, 13, 13, 0}, /* more channels than threads */
+        {2, 2, 600, 900, 1}, /* 1.08 million values per channel: more than the fused backward caches */
+    };
+    for (int threads = 1; threads <= 3; threads += 2) {
+        yc_backend *be = NULL;
+        ck_assert_int_eq(yc_backend_cpu_new(&be, threads), YC_OK);
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const int *sh = shapes[si];
+            int N = sh[0], C = sh[1], H = sh[2], W = sh[3];
+            bool view = sh[4];
+            size_t n = (size_t)N * C * H * W;
+            yc_rng r;
+            yc_rng_seed(&r, 90 + si, (uint64_t)threads);
+            float *x = falloc(n), *da = falloc(n), *dx0 = falloc(n), *pv[6];
+            fill_init(&r, x, n, I_SHIFTED, false);
+            fill_init(&r, da, n, I_UNIFORM, false);
+            fill_init(&r, dx0, n, I_UNIFORM, false);
+            for (int k = 0; k < 6; k++) {
+                pv[k] = falloc((size_t)C);
+                fill_init(&r, pv[k], (size_t)C, k == 0 || k == 3 ? I_POS : I_UNIFORM, false);
+            }
+            /* gamma, beta, running_mean, running_var, dgamma, dbeta: one copy for each path */
+            yc_tensor tx = fz_tensor(be, N, C, H, W, view, "x"), tda = fz_tensor(be, N, C, H, W, view, "da");
+            yc_tensor ty = fz_tensor(be, N, C, H, W, view, "y"), ta1 = fz_tensor(be, N, C, H, W, view, "a");
+            yc_tensor ta2 = fz_tensor(be, N, C, H, W, view, "a"), tdz = fz_tensor(be, N, C, H, W, view, "dz");
+            yc_tensor tdx1 = fz_tensor(be, N, C, H, W, view, "dx"), tdx2 = fz_tensor(be, N, C, H, W, view, "dx");
+            yc_tensor st1 = fz_tensor(be, 2, C, 1, 1, false, "stats");
+            yc_tensor st2 = fz_tensor(be, 2, C, 1, 1, false, "stats");
+            yc_tensor v1[6], v2[6];
+            for (int k = 0; k < 6; k++) {
+                v1[k] = fz_tensor(be, 1, C, 1, 1, false, "vec");
+                v2[k] = fz_tensor(be, 1, C, 1, 1, false, "vec");
+                ck_assert_int_eq(yc_tensor_set_f32(be, &v1[k], pv[k]), YC_OK);
+                ck_assert_int_eq(yc_tensor_set_f32(be, &v2[k], pv[k]), YC_OK);
+            }
+            ck_assert_int_eq(yc_tensor_set_f32(be, &tx, x), YC_OK);
+            ck_assert_int_eq(yc_tensor_set_f32(be, &tda, da), YC_OK);
+            float eps = si % 2 ? 1e-5f : 1e-3f, mom = si % 2 ? 0.1f : 0.03f;
+
+            yc_op bn = {.kind = YC_OP_BN_TRAIN, .src = {&tx, &v1[0], &v1[1]}, .dst = {&ty, &st1, &v1[2], &v1[3]}};
+            yc_op silu = {.kind = YC_OP_SILU, .src = {&ty}, .dst = {&ta1}};
+            yc_op fused = {.kind = YC_OP_BN_SILU_TRAIN, .src = {&tx, &v2[0], &v2[1]},
+                           .dst = {&ta2, &st2, &v2[2], &v2[3]}};
+            bn.p.bn.eps = fused.p.bn.eps = eps;
+            bn.p.bn.momentum = fused.p.bn.momentum = mom;
+            fz_exec(be, &bn);
+            fz_exec(be, &silu);
+            fz_exec(be, &fused);
+            char what[96];
+            snprintf(what, sizeof what, "bn_silu_train x(%d,%d,%d,%d)%s, %d threads", N, C, H, W,
+                     view ? " view" : "", threads);
+            fz_same(be, &ta2, &ta1, what);
+            fz_same(be, &st2, &st1, what);
+            fz_same(be, &v2[2], &v1[2], what);
+            fz_same(be, &v2[3], &v1[3], what);
+
+            for (int acc = 0; acc < 2; acc++) {
+                ck_assert_int_eq(yc_tensor_set_f32(be, &tdx1, dx0), YC_OK);
+                ck_assert_int_eq(yc_tensor_set_f32(be, &tdx2, dx0), YC_OK);
+                yc_op sb = {.kind = YC_OP_SILU_BWD, .src = {&tda, &ty}, .dst = {&tdz}};
+                yc_op bb = {.kind = YC_OP_BN_BWD, .src = {&tdz, &tx, &v1[0], &st1}, .dst = {&tdx1, &v1[4], &v1[5]},
+                            .accumulate = acc};
+                yc_op fb = {.kind = YC_OP_BN_SILU_BWD, .src = {&tda, &tx, &v2[0], &v2[1], &st1},
+                            .dst = {&tdx2, &v2[4], &v2[5]}, .accumulate = acc};
+                bb.p.bn.eps = fb.p.bn.eps = eps;
+                fz_exec(be, &sb);
+                fz_exec(be, &bb);
+                fz_exec(be, &fb);
+                snprintf(what, sizeof what, "bn_silu_bwd x(%d,%d,%d,%d)%s%s, %d threads", N, C, H, W,
+                         view ? " view" : "", acc ? " acc" : "", threads);
+                fz_same(be, &tdx2, &tdx1, what);
+                fz_same(be, &v2[4], &v1[4], what);
+                fz_same(be, &v2[5], &v1[5], what);
+            }
+            yc_tensor *all[] = {&tx, &tda, &ty, &ta1, &ta2, &tdz, &tdx1, &tdx2, &st1, &st2};
+            for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+                yc_buffer_free(be, all[k]->buf);
+            for (int k = 0; k < 6; k++) {
+                yc_buffer_free(be, v1[k].buf);
+                yc_buffer_free(be, v2[k].buf);
+                free(pv[k]);
+            }
+            free(x), free(da), free(dx0);
+        }
+        yc_backend_free(be);
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * 8. FP16 conversion (src/half.h): every path against the portable scalar functions, which are
+ *    checked against exact arithmetic: all 65536 halves; floats every 61st bit pattern (70 million,
+ *    every exponent), every tie between neighbouring halves and the floats next to it, the
+ *    subnormal and overflow ranges, infinities and NaN payloads.
+ * ------------------------------------------------------------------------------------------- */
+
+/* The half nearest to f as a float (ties to even) by exact arithmetic in double: |f| / ulp is an
+ * exact double, rint rounds it to nearest even. */
+static float half_round_exact(float f)
+{
+    if (isnan(f) || isinf(f))
+        return f;
+    double a = fabs((double)f);
+    if (a >= 65520.0) /* halfway between 65504 and 2^16, and above: inf */
+        return copysignf(INFINITY, f);
+    int e = a < 0x1p-14 ? -14 : ilogb(a);
+    double ulp = ldexp(1.0, e - 10);
+    return (float)copysign(rint(a / ulp) * ulp, (double)f);
+}
+
+/* Converts x[0, n) on every supported path and checks the bits against the scalar functions (and,
+ * when `exact`, the scalar results against half_round_exact). */
+static void half_check_floats(const float *x, size_t n, bool exact, uint16_t *h, float *back)
+{
+    for (int p = 0; p < YC_HALF_NPATHS; p++) {
+        if (!yc_half_path_supported((yc_half_path)p))
+            continue;
+        yc_float_to_half_path((yc_half_path)p, x, h, n);
+        for (size_t i = 0; i < n; i++)
+            CHECK(h[i] == yc_float_to_half(x[i]), "float %08x -> half on %s: %04x, portable %04x", fbits(x[i]),
+                  yc_half_path_name((yc_half_path)p), h[i], yc_float_to_half(x[i]));
+    }
+    if (!exact)
+        return;
+    yc_half_to_float_path(YC_HALF_PORTABLE, h, back, n);
+    for (size_t i = 0; i < n; i++) {
+        float want = half_round_exact(x[i]);
+        if (isnan(x[i]))
+            CHECK(isnan(back[i]) && (fbits(back[i]) & 0x803fe000u) == (fbits(x[i]) & 0x803fe000u),
+                  "NaN %08x -> %04x", fbits(x[i]), h[i]);
+        else
+            CHECK(fbits(back[i]) == fbits(want), "float %.9g (%08x) -> half %.9g, nearest even is %.9g",
+                  (double)x[i], fbits(x[i]), (double)back[i], (double)want);
+    }
+}
+
+START_TEST(half_conversion)
+{
+    /* every half, on every path, against its exact value */
+    uint16_t *hs = calloc(65536, sizeof *hs);
+    float *f = falloc(65536), *g = falloc(65536);
+    ck_assert_ptr_nonnull(hs);
+    for (uint32_t i = 0; i < 65536; i++)
+        hs[i] = (uint16_t)i;
+    for (uint32_t i = 0; i < 65536; i++) {
+        uint32_t e = i >> 10 & 0x1f, m = i & 0x3ff;
+        double v = e ? ldexp(1024.0 + m, (int)e - 25) : ldexp((double)m, -24);
+        float want = (float)(i & 0x8000 ? -v : v);
+        float got = yc_half_to_float((uint16_t)i);
+        if (e == 31 && m)
+            CHECK(isnan(got) && fbits(got) == ((i & 0x8000u) << 16 | 0x7fc00000u | m << 13),
+                  "half %04x -> %08x (a quiet NaN with the payload)", i, fbits(got));
+        else if (e == 31)
+            CHECK(isinf(got) && !!signbit(got) == !!(i & 0x8000), "half %04x -> %g", i, (double)got);
+        else
+            CHECK(fbits(got) == fbits(want), "half %04x -> %.9g, exact %.9g", i, (double)got, (double)want);
+        /* and back */
+        CHECK(yc_float_to_half(got) == (e == 31 && m ? (uint16_t)(i | 0x200u) : (uint16_t)i),
+              "half %04x -> float -> %04x", i, yc_float_to_half(got));
+    }
+    for (int p = 0; p < YC_HALF_NPATHS; p++) {
+        if (!yc_half_path_supported((yc_half_path)p))
+            continue;
+        yc_half_to_float_path((yc_half_path)p, hs, f, 65536);
+        for (uint32_t i = 0; i < 65536; i++)
+            CHECK(fbits(f[i]) == fbits(yc_half_to_float((uint16_t)i)), "half %04x -> float on %s: %08x", i,
+                  yc_half_path_name((yc_half_path)p), fbits(f[i]));
+        /* odd lengths: the tails */
+        for (size_t len = 1; len < 40; len += 3) {
+            memset(g, 0xab, 41 * sizeof *g);
+            yc_half_to_float_path((yc_half_path)p, hs + 0x3c00, g, len);
+            for (size_t i = 0; i < 41; i++)
+                CHECK(i < len ? fbits(g[i]) == fbits(yc_half_to_float((uint16_t)(0x3c00 + i)))
+                              : fbits(g[i]) == 0xababababu,
+                      "%s, length %zu: element %zu", yc_half_path_name((yc_half_path)p), len, i);
+        }
+    }
+    ck_assert(yc_half_path_supported(yc_half_path_selected()));
+    ck_assert(yc_half_path_supported(YC_HALF_PORTABLE));
+
+    /* ties: for every pair of neighbouring finite halves, the float halfway between them and the
+     * floats one ulp either side; and every float of the half-subnormal and overflow ranges'
+     * edges */
+    size_t cap = 65536 * 3 + 4096, n = 0;
+    float *x = falloc(cap), *back = falloc(cap);
+    uint16_t *h = calloc(cap, sizeof *h);
+    ck_assert_ptr_nonnull(h);
+    for (uint32_t i = 0; i < 0x7c00; i++) {
+        for (int sgn = 0; sgn < 2; sgn++) {
+            if ((i & 1) != (uint32_t)sgn)
+                continue; /* half the pairs each sign: the tie set stays within cap */
+            double lo = yc_half_to_float((uint16_t)i), hi = i + 1 < 0x7c00 ? yc_half_to_float((uint16_t)(i + 1))
+                                                                            : 65536.0;
+            float mid = (float)((lo + hi) / 2);
+            float s = sgn ? -1.0f : 1.0f;
+            x[n++] = s * mid;
+            x[n++] = s * nextafterf(mid, 0.0f);
+            x[n++] = s * nextafterf(mid, INFINITY);
+        }
+    }
+    for (uint32_t k = 0; k < 2048 && n < cap; k++) {
+        x[n++] = bitsf(0x33000000u + k * 0x400u); /* around 2^-25, the smallest half's half */
+        x[n++] = bitsf(0x477fe000u + k);          /* 65504 upwards to the overflow */
+    }
+    half_check_floats(x, n, true, h, back);
+    const float specials[] = {0.0f,      -0.0f,     INFINITY,     -INFINITY,   NAN,       -NAN,
+                              bitsf(0x7f800001u), bitsf(0xffa00000u), bitsf(0x7fc01234u), FLT_MIN, -FLT_MIN,
+                              FLT_TRUE_MIN, 65504.0f, 65519.996f, 65520.0f,    FLT_MAX,   -FLT_MAX};
+    half_check_floats(specials, sizeof specials / sizeof specials[0], true, h, back);
+
+    /* every 61st float bit pattern */
+    const size_t chunk = 1 << 16;
+    float *y = falloc(chunk), *yb = falloc(chunk);
+    uint16_t *yh = calloc(chunk, sizeof *yh);
+    ck_assert_ptr_nonnull(yh);
+    for (uint64_t base = 0; base < (1ull << 32); base += chunk * 61) {
+        size_t m = 0;
+        for (; m < chunk && base + m * 61 < (1ull << 32); m++)
+            y[m] = bitsf((uint32_t)(base + m * 61));
+        half_check_floats(y, m, base % (chunk * 61 * 64) == 0, yh, yb);
+    }
+    free(hs), free(f), free(g), free(x), free(back), free(h), free(y), free(yb), free(yh);
+}
+END_TEST
+
 static Suite *ops_suite(void)
 {
     Suite *s = suite_create("ops");
@@ -2081,10 +2796,13 @@ static Suite *ops_suite(void)
     tcase_add_test(sp, maxpool_ties);
     tcase_add_test(sp, optim_sequences);
     tcase_add_test(sp, sumsq_repeat);
+    tcase_add_test(sp, fused_bn_silu);
+    tcase_add_test(sp, half_conversion);
     suite_add_tcase(s, sp);
 
     TCase *api = tcase_create("api");
     tcase_add_test(api, op_check);
+    tcase_add_test(api, op_check_f16);
     tcase_add_test(api, cpu_backend_basics);
     suite_add_tcase(s, api);
     return s;
@@ -2093,6 +2811,7 @@ static Suite *ops_suite(void)
 int main(void)
 {
     build_cases();
+    add_opencl_backends();
     SRunner *sr = srunner_create(ops_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

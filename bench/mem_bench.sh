@@ -1,0 +1,44 @@
+#!/bin/sh
+# Planned peak memory against the measured peak RSS of `yolocl train` on the CPU backend.
+#
+#   bench/mem_bench.sh [YOLOCL] [DATA.yaml]
+#
+# For yolov5n and yolov5s at 320 and 640 with batch 8, 16 and 32 (override with MODELS, SIZES,
+# BATCHES), it asks `yolocl plan --json` for the planned peak of the run, trains one epoch with
+# /usr/bin/time -v, and prints both side by side with their ratio.  EXTRA adds options to both
+# (e.g. EXTRA="--half" or EXTRA="--mem 2G").  Needs GNU time (Debian package time).
+set -u
+yolocl=${1:-./yolocl}
+data=${2:-../shared/data/coco128.yaml}
+models=${MODELS:-"yolov5n yolov5s"}
+sizes=${SIZES:-"320 640"}
+batches=${BATCHES:-"8 16 32"}
+extra=${EXTRA:-}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/yolocl-mem-bench.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+[ -x /usr/bin/time ] || { echo "mem_bench: /usr/bin/time (GNU time) is needed" >&2; exit 1; }
+printf '%-8s %5s %6s %12s %12s %7s %s\n' model img batch planned_MiB measured_MiB ratio choice
+for model in $models; do
+    for img in $sizes; do
+        for batch in $batches; do
+            # shellcheck disable=SC2086
+            json=$("$yolocl" -q plan --cfg "$model" --data "$data" --img "$img" --batch "$batch" \
+                --json $extra 2>/dev/null) || { echo "plan failed: $model $img $batch" >&2; continue; }
+            planned=$(printf '%s' "$json" | sed -n 's/.*"fit_peak_bytes": \([0-9]*\).*/\1/p')
+            half=$(printf '%s' "$json" | sed -n 's/.*"half": \([a-z]*\).*/\1/p')
+            recompute=$(printf '%s' "$json" | sed -n 's/.*"recompute": \([a-z]*\).*/\1/p')
+            micro=$(printf '%s' "$json" | sed -n 's/.*"micro_batch": \([0-9]*\).*/\1/p')
+            # shellcheck disable=SC2086
+            /usr/bin/time -v "$yolocl" -q train --data "$data" --cfg "$model" --img "$img" \
+                --batch "$batch" --epochs 1 --noplots --nosave --noautoanchor --exist-ok \
+                --project "$tmp" --name run $extra >"$tmp/log" 2>&1 ||
+                { echo "train failed: $model $img $batch" >&2; tail -3 "$tmp/log" >&2; continue; }
+            kb=$(sed -n 's/.*Maximum resident set size (kbytes): \([0-9]*\).*/\1/p' "$tmp/log")
+            awk -v m="$model" -v i="$img" -v b="$batch" -v p="$planned" -v k="$kb" \
+                -v c="micro $micro half $half recompute $recompute" \
+                'BEGIN { printf "%-8s %5d %6d %12.0f %12.0f %7.3f %s\n", m, i, b, p / 1048576,
+                         k / 1024, (k * 1024) / p, c }'
+        done
+    done
+done
