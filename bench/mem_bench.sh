@@ -4,8 +4,9 @@
 #   bench/mem_bench.sh [YOLOCL] [DATA.yaml]
 #
 # For yolov5n and yolov5s at 320 and 640 with batch 8, 16 and 32 (override with MODELS, SIZES,
-# BATCHES), it asks `yolocl plan --json` for the planned peak of the run, trains one epoch with
-# /usr/bin/time -v, and prints both side by side with their ratio.  EXTRA adds options to both
+# BATCHES), it trains one epoch with /usr/bin/time -v and prints the peak that `yolocl train`
+# planned before allocating anything (its "memory: ... planned peak, N bytes" line) beside the
+# measured peak RSS, with their ratio, and the choices the plan made.  EXTRA adds options to both
 # (e.g. EXTRA="--half" or EXTRA="--mem 2G").  Needs GNU time (Debian package time).
 set -u
 yolocl=${1:-./yolocl}
@@ -23,20 +24,15 @@ for model in $models; do
     for img in $sizes; do
         for batch in $batches; do
             # shellcheck disable=SC2086
-            json=$("$yolocl" -q plan --cfg "$model" --data "$data" --img "$img" --batch "$batch" \
-                --json $extra 2>/dev/null) || { echo "plan failed: $model $img $batch" >&2; continue; }
-            planned=$(printf '%s' "$json" | sed -n 's/.*"fit_peak_bytes": \([0-9]*\).*/\1/p')
-            half=$(printf '%s' "$json" | sed -n 's/.*"half": \([a-z]*\).*/\1/p')
-            recompute=$(printf '%s' "$json" | sed -n 's/.*"recompute": \([a-z]*\).*/\1/p')
-            micro=$(printf '%s' "$json" | sed -n 's/.*"micro_batch": \([0-9]*\).*/\1/p')
-            # shellcheck disable=SC2086
-            /usr/bin/time -v "$yolocl" -q train --data "$data" --cfg "$model" --img "$img" \
+            /usr/bin/time -v "$yolocl" train --data "$data" --cfg "$model" --img "$img" \
                 --batch "$batch" --epochs 1 --noplots --nosave --noautoanchor --exist-ok \
                 --project "$tmp" --name run $extra >"$tmp/log" 2>&1 ||
                 { echo "train failed: $model $img $batch" >&2; tail -3 "$tmp/log" >&2; continue; }
+            planned=$(sed -n 's/^memory: .* planned peak, \([0-9]*\) bytes.*/\1/p' "$tmp/log")
+            choice=$(sed -n 's/^memory: .* bytes (\(.*\))$/\1/p' "$tmp/log" | cut -c1-70)
             kb=$(sed -n 's/.*Maximum resident set size (kbytes): \([0-9]*\).*/\1/p' "$tmp/log")
             awk -v m="$model" -v i="$img" -v b="$batch" -v p="$planned" -v k="$kb" \
-                -v c="micro $micro half $half recompute $recompute" \
+                -v c="$choice" \
                 'BEGIN { printf "%-8s %5d %6d %12.0f %12.0f %7.3f %s\n", m, i, b, p / 1048576,
                          k / 1024, (k * 1024) / p, c }'
         done

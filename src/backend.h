@@ -18,6 +18,11 @@
  * Parameter gradients (dW, dbias, dgamma, dbeta) are always added to (+=): the trainer zeroes
  * them after each optimizer step, so micro-batches accumulate for free.
  * Shapes: x (N,C,H,W), y (N,K,P,Q) for convolutions; vectors are (1,C,1,1).
+ * FP16: forward activations (the x, y, z, a slots: conv input and output, BN input and output,
+ * SiLU, add, copy, fill, max-pool and upsample values) may be YC_F16 where the device stores
+ * half; the op converts on load and store and computes in FP32.  Gradients, parameters, their
+ * gradients, BN statistics and optimizer state are always FP32 (src/op.c's may_be_f16 is the
+ * exact list, checked by yc_op_check).
  * ------------------------------------------------------------------------------------------- */
 typedef enum yc_op_kind {
     /* y = conv(x, W) + b.        src: x (N,C,H,W), W (K,C,R,S), b (1,K,1,1) or NULL;  dst: y (N,K,P,Q)

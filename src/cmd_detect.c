@@ -41,7 +41,7 @@ static void print_usage(void)
           "      --project DIR        parent of the run directory (default runs/detect)\n"
           "      --name NAME          run directory name (default exp; exp2, exp3... when taken)\n"
           "      --exist-ok           reuse an existing run directory\n"
-          "      --device D           auto or cpu (default auto)\n"
+          "      --device D           auto, cpu, opencl, opencl:N or a device name substring\n"
           "  -h, --help               show this help\n",
           stdout);
 }

@@ -34,7 +34,7 @@ static void print_usage(void)
           "  -o, --out FILE           where to write head0.., loss and grad.<name>\n"
           "      --hyp HYP            hyperparameters (default hyp.scratch-low)\n"
           "      --label-smoothing E  class label smoothing epsilon (default 0)\n"
-          "      --device D           auto or cpu (default auto)\n"
+          "      --device D           auto, cpu, opencl, opencl:N or a device name substring\n"
           "  -h, --help               show this help\n",
           stdout);
 }

@@ -33,7 +33,7 @@ static void print_usage(void)
           "  -d, --data FILE       dataset yaml: its class count, largest image and validation\n"
           "      --max-image WxH   largest dataset image without --data (default IMGxIMG)\n"
           "      --noval           no validation graph\n"
-          "      --device D        auto or cpu (default auto)\n"
+          "      --device D        auto, cpu, opencl, opencl:N or a device name substring\n"
           "      --json            one JSON object for scripts\n"
           "  -h, --help            show this help\n",
           stdout);
@@ -252,7 +252,8 @@ int yc_cmd_plan(int argc, char **argv)
                        .workers = workers > 0 ? workers : yc_physical_cores(),
                        .max_image_w = max_w ? max_w : img, .max_image_h = max_h ? max_h : img,
                        .baseline = baseline};
-    size_t limit = mem ? mem : (size_t)(0.9 * (double)be->info.mem_free);
+    size_t avail = be->info.mem_free ? be->info.mem_free : be->info.mem_total;
+    size_t limit = mem ? mem : (size_t)(0.9 * (double)avail);
     yc_mem_report r;
     yc_mem_fit fit;
     if ((st = yc_memplan(&rs, &r)))

@@ -49,7 +49,7 @@ static void print_usage(void)
           "      --seed N             global seed (default 0)\n"
           "  -j, --workers N          data loader threads (default: physical cores)\n"
           "      --threads N          compute threads (default: physical cores)\n"
-          "      --device D           auto or cpu (default auto)\n"
+          "      --device D           auto, cpu, opencl, opencl:N or a device name substring\n"
           "      --mem SIZE           memory limit (default 90%% of the device's free memory)\n"
           "      --half, --no-half    FP16 storage of activations: always, or never (default:\n"
           "                           only when needed to fit the memory limit)\n"

@@ -42,7 +42,7 @@ static void print_usage(void)
           "      --name NAME        run directory name (default exp; exp2, exp3... when taken)\n"
           "      --exist-ok         reuse an existing run directory\n"
           "      --workers N        loader threads (default 8, at most the batch size and CPUs)\n"
-          "      --device D         auto or cpu (default auto)\n"
+          "      --device D         auto, cpu, opencl, opencl:N or a device name substring\n"
           "  -h, --help             show this help\n",
           stdout);
 }

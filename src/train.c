@@ -311,6 +311,8 @@ typedef struct trainer {
     double best_fitness;
     /* global batch index of the last optimizer step (-1: none yet) */
     long last_opt_step;
+    /* resident memory before the model was built (the plan's baseline) */
+    size_t baseline_rss;
 } trainer;
 
 static void trainer_free(trainer *t)
@@ -648,7 +650,7 @@ static int step_for(trainer *t, int b, int h, int w, yc_step **out)
     return st;
 }
 
-/* uint8 CHW -> float / 255, then (multi-scale) the bilinear batch resize. */
+/* Multi-scale: uint8 CHW -> float / 255, then the bilinear resize to h x w. */
 static int batch_input(trainer *t, const yc_batch *b, int h, int w)
 {
     size_t n = (size_t)b->n * 3 * (size_t)h * (size_t)w;
@@ -856,10 +858,12 @@ static int fit_memory(trainer *t)
     bool val = t->val_ds.n > 0;
     yc_run_shape rs = {.m = t->m, .train = true, .batch = o->batch, .val_batch = 0, .imgsz = img,
                        .optimizer = o->optimizer, .workers = workers, .max_image_w = max_w,
-                       .max_image_h = max_h, .baseline = yc_current_rss()};
+                       .max_image_h = max_h, .baseline = t->baseline_rss};
     rs.val_batch = val ? 2 : 0; /* yc_memfit doubles the micro-batch for validation */
     yc_backend *be = t->m->be;
-    size_t limit = o->mem ? o->mem : (size_t)(0.9 * (double)be->info.mem_free);
+    /* OpenCL cannot tell free memory on most GPUs (mem_free 0): then the total */
+    size_t avail = be->info.mem_free ? be->info.mem_free : be->info.mem_total;
+    size_t limit = o->mem ? o->mem : (size_t)(0.9 * (double)avail);
     int max_batch = (int)(t->train_ds.n < 1024 ? t->train_ds.n : 1024);
     yc_mem_fit fit;
     int st = yc_memfit(&rs, limit, (yc_half_policy)o->half, NBS, max_batch, &fit);
@@ -877,8 +881,8 @@ static int fit_memory(trainer *t)
     t->go.half = fit.half;
     t->go.recompute = fit.recompute;
     char peak[32];
-    yc_info("memory: %s planned peak (%s)\n", yc_format_size(fit.peak_bytes, peak, sizeof peak),
-            fit.reason);
+    yc_info("memory: %s planned peak, %zu bytes (%s)\n",
+            yc_format_size(fit.peak_bytes, peak, sizeof peak), fit.peak_bytes, fit.reason);
     /* reserve the arena for the chosen shapes now: after this nothing grows */
     rs.batch = o->batch;
     rs.val_batch = val ? 2 * o->batch : 0;
@@ -981,8 +985,13 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             }
             yc_step *s = NULL;
             yc_loss_result res;
-            if ((st = batch_input(t, b, h, w)) || (st = step_for(t, b->n, h, w, &s)) ||
-                (st = yc_step_run(s, t->input, b->targets, b->nt, &res)))
+            if ((st = step_for(t, b->n, h, w, &s)))
+                break;
+            if (h == b->h && w == b->w)
+                st = yc_step_run_u8(s, b->images, b->targets, b->nt, &res);
+            else if (!(st = batch_input(t, b, h, w)))
+                st = yc_step_run(s, t->input, b->targets, b->nt, &res);
+            if (st)
                 break;
             if (!isfinite(res.total)) {
                 st = yc_error_status(YC_ERR, "the loss is %g at epoch %d, batch %d (step %ld): "
@@ -1180,7 +1189,11 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                              "anchors for AutoAnchor) is not supported; remove it", t->o.hyp);
         goto done;
     }
-    if ((st = setup_data(t)) || (st = setup_model(t, resuming)))
+    if ((st = setup_data(t)))
+        goto done;
+    /* what the process holds before the run's own memory: libraries and the dataset index */
+    t->baseline_rss = yc_current_rss();
+    if ((st = setup_model(t, resuming)))
         goto done;
     if ((st = fit_memory(t)))
         goto done;

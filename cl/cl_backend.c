@@ -1,0 +1,352 @@
+/* The OpenCL backend's interface (see cl_backend.h): device and context, buffers, op validation
+ * and dispatch.  The kernels are launched from cl_conv.c and cl_ops.c.
+ *
+ * exec validates every op before it enqueues anything: yc_op_check (slots, shapes), supports
+ * (groups == 1, FP32 gradients into the GEMMs), placement (a buffer, an element-aligned offset,
+ * every element inside the buffer) and, for convolutions, the workspace. */
+#include "cl_internal.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "util.h"
+
+/* The largest buffer the backend allocates (see yc_backend_opencl_new). */
+#define YC_CL_MAX_BUFFER ((size_t)1 << 33)
+
+static yc_cl_ctx *ctx_of(yc_backend *be)
+{
+    return be->ctx;
+}
+
+/* Releases what a (possibly partly made) context holds. */
+static void ctx_release(yc_cl_ctx *c)
+{
+    if (c->queue)
+        clFinish(c->queue);
+    yc_cl_programs_release(c);
+    /* CLBlast keeps compiled programs per context: drop them before the context goes */
+    yc_cl_blast_release();
+    if (c->queue)
+        clReleaseCommandQueue(c->queue);
+    if (c->context)
+        clReleaseContext(c->context);
+    free(c);
+}
+
+static void cl_free(yc_backend *be)
+{
+    if (!be)
+        return;
+    ctx_release(ctx_of(be));
+    free(be);
+}
+
+static yc_buffer *cl_buffer_alloc(yc_backend *be, size_t size)
+{
+    if (size > be->info.max_alloc) {
+        char a[32], b[32];
+        yc_error_status(YC_ENOMEM, "opencl: cannot allocate %s: the largest allocation %s accepts is %s",
+                        yc_format_size(size, a, sizeof a), be->info.name,
+                        yc_format_size(be->info.max_alloc, b, sizeof b));
+        return NULL;
+    }
+    yc_buffer *buf = yc_calloc(1, sizeof *buf, "opencl buffer");
+    if (!buf)
+        return NULL;
+    cl_int err;
+    buf->mem = clCreateBuffer(ctx_of(be)->context, CL_MEM_READ_WRITE, size ? size : 1, NULL, &err);
+    if (err != CL_SUCCESS) {
+        char a[32];
+        yc_error_context(yc_cl_fail("clCreateBuffer", err), "%s on %s", yc_format_size(size, a, sizeof a),
+                         be->info.name);
+        free(buf);
+        return NULL;
+    }
+    buf->size = size;
+    return buf;
+}
+
+static void cl_buffer_free(yc_backend *be, yc_buffer *buf)
+{
+    (void)be;
+    if (!buf)
+        return;
+    if (buf->sub)
+        clReleaseMemObject(buf->sub);
+    clReleaseMemObject(buf->mem);
+    free(buf);
+}
+
+static size_t cl_buffer_size(yc_backend *be, const yc_buffer *buf)
+{
+    (void)be;
+    return buf ? buf->size : 0;
+}
+
+/* [offset, offset + size) lies inside buf. */
+static int check_range(const yc_buffer *buf, size_t offset, size_t size, const char *what)
+{
+    if (!buf)
+        return yc_error_status(YC_EFORMAT, "opencl: %s: no buffer", what);
+    if (offset > buf->size || size > buf->size - offset)
+        return yc_error_status(YC_EFORMAT, "opencl: %s of %zu bytes at offset %zu outside a buffer of %zu bytes",
+                               what, size, offset, buf->size);
+    return YC_OK;
+}
+
+static int cl_buffer_write(yc_backend *be, yc_buffer *buf, size_t offset, const void *src, size_t size)
+{
+    int st = check_range(buf, offset, size, "write");
+    if (st || !size)
+        return st;
+    cl_int err = clEnqueueWriteBuffer(ctx_of(be)->queue, buf->mem, CL_TRUE, offset, size, src, 0, NULL, NULL);
+    return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clEnqueueWriteBuffer", err);
+}
+
+static int cl_buffer_read(yc_backend *be, const yc_buffer *buf, size_t offset, void *dst, size_t size)
+{
+    int st = check_range(buf, offset, size, "read");
+    if (st || !size)
+        return st;
+    cl_int err = clEnqueueReadBuffer(ctx_of(be)->queue, buf->mem, CL_TRUE, offset, size, dst, 0, NULL, NULL);
+    return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clEnqueueReadBuffer", err);
+}
+
+static int cl_buffer_memset(yc_backend *be, yc_buffer *buf, size_t offset, int byte, size_t size)
+{
+    int st = check_range(buf, offset, size, "memset");
+    if (st || !size)
+        return st;
+    cl_uchar pattern = (cl_uchar)byte;
+    cl_int err = clEnqueueFillBuffer(ctx_of(be)->queue, buf->mem, &pattern, 1, offset, size, 0, NULL, NULL);
+    return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clEnqueueFillBuffer", err);
+}
+
+static bool cl_supports(yc_backend *be, const yc_op *op)
+{
+    (void)be;
+    if (!op || (int)op->kind < 0 || op->kind >= YC_OP_COUNT)
+        return false;
+    switch (op->kind) {
+    case YC_OP_CONV2D:
+        return op->p.conv.groups == 1;
+    case YC_OP_CONV2D_BWD_DATA:
+        /* dy goes into the GEMM as it is */
+        return op->p.conv.groups == 1 && (!op->src[0] || op->src[0]->type == YC_F32);
+    case YC_OP_CONV2D_BWD_FILTER:
+        return op->p.conv.groups == 1 && (!op->src[1] || op->src[1]->type == YC_F32);
+    default:
+        return true;
+    }
+}
+
+static bool is_conv(yc_op_kind k)
+{
+    return k == YC_OP_CONV2D || k == YC_OP_CONV2D_BWD_DATA || k == YC_OP_CONV2D_BWD_FILTER;
+}
+
+static size_t cl_workspace(yc_backend *be, const yc_op *op)
+{
+    if (!op || !is_conv(op->kind) || yc_op_check(op))
+        return 0;
+    size_t bytes = 0;
+    if (yc_cl_conv_workspace(ctx_of(be), op, &bytes))
+        return 0;
+    return bytes;
+}
+
+/* A tensor of an op lies in a buffer, element-aligned, every element inside. */
+static int check_placed(const yc_op *op, const yc_tensor *t, const char *slot, int i)
+{
+    const char *kind = yc_op_kind_name(op->kind), *name = op->name ? op->name : "";
+    const char *tn = t->name ? t->name : "";
+    if (!t->buf)
+        return yc_error_status(YC_EFORMAT, "%s '%s': %s[%d] %s has no buffer", kind, name, slot, i, tn);
+    size_t es = yc_dtype_size(t->type), img = yc_tensor_image_elems(t);
+    if (t->n > 1 && t->nstride > (SIZE_MAX / es - img) / (size_t)(t->n - 1))
+        return yc_error_status(YC_EFORMAT, "%s '%s': %s[%d] %s has an nstride of %zu elements", kind, name, slot,
+                               i, tn, t->nstride);
+    size_t span = t->n > 1 ? (size_t)(t->n - 1) * t->nstride + img : img;
+    if (t->offset % es != 0 || t->offset > t->buf->size || span > (t->buf->size - t->offset) / es)
+        return yc_error_status(YC_EFORMAT,
+                               "%s '%s': %s[%d] %s (offset %zu, %zu elements of %zu bytes) does not fit its "
+                               "buffer of %zu bytes or is not element-aligned",
+                               kind, name, slot, i, tn, t->offset, span, es, t->buf->size);
+    return YC_OK;
+}
+
+static int cl_exec(yc_backend *be, const yc_op *op, yc_span ws)
+{
+    int st = yc_op_check(op);
+    if (st)
+        return st;
+    const char *name = op->name ? op->name : "";
+    if (!cl_supports(be, op))
+        return yc_error_status(YC_EUNSUPPORTED,
+                               "%s '%s': the OpenCL backend runs groups == 1 and FP32 output gradients only",
+                               yc_op_kind_name(op->kind), name);
+    for (int i = 0; i < YC_OP_MAX_SRC; i++)
+        if (op->src[i] && (st = check_placed(op, op->src[i], "src", i)))
+            return st;
+    for (int i = 0; i < YC_OP_MAX_DST; i++)
+        if (op->dst[i] && (st = check_placed(op, op->dst[i], "dst", i)))
+            return st;
+    st = is_conv(op->kind) ? yc_cl_conv(ctx_of(be), op, ws) : yc_cl_op(ctx_of(be), op);
+    if (st)
+        return yc_error_context(st, "%s '%s' on %s", yc_op_kind_name(op->kind), name, be->info.name);
+    return YC_OK;
+}
+
+static int cl_synchronize(yc_backend *be)
+{
+    cl_int err = clFinish(ctx_of(be)->queue);
+    return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clFinish", err);
+}
+
+static const struct yc_backend_i cl_iface = {
+    .name = "opencl",
+    .free = cl_free,
+    .buffer_alloc = cl_buffer_alloc,
+    .buffer_free = cl_buffer_free,
+    .buffer_size = cl_buffer_size,
+    .buffer_write = cl_buffer_write,
+    .buffer_read = cl_buffer_read,
+    .buffer_memset = cl_buffer_memset,
+    .buffer_host_ptr = NULL,
+    .supports = cl_supports,
+    .workspace = cl_workspace,
+    .exec = cl_exec,
+    .synchronize = cl_synchronize,
+};
+
+yc_cl_program_stats yc_cl_backend_stats(const yc_backend *be)
+{
+    yc_cl_program_stats none = {0};
+    if (!be || be->iface != &cl_iface)
+        return none;
+    return ((const yc_cl_ctx *)be->ctx)->stats;
+}
+
+/* "no OpenCL device opencl:N: the devices are opencl:0 NAME (PLATFORM), ..." */
+static int no_such_device(int index, const yc_cl_device_desc *devs, int nd)
+{
+    if (nd == 0)
+        return yc_error_status(YC_EUNSUPPORTED, "no OpenCL device opencl:%d: no OpenCL device was found", index);
+    char list[1024] = "";
+    size_t used = 0;
+    for (int i = 0; i < nd && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%sopencl:%d %s (%s)", i ? ", " : "", i,
+                                 devs[i].info.name, devs[i].info.platform);
+    return yc_error_status(YC_EUNSUPPORTED, "no OpenCL device opencl:%d: the devices are %s", index, list);
+}
+
+/* What is free of a device's memory, when it can be known: for a CPU device (PoCL) the host's
+ * MemAvailable, capped at the device's memory; 0 (unknown) otherwise, OpenCL having no query. */
+static size_t free_memory(const yc_cl_device_desc *d)
+{
+    if (!strstr(d->type, "CPU"))
+        return 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+            break;
+    fclose(f);
+    size_t bytes = kib > SIZE_MAX / 1024 ? SIZE_MAX : (size_t)kib * 1024;
+    return bytes < d->info.mem_total ? bytes : d->info.mem_total;
+}
+
+/* The platform and device handles of a described device. */
+static int device_handles(const yc_cl_device_desc *d, cl_platform_id *pid, cl_device_id *did)
+{
+    cl_uint np = 0, ndev = 0;
+    cl_int err = clGetPlatformIDs(0, NULL, &np);
+    if (err != CL_SUCCESS)
+        return yc_cl_fail("clGetPlatformIDs", err);
+    if ((cl_uint)d->info.cl_platform >= np)
+        return yc_error_status(YC_EDEVICE, "opencl: platform %d has gone", d->info.cl_platform);
+    cl_platform_id *plats = yc_calloc(np, sizeof *plats, "OpenCL platform ids");
+    if (!plats)
+        return YC_ENOMEM;
+    err = clGetPlatformIDs(np, plats, NULL);
+    *pid = plats[d->info.cl_platform];
+    free(plats);
+    if (err != CL_SUCCESS)
+        return yc_cl_fail("clGetPlatformIDs", err);
+    if ((err = clGetDeviceIDs(*pid, CL_DEVICE_TYPE_ALL, 0, NULL, &ndev)) != CL_SUCCESS)
+        return yc_cl_fail("clGetDeviceIDs", err);
+    if ((cl_uint)d->info.cl_device >= ndev)
+        return yc_error_status(YC_EDEVICE, "opencl: device %d of platform %d has gone", d->info.cl_device,
+                               d->info.cl_platform);
+    cl_device_id *ids = yc_calloc(ndev, sizeof *ids, "OpenCL device ids");
+    if (!ids)
+        return YC_ENOMEM;
+    err = clGetDeviceIDs(*pid, CL_DEVICE_TYPE_ALL, ndev, ids, NULL);
+    *did = ids[d->info.cl_device];
+    free(ids);
+    return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clGetDeviceIDs", err);
+}
+
+int yc_backend_opencl_new(yc_backend **out, int index)
+{
+    *out = NULL;
+    yc_cl_platform_desc *plats = NULL;
+    yc_cl_device_desc *devs = NULL;
+    int np = 0, nd = 0;
+    int st = yc_cl_enumerate(&plats, &np, &devs, &nd);
+    free(plats);
+    if (st)
+        return st;
+    if (index < 0 || index >= nd) {
+        st = no_such_device(index, devs, nd);
+        free(devs);
+        return st;
+    }
+    yc_cl_ctx *c = yc_calloc(1, sizeof *c, "opencl backend");
+    yc_backend *be = yc_calloc(1, sizeof *be, "opencl backend");
+    if (!c || !be) {
+        free(c);
+        free(be);
+        free(devs);
+        return YC_ENOMEM;
+    }
+    c->desc = devs[index];
+    free(devs);
+    st = device_handles(&c->desc, &c->platform, &c->device);
+    cl_int err = CL_SUCCESS;
+    if (!st) {
+        cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
+        c->context = clCreateContext(props, 1, &c->device, NULL, NULL, &err);
+        if (err != CL_SUCCESS)
+            st = yc_cl_fail("clCreateContext", err);
+    }
+    if (!st) {
+        c->queue = clCreateCommandQueue(c->context, c->device, 0, &err);
+        if (err != CL_SUCCESS)
+            st = yc_cl_fail("clCreateCommandQueue", err);
+    }
+    if (st) {
+        st = yc_error_context(st, "opening opencl:%d (%s)", index, c->desc.info.name);
+        ctx_release(c);
+        free(be);
+        return st;
+    }
+    c->base_align = c->desc.info.alignment ? c->desc.info.alignment : 128;
+    yc_cl_build_options(c->device, c->options, sizeof c->options);
+    be->iface = &cl_iface;
+    be->ctx = c;
+    be->info = c->desc.info;
+    be->info.mem_free = free_memory(&c->desc);
+    /* CLBlast's direct GEMM kernel takes element offsets as int: no buffer beyond 2^31 floats */
+    if (be->info.max_alloc > YC_CL_MAX_BUFFER)
+        be->info.max_alloc = YC_CL_MAX_BUFFER;
+    *out = be;
+    return YC_OK;
+}

@@ -1,0 +1,48 @@
+/* The OpenCL backend: the backend interface (backend.h) on any OpenCL 1.2 device, through our
+ * kernels (the .cl files of cl/kernels/, embedded at build time) and CLBlast's SGEMM.
+ *
+ * One context and one in-order queue per backend; buffers are cl_mem (no host pointer); tensors
+ * are (cl_mem, byte offset) pairs handed to kernels as arguments, never sub-buffers, so offsets
+ * need only be element-aligned.  exec enqueues and returns; synchronize waits (clFinish).
+ *
+ * Programs are built on first use per backend and cached on disk (see cl_program.c):
+ *   YOLOCL_CL_KERNELS=DIR  read the kernel sources from DIR/<file>.cl instead of the embedded copy
+ *   YOLOCL_CL_CACHE=0      no disk cache
+ *   cache directory        $XDG_CACHE_HOME/yolocl/cl, else $HOME/.cache/yolocl/cl
+ *
+ * Like cl_devices.h, this header needs no OpenCL headers; the functions exist only in builds with
+ * YC_HAVE_OPENCL. */
+#ifndef YC_CL_BACKEND_H
+#define YC_CL_BACKEND_H
+
+#include "backend.h"
+
+/* Creates the backend of OpenCL device `index` in the global numbering of yc_cl_list_devices
+ * ("opencl:N").  YC_EUNSUPPORTED when there is no such device (the message lists the devices),
+ * YC_EDEVICE when the device exists but a context or queue cannot be made. */
+int yc_backend_opencl_new(yc_backend **out, int index);
+
+/* What the program cache did in one backend. */
+typedef struct yc_cl_program_stats {
+    /* programs compiled from source */
+    int built;
+    /* programs loaded from a cache file */
+    int loaded;
+    /* cache files written */
+    int stored;
+    /* cache files found unusable (corrupt, truncated, rejected by the driver) and rebuilt */
+    int rejected;
+} yc_cl_program_stats;
+
+/* The counters of an OpenCL backend (zeros for any other backend). */
+yc_cl_program_stats yc_cl_backend_stats(const yc_backend *be);
+
+/* The directory of the program cache (heap string), or NULL when YOLOCL_CL_CACHE=0 turns it off
+ * or no directory can be named (neither XDG_CACHE_HOME nor HOME set). */
+char *yc_cl_cache_dir(void);
+
+/* Name of a CLBlast status code ("CLBlastInsufficientMemoryTemp"), OpenCL's name for the codes
+ * CLBlast shares with OpenCL, "unknown CLBlast status" otherwise. */
+const char *yc_clblast_status_name(int status);
+
+#endif

@@ -1,0 +1,328 @@
+/* Convolutions of the OpenCL backend: im2col / col2im (conv.cl) around CLBlast's SGEMM, one GEMM
+ * per image, as the CPU backend computes them (cpu/conv.c):
+ *   forward         y[K, PQ]     = W[K, CRS] * col(x)[CRS, PQ]  (+ b[k] per row)
+ *   backward-data   col[CRS, PQ] = W^T[CRS, K] * dy[K, PQ];  dx (=|+=) col2im(col)
+ *   backward-filter dW[K, CRS]  += dy[K, PQ] * col(x)^T[PQ, CRS];  db[k] += sum dy[k, :]
+ * A 1x1 convolution with stride 1 and no padding ("direct") uses the FP32 image itself as its
+ * column matrix (forward, backward-filter) or as the GEMM's output (backward-data).  FP16
+ * activations go through im2col / col2im / bias_store, which convert; the GEMM sees FP32 only.
+ *
+ * Workspace, from its start (offsets relative to the span, regions 256-byte aligned):
+ *   CLBlast's temporary buffer, the largest CLBlastSGemmTempBufferSize of the op's GEMM (CLBlast
+ *     takes it without an offset, so it starts at the first CL_DEVICE_MEM_BASE_ADDR_ALIGN-aligned
+ *     byte of the span: as the whole buffer when that is its byte 0, else as a sub-buffer kept
+ *     with the buffer; base_align bytes of slack are reserved for that);
+ *   the column matrix of one image (CRS * PQ floats) unless direct;
+ *   forward with an FP16 output: the GEMM's FP32 result for one image (K * PQ floats).
+ *
+ * Measured on PoCL 3.1 (2 Xeon cores, YOLOv5 layer shapes at batch 1): im2col + CLBlast ran the
+ * three passes at 4.5-13 GFLOP/s, a direct convolution kernel (eight filters per work item) the
+ * forward pass at 1.9-4.4 GFLOP/s; hence im2col + GEMM everywhere. */
+#include "cl_internal.h"
+
+#include <stdint.h>
+
+#include "log.h"
+#include "util.h"
+
+/* Shapes of one convolution. */
+typedef struct geom {
+    /* x (N,C,H,W), W (K,C,R,S), y (N,K,P,Q) */
+    int N, C, H, W, K, R, S, P, Q;
+    /* strides and padding */
+    int sh, sw, ph, pw;
+    /* C*R*S and P*Q */
+    size_t crs, pq;
+    /* 1x1, stride 1, no padding, and the image the GEMM uses in place is FP32 */
+    bool direct;
+} geom;
+
+/* Where the regions of the workspace lie, relative to the span's start. */
+typedef struct layout {
+    /* largest temporary buffer of the op's GEMMs (0: none) and the room reserved for it */
+    size_t temp, temp_room;
+    /* column matrix and FP32 output image (size 0 when unused) */
+    size_t col_off, col_bytes, tmp_off, tmp_bytes;
+    /* bytes in all */
+    size_t total;
+} layout;
+
+static geom make_geom(const yc_op *op)
+{
+    /* x is also the activation a direct GEMM reads (forward, backward-filter) or writes as is */
+    const yc_tensor *x, *w, *y;
+    switch (op->kind) {
+    case YC_OP_CONV2D:
+        x = op->src[0], w = op->src[1], y = op->dst[0];
+        break;
+    case YC_OP_CONV2D_BWD_DATA:
+        x = op->dst[0], w = op->src[1], y = op->src[0];
+        break;
+    default:
+        x = op->src[0], w = op->dst[0], y = op->src[1];
+        break;
+    }
+    geom g = {
+        .N = x->n, .C = x->c, .H = x->h, .W = x->w, .K = w->n, .R = w->h, .S = w->w, .P = y->h, .Q = y->w,
+        .sh = op->p.conv.stride_h, .sw = op->p.conv.stride_w, .ph = op->p.conv.pad_h, .pw = op->p.conv.pad_w,
+    };
+    g.crs = (size_t)g.C * g.R * g.S;
+    g.pq = (size_t)g.P * g.Q;
+    g.direct = g.R == 1 && g.S == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && x->type == YC_F32;
+    return g;
+}
+
+/* The GEMM of one image (matrices and sizes; buffers and offsets filled in by the caller). */
+static yc_cl_gemm image_gemm(const yc_op *op, const geom *g)
+{
+    yc_cl_gemm m = {.alpha = 1.0f};
+    switch (op->kind) {
+    case YC_OP_CONV2D:
+        m.m = (size_t)g->K, m.n = g->pq, m.k = g->crs;
+        m.lda = g->crs, m.ldb = g->pq, m.ldc = g->pq;
+        break;
+    case YC_OP_CONV2D_BWD_DATA:
+        m.ta = true;
+        m.m = g->crs, m.n = g->pq, m.k = (size_t)g->K;
+        m.lda = g->crs, m.ldb = g->pq, m.ldc = g->pq;
+        m.beta = g->direct ? (float)op->accumulate : 0.0f;
+        break;
+    default:
+        m.tb = true;
+        m.m = (size_t)g->K, m.n = g->crs, m.k = g->pq;
+        m.lda = g->pq, m.ldb = g->pq, m.ldc = g->crs;
+        m.beta = 1.0f;
+        break;
+    }
+    return m;
+}
+
+static int make_layout(yc_cl_ctx *c, const yc_op *op, const geom *g, layout *L)
+{
+    *L = (layout){0};
+    yc_cl_gemm m = image_gemm(op, g);
+    /* nonzero offsets: the largest temporary buffer any placement needs */
+    m.a_off = m.b_off = m.c_off = 1;
+    int st = yc_cl_gemm_temp_size(c, &m, &L->temp);
+    if (st)
+        return st;
+    L->temp_room = L->temp ? yc_align_up(c->base_align + L->temp, 256) : 0;
+    L->col_off = L->temp_room;
+    L->col_bytes = g->direct ? 0 : g->crs * g->pq * sizeof(float);
+    L->tmp_off = yc_align_up(L->col_off + L->col_bytes, 256);
+    L->tmp_bytes = op->kind == YC_OP_CONV2D && op->dst[0]->type != YC_F32 ? (size_t)g->K * g->pq * sizeof(float) : 0;
+    L->total = L->tmp_bytes ? L->tmp_off + L->tmp_bytes : L->col_off + L->col_bytes;
+    return YC_OK;
+}
+
+int yc_cl_conv_workspace(yc_cl_ctx *c, const yc_op *op, size_t *bytes)
+{
+    geom g = make_geom(op);
+    layout L;
+    int st = make_layout(c, op, &g, &L);
+    *bytes = st ? 0 : L.total;
+    return st;
+}
+
+/* CLBlast's temporary buffer for a workspace span: the buffer itself when the aligned start is its
+ * byte 0, else a sub-buffer (made once per buffer and placement). */
+static int temp_buffer(yc_cl_ctx *c, yc_span ws, const layout *L, cl_mem *out)
+{
+    *out = NULL;
+    if (!L->temp)
+        return YC_OK;
+    size_t origin = yc_align_up(ws.offset, c->base_align);
+    yc_buffer *b = ws.buf;
+    if (origin == 0) {
+        *out = b->mem;
+        return YC_OK;
+    }
+    if (b->sub && b->sub_offset == origin && b->sub_size >= L->temp) {
+        *out = b->sub;
+        return YC_OK;
+    }
+    if (b->sub) {
+        clReleaseMemObject(b->sub);
+        b->sub = NULL;
+    }
+    cl_buffer_region region = {origin, L->temp};
+    cl_int err;
+    cl_mem sub = clCreateSubBuffer(b->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+    if (err != CL_SUCCESS)
+        return yc_error_context(yc_cl_fail("clCreateSubBuffer", err),
+                                "CLBlast's temporary buffer (%zu bytes at offset %zu)", L->temp, origin);
+    b->sub = sub;
+    b->sub_offset = origin;
+    b->sub_size = L->temp;
+    *out = sub;
+    return YC_OK;
+}
+
+/* Element offset of image n of an FP32 tensor. */
+static size_t image_elem(const yc_tensor *t, int n)
+{
+    return t->offset / sizeof(float) + (size_t)n * (t->n > 1 ? t->nstride : yc_tensor_image_elems(t));
+}
+
+/* im2col of image n of x into the column region. */
+static int run_im2col(yc_cl_ctx *c, const geom *g, const yc_tensor *x, int n, cl_mem ws, size_t col)
+{
+    yc_cl_args a;
+    int st = yc_cl_begin(c, YC_K_IM2COL, &a);
+    if (st)
+        return st;
+    yc_cl_arg_tensor(&a, x);
+    yc_cl_arg_uint(&a, (unsigned)n);
+    yc_cl_arg_at(&a, ws, col);
+    int v[] = {g->C, g->H, g->W, g->R, g->S, g->P, g->Q, g->sh, g->sw, g->ph, g->pw};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        yc_cl_arg_int(&a, v[i]);
+    size_t global[2] = {g->pq, g->crs};
+    return yc_cl_run(&a, 2, global, false);
+}
+
+static int conv_fwd(yc_cl_ctx *c, const yc_op *op, const geom *g, const layout *L, yc_span ws, cl_mem temp)
+{
+    const yc_tensor *x = op->src[0], *w = op->src[1], *b = op->src[2], *y = op->dst[0];
+    cl_mem wsm = ws.buf ? ws.buf->mem : NULL;
+    size_t col = ws.offset + L->col_off, tmp = ws.offset + L->tmp_off;
+    bool y32 = y->type == YC_F32;
+    int st = YC_OK;
+    for (int n = 0; n < g->N && !st; n++) {
+        yc_cl_gemm m = image_gemm(op, g);
+        m.a = w->buf->mem, m.a_off = w->offset / sizeof(float);
+        if (g->direct)
+            m.b = x->buf->mem, m.b_off = image_elem(x, n);
+        else if (!(st = run_im2col(c, g, x, n, wsm, col)))
+            m.b = wsm, m.b_off = col / sizeof(float);
+        if (y32)
+            m.c = y->buf->mem, m.c_off = image_elem(y, n);
+        else
+            m.c = wsm, m.c_off = tmp / sizeof(float);
+        if (!st)
+            st = yc_cl_gemm_run(c, &m, temp);
+        if (!st && !y32) {
+            yc_cl_args a;
+            if (!(st = yc_cl_begin(c, YC_K_BIAS_STORE, &a))) {
+                yc_cl_arg_at(&a, wsm, tmp);
+                yc_cl_arg_ulong(&a, 0);
+                yc_cl_arg_tensor(&a, y);
+                yc_cl_arg_uint(&a, (unsigned)n);
+                yc_cl_arg_at(&a, b ? b->buf->mem : wsm, b ? b->offset : 0);
+                yc_cl_arg_int(&a, b != NULL);
+                yc_cl_arg_uint(&a, (unsigned)g->K);
+                yc_cl_arg_uint(&a, (unsigned)g->pq);
+                size_t global[2] = {(size_t)g->K * g->pq, 1};
+                st = yc_cl_run(&a, 2, global, false);
+            }
+        }
+    }
+    if (!st && y32 && b) {
+        /* the bias over every image, in place */
+        yc_cl_args a;
+        if (!(st = yc_cl_begin(c, YC_K_BIAS_STORE, &a))) {
+            yc_cl_arg_at(&a, y->buf->mem, y->offset);
+            yc_cl_arg_ulong(&a, y->n > 1 ? y->nstride : yc_tensor_image_elems(y));
+            yc_cl_arg_tensor(&a, y);
+            yc_cl_arg_uint(&a, 0);
+            yc_cl_arg_param(&a, b);
+            yc_cl_arg_int(&a, 1);
+            yc_cl_arg_uint(&a, (unsigned)g->K);
+            yc_cl_arg_uint(&a, (unsigned)g->pq);
+            size_t global[2] = {(size_t)g->K * g->pq, (size_t)g->N};
+            st = yc_cl_run(&a, 2, global, false);
+        }
+    }
+    return st;
+}
+
+static int conv_bwd_data(yc_cl_ctx *c, const yc_op *op, const geom *g, const layout *L, yc_span ws, cl_mem temp)
+{
+    const yc_tensor *dy = op->src[0], *w = op->src[1], *dx = op->dst[0];
+    cl_mem wsm = ws.buf ? ws.buf->mem : NULL;
+    size_t col = ws.offset + L->col_off;
+    int st = YC_OK;
+    for (int n = 0; n < g->N && !st; n++) {
+        yc_cl_gemm m = image_gemm(op, g);
+        m.a = w->buf->mem, m.a_off = w->offset / sizeof(float);
+        m.b = dy->buf->mem, m.b_off = image_elem(dy, n);
+        if (g->direct)
+            m.c = dx->buf->mem, m.c_off = image_elem(dx, n);
+        else
+            m.c = wsm, m.c_off = col / sizeof(float);
+        st = yc_cl_gemm_run(c, &m, temp);
+        if (!st && !g->direct) {
+            yc_cl_args a;
+            if (!(st = yc_cl_begin(c, YC_K_COL2IM, &a))) {
+                yc_cl_arg_at(&a, wsm, col);
+                yc_cl_arg_tensor(&a, dx);
+                yc_cl_arg_uint(&a, (unsigned)n);
+                int v[] = {g->C, g->H, g->W, g->R, g->S, g->P, g->Q, g->sh, g->sw, g->ph, g->pw, op->accumulate};
+                for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+                    yc_cl_arg_int(&a, v[i]);
+                size_t global[1] = {(size_t)g->C * g->H * g->W};
+                st = yc_cl_run(&a, 1, global, false);
+            }
+        }
+    }
+    return st;
+}
+
+static int conv_bwd_filter(yc_cl_ctx *c, const yc_op *op, const geom *g, const layout *L, yc_span ws,
+                           cl_mem temp)
+{
+    const yc_tensor *x = op->src[0], *dy = op->src[1], *dw = op->dst[0], *db = op->dst[1];
+    cl_mem wsm = ws.buf ? ws.buf->mem : NULL;
+    size_t col = ws.offset + L->col_off;
+    int st = YC_OK;
+    for (int n = 0; n < g->N && !st; n++) {
+        yc_cl_gemm m = image_gemm(op, g);
+        m.a = dy->buf->mem, m.a_off = image_elem(dy, n);
+        if (g->direct)
+            m.b = x->buf->mem, m.b_off = image_elem(x, n);
+        else if (!(st = run_im2col(c, g, x, n, wsm, col)))
+            m.b = wsm, m.b_off = col / sizeof(float);
+        m.c = dw->buf->mem, m.c_off = dw->offset / sizeof(float);
+        if (!st)
+            st = yc_cl_gemm_run(c, &m, temp);
+    }
+    if (!st && db) {
+        yc_cl_args a;
+        if (!(st = yc_cl_begin(c, YC_K_BIAS_GRAD, &a))) {
+            yc_cl_arg_tensor(&a, dy);
+            yc_cl_arg_param(&a, db);
+            yc_cl_arg_uint(&a, (unsigned)g->N);
+            yc_cl_arg_uint(&a, (unsigned)g->pq);
+            yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
+            size_t groups[1] = {(size_t)g->K};
+            st = yc_cl_run(&a, 1, groups, true);
+        }
+    }
+    return st;
+}
+
+int yc_cl_conv(yc_cl_ctx *c, const yc_op *op, yc_span ws)
+{
+    geom g = make_geom(op);
+    layout L;
+    int st = make_layout(c, op, &g, &L);
+    if (st)
+        return st;
+    if (L.total && (!ws.buf || ws.size < L.total || ws.offset % sizeof(float) != 0 || ws.offset > ws.buf->size ||
+                    ws.size > ws.buf->size - ws.offset))
+        return yc_error_status(YC_EFORMAT,
+                               "%s '%s': needs a float-aligned workspace of %zu bytes inside its buffer, got %zu "
+                               "bytes at offset %zu",
+                               yc_op_kind_name(op->kind), op->name ? op->name : "", L.total, ws.size, ws.offset);
+    cl_mem temp;
+    if ((st = temp_buffer(c, ws, &L, &temp)))
+        return st;
+    switch (op->kind) {
+    case YC_OP_CONV2D:
+        return conv_fwd(c, op, &g, &L, ws, temp);
+    case YC_OP_CONV2D_BWD_DATA:
+        return conv_bwd_data(c, op, &g, &L, ws, temp);
+    default:
+        return conv_bwd_filter(c, op, &g, &L, ws, temp);
+    }
+}

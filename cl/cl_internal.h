@@ -1,0 +1,176 @@
+/* Internals of the OpenCL backend, shared by cl_backend.c (the interface), cl_program.c (programs,
+ * kernels and their disk cache), cl_launch.c (kernel arguments and launches), cl_blast.c
+ * (CLBlast), cl_conv.c (convolutions) and cl_ops.c (every other op).  Not for code outside cl/. */
+#ifndef YC_CL_INTERNAL_H
+#define YC_CL_INTERNAL_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+
+#include <CL/cl.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "backend.h"
+#include "cl_backend.h"
+#include "cl_devices.h"
+
+/* Device memory: one cl_mem, and the sub-buffer last made of it for CLBlast's temporary buffer
+ * (CLBlast takes no offset for it; see cl_conv.c), released with the buffer. */
+struct yc_buffer {
+    /* the allocation */
+    cl_mem mem;
+    /* bytes requested */
+    size_t size;
+    /* sub-buffer [sub_offset, sub_offset + sub_size) of mem, or NULL */
+    cl_mem sub;
+    size_t sub_offset, sub_size;
+};
+
+/* The programs: one per file of cl/kernels/ (common.cl is prepended to each). */
+typedef enum yc_cl_prog {
+    YC_CL_PROG_ELEMENTWISE,
+    YC_CL_PROG_BATCHNORM,
+    YC_CL_PROG_POOL,
+    YC_CL_PROG_CONV,
+    YC_CL_PROG_OPTIM,
+    YC_CL_NPROGS
+} yc_cl_prog;
+
+/* The kernels, each in one program (table in cl_program.c). */
+typedef enum yc_cl_kid {
+    YC_K_SILU_FWD,
+    YC_K_SILU_BWD,
+    YC_K_ADD,
+    YC_K_COPY,
+    YC_K_FILL,
+    YC_K_BN_TRAIN,
+    YC_K_BN_EVAL,
+    YC_K_BN_BWD,
+    YC_K_MAXPOOL_FWD,
+    YC_K_MAXPOOL_BWD,
+    YC_K_UPSAMPLE_FWD,
+    YC_K_UPSAMPLE_BWD,
+    YC_K_IM2COL,
+    YC_K_COL2IM,
+    YC_K_BIAS_STORE,
+    YC_K_BIAS_GRAD,
+    YC_K_SGD,
+    YC_K_ADAM,
+    YC_K_EMA,
+    YC_K_SUMSQ,
+    YC_K_COUNT
+} yc_cl_kid;
+
+/* Largest work-group the kernels are launched with (a power of two; smaller where the device or
+ * the kernel allows less).  Reductions add in an order fixed by it. */
+#define YC_CL_MAX_LOCAL 256
+
+/* The backend's state (yc_backend.ctx). */
+typedef struct yc_cl_ctx {
+    /* the device, its description (names and driver version: the program cache key) */
+    cl_platform_id platform;
+    cl_device_id device;
+    yc_cl_device_desc desc;
+    /* context and in-order queue */
+    cl_context context;
+    cl_command_queue queue;
+    /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes (sub-buffer origins) */
+    size_t base_align;
+    /* build options of every program */
+    char options[256];
+    /* programs built so far (NULL until an op needs one) */
+    cl_program progs[YC_CL_NPROGS];
+    /* kernels created so far, and the local size each is launched with */
+    cl_kernel kernels[YC_K_COUNT];
+    size_t local[YC_K_COUNT];
+    /* what the program cache did */
+    yc_cl_program_stats stats;
+} yc_cl_ctx;
+
+/* Records "opencl: CALL: NAME (code)" and returns YC_EDEVICE. */
+int yc_cl_fail(const char *call, cl_int err);
+
+/* ---- cl_program.c ------------------------------------------------------------------------- */
+
+/* The kernel `k`, building (or loading from the disk cache) its program on first use; its launch
+ * local size in *local. */
+int yc_cl_kernel(yc_cl_ctx *c, yc_cl_kid k, cl_kernel *out, size_t *local);
+/* The kernel's name in its .cl file. */
+const char *yc_cl_kernel_name(yc_cl_kid k);
+/* Releases the kernels and programs. */
+void yc_cl_programs_release(yc_cl_ctx *c);
+/* Build options for a device: "-cl-std=CL1.2", plus correctly rounded division and sqrt where the
+ * device has them. */
+void yc_cl_build_options(cl_device_id dev, char *buf, size_t len);
+
+/* ---- cl_launch.c -------------------------------------------------------------------------- */
+
+/* The arguments of one kernel launch, set in order; the first failure is kept and reported by
+ * yc_cl_run. */
+typedef struct yc_cl_args {
+    yc_cl_ctx *c;
+    yc_cl_kid kid;
+    cl_kernel k;
+    size_t local;
+    /* next argument index */
+    cl_uint next;
+    /* first failing clSetKernelArg status and its index (CL_SUCCESS when none) */
+    cl_int err;
+    cl_uint bad;
+} yc_cl_args;
+
+/* Starts the arguments of kernel `kid` (builds its program when needed). */
+int yc_cl_begin(yc_cl_ctx *c, yc_cl_kid kid, yc_cl_args *a);
+void yc_cl_arg_mem(yc_cl_args *a, cl_mem m);
+void yc_cl_arg_ulong(yc_cl_args *a, unsigned long long v);
+void yc_cl_arg_uint(yc_cl_args *a, unsigned v);
+void yc_cl_arg_int(yc_cl_args *a, int v);
+void yc_cl_arg_float(yc_cl_args *a, float v);
+/* local memory of `bytes` */
+void yc_cl_arg_local(yc_cl_args *a, size_t bytes);
+/* an activation: buffer, byte offset, elements between images, half flag (TENSOR in common.cl) */
+void yc_cl_arg_tensor(yc_cl_args *a, const yc_tensor *t);
+/* a dense FP32 array: buffer and byte offset (PARAM in common.cl) */
+void yc_cl_arg_param(yc_cl_args *a, const yc_tensor *t);
+/* a buffer and byte offset (PARAM in common.cl) */
+void yc_cl_arg_at(yc_cl_args *a, cl_mem m, size_t offset);
+/* Enqueues the kernel over `global` work items in `dims` (1 or 2) dimensions: dimension 0 is
+ * rounded up to the local size (the kernels check bounds), the others use local size 1.  With
+ * `groups` set, global[0] is a number of work-groups of the local size instead. */
+int yc_cl_run(yc_cl_args *a, cl_uint dims, const size_t *global, bool groups);
+
+/* ---- cl_blast.c --------------------------------------------------------------------------- */
+
+/* Row-major SGEMM C = alpha * op(A) * op(B) + beta * C (offsets and leading dimensions in
+ * elements), with `temp` as CLBlast's temporary buffer (NULL when temp_size says none). */
+typedef struct yc_cl_gemm {
+    bool ta, tb;
+    size_t m, n, k;
+    float alpha, beta;
+    cl_mem a, b, c;
+    size_t a_off, lda, b_off, ldb, c_off, ldc;
+} yc_cl_gemm;
+/* Bytes of temporary buffer CLBlast needs for `g` (its offsets are used: nonzero offsets give the
+ * largest size). */
+int yc_cl_gemm_temp_size(yc_cl_ctx *c, const yc_cl_gemm *g, size_t *bytes);
+/* Runs `g` on the queue with `temp` (at least yc_cl_gemm_temp_size(g) bytes, at offset 0), or with
+ * no temporary buffer (NULL) when that size is 0. */
+int yc_cl_gemm_run(yc_cl_ctx *c, const yc_cl_gemm *g, cl_mem temp);
+/* Drops CLBlast's compiled kernels (before the context goes). */
+void yc_cl_blast_release(void);
+
+/* ---- cl_conv.c ---------------------------------------------------------------------------- */
+
+/* Workspace bytes of a convolution op. */
+int yc_cl_conv_workspace(yc_cl_ctx *c, const yc_op *op, size_t *bytes);
+/* YC_OP_CONV2D, YC_OP_CONV2D_BWD_DATA, YC_OP_CONV2D_BWD_FILTER (op checked and placed). */
+int yc_cl_conv(yc_cl_ctx *c, const yc_op *op, yc_span ws);
+
+/* ---- cl_ops.c ----------------------------------------------------------------------------- */
+
+/* Every other op (checked and placed). */
+int yc_cl_op(yc_cl_ctx *c, const yc_op *op);
+
+#endif

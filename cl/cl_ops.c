@@ -1,0 +1,304 @@
+/* The ops of the OpenCL backend other than convolutions: batch norm (with the fused SiLU
+ * variants), SiLU, add, copy, fill, max pooling, upsampling, the optimizer steps and the sum of
+ * squares.  Each is one kernel launch (kernels in cl/kernels/); none needs a workspace. */
+#include "cl_internal.h"
+
+#include <limits.h>
+#include <math.h>
+
+#include "log.h"
+
+/* An elementwise launch: dimension 0 over one image of `t`, dimension 1 over its images. */
+static int run_images(yc_cl_args *a, const yc_tensor *t)
+{
+    size_t global[2] = {yc_tensor_image_elems(t), (size_t)t->n};
+    return yc_cl_run(a, 2, global, false);
+}
+
+static int silu(yc_cl_ctx *c, const yc_op *op)
+{
+    yc_cl_args a;
+    int st;
+    if (op->kind == YC_OP_SILU) {
+        if ((st = yc_cl_begin(c, YC_K_SILU_FWD, &a)))
+            return st;
+        yc_cl_arg_tensor(&a, op->src[0]);
+        yc_cl_arg_tensor(&a, op->dst[0]);
+        yc_cl_arg_uint(&a, (unsigned)yc_tensor_image_elems(op->dst[0]));
+    } else {
+        if ((st = yc_cl_begin(c, YC_K_SILU_BWD, &a)))
+            return st;
+        yc_cl_arg_tensor(&a, op->src[0]);
+        yc_cl_arg_tensor(&a, op->src[1]);
+        yc_cl_arg_tensor(&a, op->dst[0]);
+        yc_cl_arg_uint(&a, (unsigned)yc_tensor_image_elems(op->dst[0]));
+        yc_cl_arg_int(&a, op->accumulate);
+    }
+    return run_images(&a, op->dst[0]);
+}
+
+static int elementwise(yc_cl_ctx *c, const yc_op *op)
+{
+    yc_cl_args a;
+    int st;
+    const yc_tensor *y = op->dst[0];
+    unsigned chw = (unsigned)yc_tensor_image_elems(y);
+    switch (op->kind) {
+    case YC_OP_ADD:
+        if ((st = yc_cl_begin(c, YC_K_ADD, &a)))
+            return st;
+        yc_cl_arg_tensor(&a, op->src[0]);
+        yc_cl_arg_tensor(&a, op->src[1]);
+        yc_cl_arg_tensor(&a, y);
+        yc_cl_arg_uint(&a, chw);
+        break;
+    case YC_OP_COPY:
+        if ((st = yc_cl_begin(c, YC_K_COPY, &a)))
+            return st;
+        yc_cl_arg_tensor(&a, op->src[0]);
+        yc_cl_arg_tensor(&a, y);
+        yc_cl_arg_uint(&a, chw);
+        yc_cl_arg_int(&a, op->accumulate);
+        break;
+    default:
+        if ((st = yc_cl_begin(c, YC_K_FILL, &a)))
+            return st;
+        yc_cl_arg_tensor(&a, y);
+        yc_cl_arg_uint(&a, chw);
+        yc_cl_arg_float(&a, op->p.fill.value);
+        break;
+    }
+    return run_images(&a, y);
+}
+
+/* The kernels count a channel's N*H*W values in 32 bits. */
+static int bn_count_fits(const yc_tensor *x)
+{
+    if ((size_t)x->n * (size_t)x->h * (size_t)x->w < UINT_MAX)
+        return YC_OK;
+    return yc_error_status(YC_EUNSUPPORTED, "opencl: batch norm over more than 2^32 values per channel");
+}
+
+/* BN_TRAIN and BN_SILU_TRAIN: one work-group per channel */
+static int bn_train(yc_cl_ctx *c, const yc_op *op)
+{
+    const yc_tensor *x = op->src[0];
+    yc_cl_args a;
+    int st = bn_count_fits(x);
+    if (!st)
+        st = yc_cl_begin(c, YC_K_BN_TRAIN, &a);
+    if (st)
+        return st;
+    float mom = op->p.bn.momentum;
+    yc_cl_arg_tensor(&a, x);
+    yc_cl_arg_tensor(&a, op->dst[0]);
+    yc_cl_arg_param(&a, op->src[1]);
+    yc_cl_arg_param(&a, op->src[2]);
+    yc_cl_arg_param(&a, op->dst[1]);
+    yc_cl_arg_param(&a, op->dst[2]);
+    yc_cl_arg_param(&a, op->dst[3]);
+    yc_cl_arg_uint(&a, (unsigned)x->n);
+    yc_cl_arg_uint(&a, (unsigned)x->c);
+    yc_cl_arg_uint(&a, (unsigned)(x->h * x->w));
+    yc_cl_arg_float(&a, op->p.bn.eps);
+    yc_cl_arg_float(&a, mom);
+    yc_cl_arg_float(&a, (float)(1.0 - (double)mom));
+    yc_cl_arg_int(&a, op->kind == YC_OP_BN_SILU_TRAIN);
+    yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
+    size_t groups[1] = {(size_t)x->c};
+    return yc_cl_run(&a, 1, groups, true);
+}
+
+static int bn_eval(yc_cl_ctx *c, const yc_op *op)
+{
+    const yc_tensor *x = op->src[0];
+    yc_cl_args a;
+    int st = yc_cl_begin(c, YC_K_BN_EVAL, &a);
+    if (st)
+        return st;
+    yc_cl_arg_tensor(&a, x);
+    yc_cl_arg_tensor(&a, op->dst[0]);
+    for (int i = 1; i <= 4; i++)
+        yc_cl_arg_param(&a, op->src[i]);
+    yc_cl_arg_uint(&a, (unsigned)x->c);
+    yc_cl_arg_uint(&a, (unsigned)(x->h * x->w));
+    yc_cl_arg_float(&a, op->p.bn.eps);
+    return run_images(&a, x);
+}
+
+/* BN_BWD (src dy, x, gamma, stats) and BN_SILU_BWD (src da, x, gamma, beta, stats) */
+static int bn_bwd(yc_cl_ctx *c, const yc_op *op)
+{
+    bool fused = op->kind == YC_OP_BN_SILU_BWD;
+    const yc_tensor *x = op->src[1], *stats = fused ? op->src[4] : op->src[3];
+    yc_cl_args a;
+    int st = bn_count_fits(x);
+    if (!st)
+        st = yc_cl_begin(c, YC_K_BN_BWD, &a);
+    if (st)
+        return st;
+    yc_cl_arg_tensor(&a, op->src[0]);
+    yc_cl_arg_tensor(&a, x);
+    yc_cl_arg_param(&a, op->src[2]);
+    yc_cl_arg_param(&a, fused ? op->src[3] : op->src[2]);
+    yc_cl_arg_param(&a, stats);
+    yc_cl_arg_tensor(&a, op->dst[0]);
+    yc_cl_arg_param(&a, op->dst[1]);
+    yc_cl_arg_param(&a, op->dst[2]);
+    yc_cl_arg_uint(&a, (unsigned)x->n);
+    yc_cl_arg_uint(&a, (unsigned)x->c);
+    yc_cl_arg_uint(&a, (unsigned)(x->h * x->w));
+    yc_cl_arg_int(&a, op->accumulate);
+    yc_cl_arg_int(&a, fused);
+    yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
+    size_t groups[1] = {(size_t)x->c};
+    return yc_cl_run(&a, 1, groups, true);
+}
+
+static int pool(yc_cl_ctx *c, const yc_op *op)
+{
+    bool fwd = op->kind == YC_OP_MAXPOOL;
+    const yc_tensor *x = fwd ? op->src[0] : op->src[1], *pooled = fwd ? op->dst[0] : op->src[0];
+    yc_cl_args a;
+    int st = yc_cl_begin(c, fwd ? YC_K_MAXPOOL_FWD : YC_K_MAXPOOL_BWD, &a);
+    if (st)
+        return st;
+    if (fwd) {
+        yc_cl_arg_tensor(&a, x);
+        yc_cl_arg_tensor(&a, op->dst[0]);
+    } else {
+        yc_cl_arg_tensor(&a, op->src[0]);
+        yc_cl_arg_tensor(&a, x);
+        yc_cl_arg_tensor(&a, op->dst[0]);
+    }
+    int v[] = {x->c, x->h, x->w, pooled->h, pooled->w, op->p.pool.k, op->p.pool.stride, op->p.pool.pad};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        yc_cl_arg_int(&a, v[i]);
+    if (!fwd)
+        yc_cl_arg_int(&a, op->accumulate);
+    return run_images(&a, op->dst[0]);
+}
+
+static int upsample(yc_cl_ctx *c, const yc_op *op)
+{
+    bool fwd = op->kind == YC_OP_UPSAMPLE;
+    const yc_tensor *lo = fwd ? op->src[0] : op->dst[0];
+    yc_cl_args a;
+    int st = yc_cl_begin(c, fwd ? YC_K_UPSAMPLE_FWD : YC_K_UPSAMPLE_BWD, &a);
+    if (st)
+        return st;
+    yc_cl_arg_tensor(&a, op->src[0]);
+    yc_cl_arg_tensor(&a, op->dst[0]);
+    int v[] = {lo->c, lo->h, lo->w, op->p.up.factor};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        yc_cl_arg_int(&a, v[i]);
+    if (!fwd)
+        yc_cl_arg_int(&a, op->accumulate);
+    return run_images(&a, op->dst[0]);
+}
+
+/* SGD, Adam and EMA: coefficients as cpu/optim.c computes them (double, rounded once) */
+static int optim(yc_cl_ctx *c, const yc_op *op)
+{
+    size_t count = yc_tensor_elems(op->dst[0]);
+    yc_cl_args a;
+    int st;
+    if (op->kind == YC_OP_SGD) {
+        if ((st = yc_cl_begin(c, YC_K_SGD, &a)))
+            return st;
+        yc_cl_arg_param(&a, op->src[0]);
+        yc_cl_arg_param(&a, op->dst[0]);
+        yc_cl_arg_param(&a, op->dst[1]);
+        yc_cl_arg_ulong(&a, count);
+        yc_cl_arg_float(&a, op->p.sgd.scale);
+        yc_cl_arg_float(&a, op->p.sgd.wd);
+        yc_cl_arg_float(&a, op->p.sgd.momentum);
+        yc_cl_arg_float(&a, -op->p.sgd.lr);
+        yc_cl_arg_int(&a, op->p.sgd.wd != 0.0f);
+        yc_cl_arg_int(&a, op->p.sgd.nesterov);
+    } else if (op->kind == YC_OP_ADAM) {
+        double lr = op->p.adam.lr, b1 = op->p.adam.beta1, b2 = op->p.adam.beta2, wd = op->p.adam.wd;
+        double t = op->p.adam.step, bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
+        if ((st = yc_cl_begin(c, YC_K_ADAM, &a)))
+            return st;
+        yc_cl_arg_param(&a, op->src[0]);
+        for (int i = 0; i < 3; i++)
+            yc_cl_arg_param(&a, op->dst[i]);
+        yc_cl_arg_ulong(&a, count);
+        yc_cl_arg_float(&a, op->p.adam.scale);
+        yc_cl_arg_float(&a, op->p.adam.wd);
+        yc_cl_arg_float(&a, (float)(1.0 - lr * wd));
+        yc_cl_arg_float(&a, op->p.adam.beta1);
+        yc_cl_arg_float(&a, (float)(1.0 - b1));
+        yc_cl_arg_float(&a, op->p.adam.beta2);
+        yc_cl_arg_float(&a, (float)(1.0 - b2));
+        yc_cl_arg_float(&a, (float)sqrt(bc2));
+        yc_cl_arg_float(&a, op->p.adam.eps);
+        yc_cl_arg_float(&a, (float)-(lr / bc1));
+        yc_cl_arg_int(&a, op->p.adam.wd != 0.0f);
+        yc_cl_arg_int(&a, op->p.adam.decoupled);
+    } else {
+        float d = op->p.ema.decay;
+        if ((st = yc_cl_begin(c, YC_K_EMA, &a)))
+            return st;
+        yc_cl_arg_param(&a, op->src[0]);
+        yc_cl_arg_param(&a, op->dst[0]);
+        yc_cl_arg_ulong(&a, count);
+        yc_cl_arg_float(&a, d);
+        yc_cl_arg_float(&a, (float)(1.0 - (double)d));
+    }
+    size_t global[1] = {count};
+    return yc_cl_run(&a, 1, global, false);
+}
+
+/* SUMSQ: one work-group */
+static int sumsq(yc_cl_ctx *c, const yc_op *op)
+{
+    yc_cl_args a;
+    int st = yc_cl_begin(c, YC_K_SUMSQ, &a);
+    if (st)
+        return st;
+    yc_cl_arg_tensor(&a, op->src[0]);
+    yc_cl_arg_ulong(&a, yc_tensor_elems(op->src[0]));
+    yc_cl_arg_param(&a, op->dst[0]);
+    yc_cl_arg_int(&a, op->accumulate);
+    yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
+    size_t groups[1] = {1};
+    return yc_cl_run(&a, 1, groups, true);
+}
+
+int yc_cl_op(yc_cl_ctx *c, const yc_op *op)
+{
+    switch (op->kind) {
+    case YC_OP_BN_TRAIN:
+    case YC_OP_BN_SILU_TRAIN:
+        return bn_train(c, op);
+    case YC_OP_BN_EVAL:
+        return bn_eval(c, op);
+    case YC_OP_BN_BWD:
+    case YC_OP_BN_SILU_BWD:
+        return bn_bwd(c, op);
+    case YC_OP_SILU:
+    case YC_OP_SILU_BWD:
+        return silu(c, op);
+    case YC_OP_ADD:
+    case YC_OP_COPY:
+    case YC_OP_FILL:
+        return elementwise(c, op);
+    case YC_OP_MAXPOOL:
+    case YC_OP_MAXPOOL_BWD:
+        return pool(c, op);
+    case YC_OP_UPSAMPLE:
+    case YC_OP_UPSAMPLE_BWD:
+        return upsample(c, op);
+    case YC_OP_SGD:
+    case YC_OP_ADAM:
+    case YC_OP_EMA:
+        return optim(c, op);
+    case YC_OP_SUMSQ:
+        return sumsq(c, op);
+    default:
+        return yc_error_status(YC_EUNSUPPORTED, "opencl: %s is not an elementwise or reduction op",
+                               yc_op_kind_name(op->kind));
+    }
+}

@@ -1,0 +1,55 @@
+/* Elementwise ops: SiLU and its gradient, add, copy (or accumulate), fill.
+ * Work items: dimension 0 runs over the `chw` elements of an image (rounded up to the work-group
+ * size: items past the end do nothing), dimension 1 over the images.  Each item reads and writes
+ * one index only, so every kernel here may run in place (an output identical to an input). */
+
+/* y = silu(x) */
+__kernel void silu_fwd(TENSOR(x), TENSOR(y), uint chw)
+{
+    uint i = get_global_id(0), n = get_global_id(1);
+    if (i >= chw)
+        return;
+    ST(y, n, i, yc_silu(LD(x, n, i)));
+}
+
+/* dx (=|+=) dy * silu'(x) */
+__kernel void silu_bwd(TENSOR(dy), TENSOR(x), TENSOR(dx), uint chw, int acc)
+{
+    uint i = get_global_id(0), n = get_global_id(1);
+    if (i >= chw)
+        return;
+    float g = yc_silu_grad(LD(dy, n, i), LD(x, n, i));
+    if (acc)
+        g = LD(dx, n, i) + g;
+    ST(dx, n, i, g);
+}
+
+/* y = a + b */
+__kernel void add(TENSOR(a), TENSOR(b), TENSOR(y), uint chw)
+{
+    uint i = get_global_id(0), n = get_global_id(1);
+    if (i >= chw)
+        return;
+    ST(y, n, i, LD(a, n, i) + LD(b, n, i));
+}
+
+/* y (=|+=) a */
+__kernel void copy(TENSOR(a), TENSOR(y), uint chw, int acc)
+{
+    uint i = get_global_id(0), n = get_global_id(1);
+    if (i >= chw)
+        return;
+    float v = LD(a, n, i);
+    if (acc)
+        v = LD(y, n, i) + v;
+    ST(y, n, i, v);
+}
+
+/* y = value */
+__kernel void fill(TENSOR(y), uint chw, float value)
+{
+    uint i = get_global_id(0), n = get_global_id(1);
+    if (i >= chw)
+        return;
+    ST(y, n, i, value);
+}

@@ -1,0 +1,984 @@
+/* Tests of the OpenCL backend beyond the op parity of test_ops.c:
+ *
+ *  1. device selection (--device): the choice on made-up device lists (auto prefers the GPU with
+ *     the most memory; opencl, opencl:N, name substrings; errors listing the devices), then
+ *     yc_device_open on this machine's devices;
+ *  2. the program cache: miss then hit, YOLOCL_CL_CACHE=0, corrupt and truncated files rebuilt,
+ *     YOLOCL_CL_KERNELS (sources from a directory, a new cache key, a missing file, a build error
+ *     with its log);
+ *  3. the backend: device info, buffers, error paths (placement, workspace, unsupported ops,
+ *     allocation limits, status names), convolutions whose GEMM needs CLBlast's temporary buffer
+ *     from our workspace (at byte 0 and at an unaligned offset) against the CPU backend;
+ *  4. the golden step: one training step of tests/data/tiny (and of ../shared/ref's YOLOv5n at 320
+ *     when present) on the OpenCL backend against PyTorch, with the CPU backend's tolerances
+ *     (1e-4 heads and loss, 1e-3 gradients); the tiny step again with BN outputs recomputed by
+ *     the fused BN+SiLU ops (the same gradient bits), and with FP16 storage (looser tolerances,
+ *     and close to the CPU backend's FP16 step).
+ *
+ * OpenCL objects are created inside the tests only (Check forks each test, and a forked child of
+ * a process that has started the OpenCL platform hangs); main counts the devices in a child
+ * process.  Without any OpenCL device (or in a build without OpenCL) only part 1 runs, and the
+ * program exits 77 (skipped) when that passes. */
+#include "config.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "cl_backend.h"
+#include "cl_devices.h"
+#include "device.h"
+#include "hyp.h"
+#include "log.h"
+#include "model.h"
+#include "safetensors.h"
+#include "step.h"
+#include "util.h"
+
+#ifdef YC_HAVE_OPENCL
+#include "cl_kernels.h"
+#endif
+
+#define TOL_OUT 1e-4
+#define TOL_GRAD 1e-3
+/* with FP16 storage of the input and saved activations, on the tiny fixture (64x64, 0.0625 wide:
+ * few channels, so rounding shows; measured on both backends: heads 6e-3..3e-2, loss 3e-3..6e-3,
+ * worst gradient 0.33..0.34, a BN bias of the last layer), and OpenCL against the CPU backend over
+ * all gradients (measured 4.5e-2) */
+#define TOL_OUT_HALF 5e-2
+#define TOL_GRAD_HALF 0.5
+#define TOL_HALF_CPU 0.1
+
+/* OpenCL devices on this machine (counted by main in a child process) */
+static int cl_devices;
+static char data_dir[1024], shared_dir[1024];
+
+static bool err_has(const char *s)
+{
+    return strstr(yc_last_error(), s) != NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * 1. Device selection.
+ * ------------------------------------------------------------------------------------------- */
+static yc_device_info fake(const char *name, bool gpu, size_t mem)
+{
+    yc_device_info d = {.kind = YC_DEVICE_OPENCL, .is_gpu = gpu, .mem_total = mem};
+    snprintf(d.name, sizeof d.name, "%s", name);
+    snprintf(d.platform, sizeof d.platform, "Test Platform");
+    return d;
+}
+
+START_TEST(pick_device)
+{
+    yc_device_info devs[4] = {
+        fake("pthread-skylake-avx512", false, (size_t)64 << 30),
+        fake("Intel(R) Arc(TM) A770 Graphics", true, (size_t)16 << 30),
+        fake("NVIDIA H100 80GB HBM3", true, (size_t)80 << 30),
+        fake("NVIDIA GeForce RTX 4090", true, (size_t)24 << 30),
+    };
+    int idx = 99;
+    /* auto: the GPU with the most memory, not the (larger) CPU device */
+    ck_assert_int_eq(yc_device_pick("auto", devs, 4, true, &idx), YC_OK);
+    ck_assert_int_eq(idx, 2);
+    ck_assert_int_eq(yc_device_pick(NULL, devs, 4, true, &idx), YC_OK);
+    ck_assert_int_eq(idx, 2);
+    ck_assert_int_eq(yc_device_pick("", devs, 2, true, &idx), YC_OK);
+    ck_assert_int_eq(idx, 1);
+    /* auto without a GPU: the CPU backend */
+    ck_assert_int_eq(yc_device_pick("auto", devs, 1, true, &idx), YC_OK);
+    ck_assert_int_eq(idx, -1);
+    ck_assert_int_eq(yc_device_pick("auto", NULL, 0, false, &idx), YC_OK);
+    ck_assert_int_eq(idx, -1);
+    ck_assert_int_eq(yc_device_pick("cpu", devs, 4, true, &idx), YC_OK);
+    ck_assert_int_eq(idx, -1);
+    /* opencl, opencl:N */
+    ck_assert_int_eq(yc_device_pick("opencl", devs, 4, true, &idx), YC_OK);
+    ck_assert_int_eq(idx, 0);
+    ck_assert_int_eq(yc_device_pick("opencl:3", devs, 4, true, &idx), YC_OK);
+    ck_assert_int_eq(idx, 3);
+    ck_assert_int_eq(yc_device_pick("opencl:4", devs, 4, true, &idx), YC_EUSAGE);
+    ck_assert_msg(err_has("no device opencl:4") && err_has("opencl:2 NVIDIA H100 80GB HBM3 (Test Platform)") &&
+                      err_has("cpu"),
+                  "%s", yc_last_error());
+    ck_assert_int_eq(yc_device_pick("opencl:x", devs, 4, true, &idx), YC_EUSAGE);
+    ck_assert_msg(err_has("opencl:N"), "%s", yc_last_error());
+    ck_assert_int_eq(yc_device_pick("opencl:", devs, 4, true, &idx), YC_EUSAGE);
+    ck_assert_int_eq(yc_device_pick("opencl:-1", devs, 4, true, &idx), YC_EUSAGE);
+    ck_assert_int_eq(yc_device_pick("opencl", NULL, 0, true, &idx), YC_EUSAGE);
+    ck_assert_msg(err_has("no OpenCL device found") && err_has("--device cpu"), "%s", yc_last_error());
+    /* a name substring, case ignored: the first device that matches */
+    ck_assert_int_eq(yc_device_pick("h100", devs, 4, true, &idx), YC_OK);
+    ck_assert_int_eq(idx, 2);
+    ck_assert_int_eq(yc_device_pick("NVIDIA", devs, 4, true, &idx), YC_OK);
+    ck_assert_int_eq(idx, 2);
+    ck_assert_int_eq(yc_device_pick("arc(tm)", devs, 4, true, &idx), YC_OK);
+    ck_assert_int_eq(idx, 1);
+    ck_assert_int_eq(yc_device_pick("radeon", devs, 4, true, &idx), YC_EUSAGE);
+    ck_assert_msg(err_has("unknown device 'radeon'") && err_has("opencl:0 pthread-skylake-avx512") &&
+                      err_has("opencl:3 NVIDIA GeForce RTX 4090"),
+                  "%s", yc_last_error());
+    /* a build without OpenCL */
+    ck_assert_int_eq(yc_device_pick("opencl:0", NULL, 0, false, &idx), YC_EUSAGE);
+    ck_assert_msg(err_has("built without OpenCL"), "%s", yc_last_error());
+    ck_assert_int_eq(yc_device_pick("h100", NULL, 0, false, &idx), YC_EUSAGE);
+    ck_assert_msg(err_has("unknown device 'h100'") && err_has("built without OpenCL"), "%s", yc_last_error());
+}
+END_TEST
+
+START_TEST(open_cpu_and_errors)
+{
+    yc_backend *be = NULL;
+    ck_assert_int_eq(yc_device_open("cpu", 2, false, &be), YC_OK);
+    ck_assert_int_eq(be->info.kind, YC_DEVICE_CPU);
+    yc_backend_free(be);
+    be = NULL;
+    ck_assert_int_eq(yc_device_open("no-such-device-anywhere", 0, false, &be), YC_EUSAGE);
+    ck_assert_ptr_null(be);
+    ck_assert_msg(err_has("no-such-device-anywhere") && err_has("cpu"), "%s", yc_last_error());
+    ck_assert_int_eq(yc_device_open("opencl:999", 0, false, &be), YC_EUSAGE);
+    ck_assert_ptr_null(be);
+    /* auto: an OpenCL GPU if there is one, else the CPU backend */
+    ck_assert_int_eq(yc_device_open("auto", 0, false, &be), YC_OK);
+    ck_assert(be->info.kind == YC_DEVICE_CPU || be->info.is_gpu);
+    yc_backend_free(be);
+}
+END_TEST
+
+#ifdef YC_HAVE_OPENCL
+
+START_TEST(open_opencl)
+{
+    yc_device_info *devs = NULL;
+    int n = 0;
+    ck_assert_int_eq(yc_cl_list_devices(&devs, &n), YC_OK);
+    ck_assert_int_ge(n, 1);
+    yc_backend *be = NULL;
+    ck_assert_msg(yc_device_open("opencl", 0, false, &be) == YC_OK, "%s", yc_last_error());
+    ck_assert_str_eq(be->iface->name, "opencl");
+    ck_assert_str_eq(be->info.name, devs[0].name);
+    yc_backend_free(be);
+    /* the first six characters of device 0's name, in upper case, select it (or an earlier
+     * device with the same text) */
+    char sub[8] = {0};
+    for (int i = 0; i < 6 && devs[0].name[i]; i++)
+        sub[i] = (char)((devs[0].name[i] >= 'a' && devs[0].name[i] <= 'z') ? devs[0].name[i] - 32 : devs[0].name[i]);
+    ck_assert_msg(yc_device_open(sub, 0, false, &be) == YC_OK, "%s: %s", sub, yc_last_error());
+    ck_assert_str_eq(be->info.name, devs[0].name);
+    yc_backend_free(be);
+    char spec[32];
+    snprintf(spec, sizeof spec, "opencl:%d", n - 1);
+    ck_assert_msg(yc_device_open(spec, 0, false, &be) == YC_OK, "%s", yc_last_error());
+    yc_backend_free(be);
+    snprintf(spec, sizeof spec, "opencl:%d", n);
+    ck_assert_int_eq(yc_device_open(spec, 0, false, &be), YC_EUSAGE);
+    ck_assert_msg(err_has("opencl:0 ") && err_has(devs[0].name), "%s", yc_last_error());
+    /* the backend constructor itself */
+    ck_assert_int_eq(yc_backend_opencl_new(&be, n), YC_EUNSUPPORTED);
+    ck_assert_msg(err_has("the devices are opencl:0"), "%s", yc_last_error());
+    ck_assert_int_eq(yc_backend_opencl_new(&be, -1), YC_EUNSUPPORTED);
+    free(devs);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * 2. The program cache and kernel sources.
+ * ------------------------------------------------------------------------------------------- */
+
+/* A fresh temporary directory as XDG_CACHE_HOME (cache on); returns the cache directory. */
+static char *fresh_cache(char *tmp, size_t len)
+{
+    snprintf(tmp, len, "/tmp/yolocl-test-cl-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmp));
+    setenv("XDG_CACHE_HOME", tmp, 1);
+    unsetenv("YOLOCL_CL_CACHE");
+    unsetenv("YOLOCL_CL_KERNELS");
+    char *dir = yc_cl_cache_dir();
+    ck_assert_ptr_nonnull(dir);
+    return dir;
+}
+
+/* Removes a directory tree made by the tests (two levels of files at most). */
+static void remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) {
+        unlink(path);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char *p = yc_path_join(path, e->d_name);
+        remove_tree(p);
+        free(p);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
+/* Entries of a directory other than . and .. */
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+/* The first *.bin file of the cache directory (heap path), NULL if none. */
+static char *first_entry(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return NULL;
+    struct dirent *e;
+    char *found = NULL;
+    while (!found && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n > 4 && strcmp(e->d_name + n - 4, ".bin") == 0)
+            found = yc_path_join(dir, e->d_name);
+    }
+    closedir(d);
+    return found;
+}
+
+/* Opens device 0, fills 5 floats with `value` (the elementwise program) and checks them against
+ * `want`; returns the backend's cache counters.  Fails the test with the backend's message when
+ * exec fails and `expect_ok`; otherwise returns the status in *status. */
+static yc_cl_program_stats fill_once(float value, float want, bool expect_ok, int *status)
+{
+    yc_backend *be = NULL;
+    ck_assert_msg(yc_backend_opencl_new(&be, 0) == YC_OK, "%s", yc_last_error());
+    yc_tensor t = yc_tensor_make(1, 5, 1, 1, YC_F32, "t");
+    t.buf = yc_buffer_alloc(be, 5 * sizeof(float));
+    ck_assert_ptr_nonnull(t.buf);
+    yc_op op = {.kind = YC_OP_FILL, .dst = {&t}, .name = "fill"};
+    op.p.fill.value = value;
+    int st = yc_backend_exec(be, &op, (yc_span){0});
+    if (status)
+        *status = st;
+    if (expect_ok) {
+        ck_assert_msg(st == YC_OK, "%s", yc_last_error());
+        float got[5];
+        ck_assert_int_eq(yc_tensor_get_f32(be, &t, got), YC_OK);
+        for (int i = 0; i < 5; i++)
+            ck_assert_float_eq(got[i], want);
+    }
+    yc_cl_program_stats s = yc_cl_backend_stats(be);
+    yc_buffer_free(be, t.buf);
+    yc_backend_free(be);
+    return s;
+}
+
+START_TEST(cache_miss_then_hit)
+{
+    char tmp[64];
+    char *dir = fresh_cache(tmp, sizeof tmp);
+    ck_assert_msg(strstr(dir, tmp) == dir && strstr(dir, "/yolocl/cl") != NULL, "%s", dir);
+    yc_cl_program_stats s = fill_once(1.5f, 1.5f, true, NULL);
+    ck_assert_int_eq(s.built, 1);
+    ck_assert_int_eq(s.loaded, 0);
+    ck_assert_int_eq(s.stored, 1);
+    ck_assert_int_eq(s.rejected, 0);
+    ck_assert_int_eq(yc_count_files(dir, ".bin"), 1);
+    s = fill_once(-2.0f, -2.0f, true, NULL);
+    ck_assert_int_eq(s.built, 0);
+    ck_assert_int_eq(s.loaded, 1);
+    ck_assert_int_eq(s.stored, 0);
+    ck_assert_int_eq(yc_count_files(dir, ".bin"), 1);
+    /* no temporary files left behind */
+    ck_assert_int_eq(count_entries(dir), 1);
+    free(dir);
+    remove_tree(tmp);
+}
+END_TEST
+
+START_TEST(cache_disabled)
+{
+    char tmp[64];
+    char *dir = fresh_cache(tmp, sizeof tmp);
+    setenv("YOLOCL_CL_CACHE", "0", 1);
+    ck_assert_ptr_null(yc_cl_cache_dir());
+    yc_cl_program_stats s = fill_once(3.0f, 3.0f, true, NULL);
+    ck_assert_int_eq(s.built, 1);
+    ck_assert_int_eq(s.stored, 0);
+    s = fill_once(3.0f, 3.0f, true, NULL);
+    ck_assert_int_eq(s.built, 1);
+    ck_assert_int_eq(s.loaded, 0);
+    ck_assert(!yc_is_dir(dir));
+    /* any other value keeps it on */
+    setenv("YOLOCL_CL_CACHE", "1", 1);
+    char *again = yc_cl_cache_dir();
+    ck_assert_str_eq(again, dir);
+    /* HOME when XDG_CACHE_HOME is unset */
+    unsetenv("XDG_CACHE_HOME");
+    setenv("HOME", "/home/someone", 1);
+    char *home = yc_cl_cache_dir();
+    ck_assert_str_eq(home, "/home/someone/.cache/yolocl/cl");
+    free(home);
+    free(again);
+    free(dir);
+    remove_tree(tmp);
+}
+END_TEST
+
+/* Overwrites a cache file with a damaged copy: flips a byte at `at` (from the end when negative)
+ * or, with at == 0, truncates it to half. */
+static void damage(const char *path, long at)
+{
+    char *data = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(yc_read_file(path, &data, &n), YC_OK);
+    if (at == 0)
+        n /= 2;
+    else
+        data[at > 0 ? (size_t)at : n - (size_t)(-at)] ^= 0x5a;
+    ck_assert_int_eq(yc_write_file_atomic(path, data, n), YC_OK);
+    free(data);
+}
+
+START_TEST(cache_corrupt_rebuilt)
+{
+    char tmp[64];
+    char *dir = fresh_cache(tmp, sizeof tmp);
+    fill_once(1.0f, 1.0f, true, NULL);
+    char *entry = first_entry(dir);
+    ck_assert_ptr_nonnull(entry);
+    /* a byte of the binary (checksum mismatch), the magic, the checksum, half the file */
+    const long where[] = {-100, 3, -1, 0};
+    for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+        damage(entry, where[i]);
+        yc_cl_program_stats s = fill_once(7.0f, 7.0f, true, NULL);
+        ck_assert_msg(s.rejected == 1 && s.built == 1 && s.stored == 1 && s.loaded == 0,
+                      "damage %zu: rejected %d built %d stored %d loaded %d", i, s.rejected, s.built, s.stored,
+                      s.loaded);
+        /* rewritten: the next backend loads it */
+        s = fill_once(8.0f, 8.0f, true, NULL);
+        ck_assert_int_eq(s.loaded, 1);
+        ck_assert_int_eq(s.rejected, 0);
+    }
+    /* an empty file */
+    ck_assert_int_eq(yc_write_file_atomic(entry, "", 0), YC_OK);
+    yc_cl_program_stats s = fill_once(9.0f, 9.0f, true, NULL);
+    ck_assert_int_eq(s.rejected, 1);
+    ck_assert_int_eq(yc_count_files(dir, ".bin"), 1);
+    free(entry);
+    free(dir);
+    remove_tree(tmp);
+}
+END_TEST
+
+/* Writes every embedded kernel source to `dir`, with elementwise.cl passed through `edit`. */
+static void write_sources(const char *dir, void (*edit)(char *text, size_t cap))
+{
+    ck_assert_int_eq(yc_mkdirs(dir), YC_OK);
+    for (int i = 0; i < yc_cl_nsources; i++) {
+        const yc_cl_source *s = &yc_cl_sources[i];
+        size_t cap = s->len + 4096;
+        char *text = calloc(cap, 1);
+        ck_assert_ptr_nonnull(text);
+        memcpy(text, s->text, s->len);
+        if (edit && strcmp(s->name, "elementwise.cl") == 0)
+            edit(text, cap);
+        char *path = yc_path_join(dir, s->name);
+        ck_assert_int_eq(yc_write_file_atomic(path, text, strlen(text)), YC_OK);
+        free(path);
+        free(text);
+    }
+}
+
+/* fill writes value + 1 */
+static void fill_plus_one(char *text, size_t cap)
+{
+    (void)cap;
+    char *p = strstr(text, "ST(y, n, i, value);");
+    ck_assert_ptr_nonnull(p);
+    const char *repl = "ST(y, n, i, value+1);";
+    ck_assert_uint_eq(strlen(repl), strlen("ST(y, n, i, value);") + 2);
+    memmove(p + strlen(repl), p + strlen("ST(y, n, i, value);"), strlen(p + strlen("ST(y, n, i, value);")) + 1);
+    memcpy(p, repl, strlen(repl));
+}
+
+/* a syntax error at the end */
+static void broken(char *text, size_t cap)
+{
+    strncat(text, "\n__kernel void broken(__global float *p) { p[0] = undeclared_name; }\n",
+            cap - strlen(text) - 1);
+}
+
+START_TEST(kernels_from_directory)
+{
+    char tmp[64];
+    char *dir = fresh_cache(tmp, sizeof tmp);
+    fill_once(1.0f, 1.0f, true, NULL);
+    ck_assert_int_eq(yc_count_files(dir, ".bin"), 1);
+
+    /* the same sources from a directory: the same key, a cache hit */
+    char *src = yc_path_join(tmp, "kernels");
+    write_sources(src, NULL);
+    setenv("YOLOCL_CL_KERNELS", src, 1);
+    yc_cl_program_stats s = fill_once(2.0f, 2.0f, true, NULL);
+    ck_assert_int_eq(s.loaded, 1);
+    ck_assert_int_eq(s.built, 0);
+
+    /* an edited source: used (fill writes value + 1), a new key, a second cache file */
+    write_sources(src, fill_plus_one);
+    s = fill_once(2.0f, 3.0f, true, NULL);
+    ck_assert_int_eq(s.built, 1);
+    ck_assert_int_eq(yc_count_files(dir, ".bin"), 2);
+    s = fill_once(4.0f, 5.0f, true, NULL);
+    ck_assert_int_eq(s.loaded, 1);
+
+    /* a build error: the file, the status and the compiler's log in the message */
+    write_sources(src, broken);
+    int st = YC_OK;
+    s = fill_once(1.0f, 1.0f, false, &st);
+    ck_assert_int_eq(st, YC_EDEVICE);
+    ck_assert_msg(err_has("building elementwise.cl") && err_has("CL_BUILD_PROGRAM_FAILURE") &&
+                      err_has("undeclared_name") && err_has("fill 'fill'"),
+                  "%s", yc_last_error());
+    ck_assert_int_eq(s.stored, 0);
+
+    /* a directory without the files */
+    char *empty = yc_path_join(tmp, "empty");
+    ck_assert_int_eq(yc_mkdirs(empty), YC_OK);
+    setenv("YOLOCL_CL_KERNELS", empty, 1);
+    s = fill_once(1.0f, 1.0f, false, &st);
+    ck_assert_int_ne(st, YC_OK);
+    ck_assert_msg(err_has("YOLOCL_CL_KERNELS=") && err_has("common.cl"), "%s", yc_last_error());
+
+    /* unset: the embedded sources again, from the cache */
+    unsetenv("YOLOCL_CL_KERNELS");
+    s = fill_once(6.0f, 6.0f, true, NULL);
+    ck_assert_int_eq(s.loaded, 1);
+    free(empty);
+    free(src);
+    free(dir);
+    remove_tree(tmp);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * 3. The backend.
+ * ------------------------------------------------------------------------------------------- */
+START_TEST(backend_basics)
+{
+    yc_backend *be = NULL;
+    ck_assert_int_eq(yc_backend_opencl_new(&be, 0), YC_OK);
+    const yc_device_info *info = &be->info;
+    ck_assert_int_eq(info->kind, YC_DEVICE_OPENCL);
+    ck_assert_str_eq(be->iface->name, "opencl");
+    ck_assert(info->fp16_storage);
+    ck_assert(info->max_alloc > 0 && info->mem_total >= info->max_alloc);
+    ck_assert(info->mem_free <= info->mem_total); /* 0 when the device cannot tell */
+    ck_assert(info->alignment >= 4 && (info->alignment & (info->alignment - 1)) == 0);
+    ck_assert_int_ge(info->cl_platform, 0);
+    ck_assert_ptr_null(be->iface->buffer_host_ptr);
+
+    yc_buffer *buf = yc_buffer_alloc(be, 1000);
+    ck_assert_ptr_nonnull(buf);
+    ck_assert_uint_eq(be->iface->buffer_size(be, buf), 1000);
+    char bytes[16] = "abcdefghijklmno", back[16];
+    ck_assert_int_eq(be->iface->buffer_write(be, buf, 984, bytes, 16), YC_OK);
+    ck_assert_int_eq(be->iface->buffer_write(be, buf, 985, bytes, 16), YC_EFORMAT);
+    ck_assert_int_eq(be->iface->buffer_memset(be, buf, 990, 'z', 2), YC_OK);
+    ck_assert_int_eq(be->iface->buffer_read(be, buf, 984, back, 16), YC_OK);
+    ck_assert(memcmp(back, "abcdefzzijklmno", 16) == 0);
+    ck_assert_int_eq(be->iface->buffer_read(be, buf, SIZE_MAX, back, 2), YC_EFORMAT);
+    ck_assert_int_eq(be->iface->buffer_memset(be, buf, 999, 0, 2), YC_EFORMAT);
+    ck_assert_ptr_null(yc_buffer_alloc(be, info->max_alloc + 1));
+    ck_assert_msg(err_has("largest allocation"), "%s", yc_last_error());
+
+    /* tensors: get/set with nstride, ops at odd (element-aligned) offsets */
+    yc_tensor t = yc_tensor_make(3, 2, 2, 3, YC_F32, "t");
+    t.buf = buf, t.offset = 44, t.nstride = 20;
+    float v[36], r[36];
+    for (int i = 0; i < 36; i++)
+        v[i] = (float)i;
+    ck_assert_int_eq(yc_tensor_set_f32(be, &t, v), YC_OK);
+    yc_op op = {.kind = YC_OP_SILU, .src = {&t}, .dst = {&t}, .name = "s"};
+    ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+    ck_assert_int_eq(be->iface->synchronize(be), YC_OK);
+    ck_assert_int_eq(yc_tensor_get_f32(be, &t, r), YC_OK);
+    for (int i = 0; i < 36; i++)
+        ck_assert_float_eq_tol(r[i], v[i] / (1.0f + expf(-v[i])), 1e-5f);
+
+    /* placement errors */
+    yc_tensor bad = t;
+    bad.offset = 46;
+    op.src[0] = op.dst[0] = &bad;
+    ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_EFORMAT);
+    ck_assert_msg(err_has("silu 's'") && err_has("element-aligned"), "%s", yc_last_error());
+    bad.offset = 960;
+    ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_EFORMAT);
+    bad.buf = NULL;
+    ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_EFORMAT);
+    ck_assert_msg(err_has("no buffer"), "%s", yc_last_error());
+
+    /* unsupported: grouped convolution, FP16 gradients into a GEMM */
+    yc_tensor x = yc_tensor_make(1, 4, 4, 4, YC_F32, "x"), w = yc_tensor_make(4, 2, 1, 1, YC_F32, "w");
+    yc_tensor y = yc_tensor_make(1, 4, 4, 4, YC_F32, "y");
+    x.buf = y.buf = w.buf = buf;
+    y.offset = 256, w.offset = 512;
+    yc_op cv = {.kind = YC_OP_CONV2D, .src = {&x, &w}, .dst = {&y}};
+    cv.p.conv.kh = cv.p.conv.kw = cv.p.conv.stride_h = cv.p.conv.stride_w = 1;
+    cv.p.conv.groups = 2;
+    ck_assert(!be->iface->supports(be, &cv));
+    ck_assert_int_eq(yc_backend_exec(be, &cv, (yc_span){0}), YC_EUNSUPPORTED);
+    yc_tensor dyh = y, w4 = yc_tensor_make(4, 4, 1, 1, YC_F32, "w4");
+    dyh.type = YC_F16;
+    w4.buf = buf, w4.offset = 512;
+    yc_op bd = {.kind = YC_OP_CONV2D_BWD_DATA, .src = {&dyh, &w4}, .dst = {&x}};
+    bd.p.conv = cv.p.conv;
+    bd.p.conv.groups = 1;
+    ck_assert(!be->iface->supports(be, &bd));
+    bd.src[0] = &y;
+    ck_assert(be->iface->supports(be, &bd));
+
+    /* a 3x3 convolution needs a workspace and refuses to run without one */
+    yc_tensor w3 = yc_tensor_make(4, 4, 3, 3, YC_F32, "w3");
+    w3.buf = yc_buffer_alloc(be, 4 * 4 * 9 * sizeof(float));
+    ck_assert_ptr_nonnull(w3.buf);
+    yc_op c3 = {.kind = YC_OP_CONV2D, .src = {&x, &w3}, .dst = {&y}, .name = "c3"};
+    c3.p.conv.kh = c3.p.conv.kw = 3, c3.p.conv.stride_h = c3.p.conv.stride_w = 1;
+    c3.p.conv.pad_h = c3.p.conv.pad_w = 1, c3.p.conv.groups = 1;
+    size_t need = be->iface->workspace(be, &c3);
+    ck_assert_uint_ge(need, 36 * 16 * sizeof(float));
+    ck_assert_int_eq(yc_backend_exec(be, &c3, (yc_span){0}), YC_EFORMAT);
+    ck_assert_msg(err_has("conv2d 'c3'") && err_has("workspace"), "%s", yc_last_error());
+    yc_buffer *wsb = yc_buffer_alloc(be, need + 64);
+    ck_assert_int_eq(yc_backend_exec(be, &c3, (yc_span){wsb, 0, need - 4}), YC_EFORMAT);
+    ck_assert_int_eq(yc_backend_exec(be, &c3, (yc_span){wsb, 64, need}), YC_OK);
+    ck_assert_int_eq(yc_backend_exec(be, &c3, (yc_span){wsb, 66, need}), YC_EFORMAT);
+    ck_assert_int_eq(be->iface->synchronize(be), YC_OK);
+    ck_assert_uint_eq(be->iface->workspace(be, &op), 0);
+    yc_buffer_free(be, wsb);
+    yc_buffer_free(be, w3.buf);
+    yc_buffer_free(be, buf);
+    yc_buffer_free(be, NULL);
+    yc_backend_free(be);
+
+    /* status names */
+    ck_assert_str_eq(yc_clblast_status_name(-2050), "CLBlastInsufficientMemoryTemp");
+    ck_assert_str_eq(yc_clblast_status_name(-2045), "CLBlastNoHalfPrecision");
+    ck_assert_str_eq(yc_clblast_status_name(-1017), "CLBlastInvalidDimension");
+    ck_assert_str_eq(yc_clblast_status_name(-11), "CL_BUILD_PROGRAM_FAILURE");
+    ck_assert_str_eq(yc_clblast_status_name(0), "CLBlastSuccess");
+    ck_assert_str_eq(yc_clblast_status_name(12345), "unknown CLBlast status");
+    ck_assert_str_eq(yc_cl_error_name(-54), "CL_INVALID_WORK_GROUP_SIZE");
+}
+END_TEST
+
+/* max|a-b| / max|b| */
+static double rel_error(const float *a, const float *ref, size_t n)
+{
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs((double)a[i] - ref[i]));
+        scale = fmax(scale, fabs((double)ref[i]));
+    }
+    return scale > 0 ? diff / scale : diff;
+}
+
+/* Runs one convolution op (kind, with bias / db) on a backend with the workspace at `ws_off` bytes
+ * into its buffer; inputs from `in`, dst[0] out into `out`.  Shapes: x (1,32,160,160), W
+ * (64,32,3,3), stride 1, padding 1: GEMMs of 64 x 25600 x 288 and the like. */
+static void run_big_conv(yc_backend *be, yc_op_kind kind, size_t ws_off, const float *xv, const float *wv,
+                         const float *yv, float *out, size_t *ws_need)
+{
+    yc_tensor x = yc_tensor_make(1, 32, 160, 160, YC_F32, "x"), w = yc_tensor_make(64, 32, 3, 3, YC_F32, "w");
+    yc_tensor y = yc_tensor_make(1, 64, 160, 160, YC_F32, "y");
+    x.buf = yc_buffer_alloc(be, yc_tensor_elems(&x) * 4);
+    w.buf = yc_buffer_alloc(be, yc_tensor_elems(&w) * 4);
+    y.buf = yc_buffer_alloc(be, yc_tensor_elems(&y) * 4);
+    ck_assert(x.buf && w.buf && y.buf);
+    ck_assert_int_eq(yc_tensor_set_f32(be, &x, xv), YC_OK);
+    ck_assert_int_eq(yc_tensor_set_f32(be, &w, wv), YC_OK);
+    ck_assert_int_eq(yc_tensor_set_f32(be, &y, yv), YC_OK);
+    yc_op op = {.kind = kind, .name = "big"};
+    if (kind == YC_OP_CONV2D)
+        op.src[0] = &x, op.src[1] = &w, op.dst[0] = &y;
+    else if (kind == YC_OP_CONV2D_BWD_DATA)
+        op.src[0] = &y, op.src[1] = &w, op.dst[0] = &x;
+    else
+        op.src[0] = &x, op.src[1] = &y, op.dst[0] = &w;
+    op.p.conv.kh = op.p.conv.kw = 3, op.p.conv.stride_h = op.p.conv.stride_w = 1;
+    op.p.conv.pad_h = op.p.conv.pad_w = 1, op.p.conv.groups = 1;
+    size_t need = be->iface->workspace(be, &op);
+    *ws_need = need;
+    yc_buffer *ws = yc_buffer_alloc(be, ws_off + need);
+    ck_assert_ptr_nonnull(ws);
+    int st = yc_backend_exec(be, &op, (yc_span){ws, ws_off, need});
+    ck_assert_msg(st == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(yc_tensor_get_f32(be, op.dst[0], out), YC_OK);
+    yc_buffer_free(be, ws);
+    yc_buffer_free(be, x.buf);
+    yc_buffer_free(be, w.buf);
+    yc_buffer_free(be, y.buf);
+}
+
+START_TEST(conv_with_clblast_temp)
+{
+    size_t nx = 32 * 160 * 160, nw = 64 * 32 * 9, ny = 64 * 160 * 160;
+    float *xv = malloc(nx * 4), *wv = malloc(nw * 4), *yv = malloc(ny * 4);
+    float *ref = malloc(ny * 4), *got = malloc(ny * 4);
+    ck_assert(xv && wv && yv && ref && got);
+    unsigned s = 12345;
+    for (size_t i = 0; i < ny; i++) {
+        s = s * 1103515245u + 12345u;
+        float v = (float)((s >> 8) & 0xffff) / 32768.0f - 1.0f;
+        yv[i] = v;
+        if (i < nx)
+            xv[i] = -v;
+        if (i < nw)
+            wv[i] = v * 0.5f;
+    }
+    yc_backend *cpu = NULL, *cl = NULL;
+    ck_assert_int_eq(yc_backend_cpu_new(&cpu, 0), YC_OK);
+    ck_assert_int_eq(yc_backend_opencl_new(&cl, 0), YC_OK);
+    const yc_op_kind kinds[3] = {YC_OP_CONV2D, YC_OP_CONV2D_BWD_DATA, YC_OP_CONV2D_BWD_FILTER};
+    const size_t nout[3] = {ny, nx, nw};
+    for (int k = 0; k < 3; k++) {
+        size_t need, col = (size_t)288 * 25600 * 4;
+        run_big_conv(cpu, kinds[k], 0, xv, wv, yv, ref, &need);
+        /* at byte 0 of the workspace buffer, and at an offset below the base address alignment */
+        const size_t offs[2] = {0, 64};
+        for (int o = 0; o < 2; o++) {
+            run_big_conv(cl, kinds[k], offs[o], xv, wv, yv, got, &need);
+            double e = rel_error(got, ref, nout[k]);
+            ck_assert_msg(e < 1e-5, "%s at workspace offset %zu: error %.3g", yc_op_kind_name(kinds[k]), offs[o], e);
+            printf("  %s: workspace %zu bytes (columns %zu, CLBlast's temporary buffer and slack %zu), error "
+                   "%.2e\n",
+                   yc_op_kind_name(kinds[k]), need, col, need - col, e);
+        }
+    }
+    yc_backend_free(cpu);
+    yc_backend_free(cl);
+    free(xv), free(wv), free(yv), free(ref), free(got);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * 4. The golden step on the OpenCL backend.
+ * ------------------------------------------------------------------------------------------- */
+
+/* A float tensor read whole from a safetensors file (NULL if absent). */
+static float *read_tensor(yc_st_file *f, const char *name, size_t *numel)
+{
+    const yc_st_tensor *t = yc_st_find(f, name);
+    if (!t)
+        return NULL;
+    float *v = malloc((t->numel ? t->numel : 1) * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_msg(yc_st_read_f32(f, t, v, t->numel) == YC_OK, "%s", yc_last_error());
+    if (numel)
+        *numel = t->numel;
+    return v;
+}
+
+typedef struct golden {
+    yc_backend *be;
+    yc_model *m;
+    yc_step *step;
+    float *images, *targets;
+    yc_loss_result res;
+} golden;
+
+/* Loads the model, its weights and the batch on `device` and runs one training step, with storage
+ * options `go` (NULL: FP32, nothing recomputed). */
+static void golden_step(golden *gd, const char *device, const char *cfg_path, const char *weights,
+                        const char *batch, const char *images_name, const yc_graph_options *go)
+{
+    memset(gd, 0, sizeof *gd);
+    yc_model_cfg *cfg = NULL;
+    ck_assert_msg(yc_model_cfg_load(&cfg, cfg_path, 0) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_model_new(&gd->m, cfg) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_device_open(device, 0, false, &gd->be) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_model_alloc(gd->m, gd->be) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_model_load(gd->m, weights) == YC_OK, "%s", yc_last_error());
+    yc_st_file *f = NULL;
+    ck_assert_msg(yc_st_open(&f, batch) == YC_OK, "%s", yc_last_error());
+    const yc_st_tensor *im = yc_st_find(f, images_name);
+    ck_assert_ptr_nonnull(im);
+    int b = (int)im->shape[0], h = (int)im->shape[2], w = (int)im->shape[3];
+    size_t nt6;
+    gd->images = read_tensor(f, images_name, NULL);
+    gd->targets = read_tensor(f, "targets", &nt6);
+    yc_st_close(f);
+    yc_hyp hyp;
+    yc_hyp_defaults(&hyp);
+    yc_loss_params lp;
+    yc_step_loss_params(gd->m, &hyp, h > w ? h : w, 0.0f, &lp);
+    int st = go ? yc_step_new_in(&gd->step, gd->m, b, h, w, &lp, go, NULL) : yc_step_new(&gd->step, gd->m, b, h, w, &lp);
+    ck_assert_msg(st == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(yc_step_keep_heads(gd->step), YC_OK);
+    double t0 = yc_now();
+    ck_assert_msg(yc_step_run(gd->step, gd->images, gd->targets, (int)(nt6 / 6), &gd->res) == YC_OK, "%s",
+                  yc_last_error());
+    printf("  step on %s: %.2f s (first: includes building the programs)\n", gd->be->info.name, yc_now() - t0);
+}
+
+static void golden_free(golden *gd)
+{
+    yc_step_free(gd->step);
+    yc_model_free(gd->m);
+    yc_backend_free(gd->be);
+    free(gd->images);
+    free(gd->targets);
+}
+
+/* Level l's head (permuted to (B, na, ny, nx, no)) against the reference. */
+static void check_head(golden *gd, int l, const float *ref, double tol)
+{
+    const yc_tensor *t = yc_graph_head(gd->step->g, l);
+    int na = gd->m->na, no = gd->m->no;
+    size_t plane = (size_t)t->h * t->w, n = yc_tensor_elems(t);
+    float *perm = malloc(n * sizeof *perm);
+    ck_assert_ptr_nonnull(perm);
+    for (int b = 0; b < t->n; b++)
+        for (int a = 0; a < na; a++)
+            for (size_t yx = 0; yx < plane; yx++)
+                for (int k = 0; k < no; k++)
+                    perm[(((size_t)b * na + a) * plane + yx) * no + k] =
+                        gd->step->head[l][((size_t)b * na * no + (size_t)a * no + k) * plane + yx];
+    double e = rel_error(perm, ref, n);
+    printf("  head%d: relative error %.2e\n", l, e);
+    ck_assert_msg(e < tol, "head%d: relative error %.3g", l, e);
+    free(perm);
+}
+
+static void check_loss(const golden *gd, const float ref[4], double tol)
+{
+    const double ours[4] = {gd->res.total, gd->res.box, gd->res.obj, gd->res.cls};
+    const char *names[4] = {"total", "box", "obj", "cls"};
+    for (int i = 0; i < 4; i++) {
+        double e = fabs(ours[i] - ref[i]) / fabs((double)ref[i]);
+        printf("  loss %-5s %.8g (reference %.8g, relative error %.2e)\n", names[i], ours[i], (double)ref[i], e);
+        ck_assert_msg(e < tol, "loss %s: %.8g vs %.8g", names[i], ours[i], (double)ref[i]);
+    }
+}
+
+/* Every parameter gradient against the reference; returns them (the caller frees). */
+static float *check_grads(golden *gd, const char *path, double tol)
+{
+    yc_model *m = gd->m;
+    float *grads = malloc(m->param_elems * sizeof *grads);
+    ck_assert_ptr_nonnull(grads);
+    ck_assert_int_eq(m->be->iface->buffer_read(m->be, m->grad_buf, 0, grads, m->param_elems * sizeof *grads),
+                     YC_OK);
+    yc_st_file *f = NULL;
+    ck_assert_msg(yc_st_open(&f, path) == YC_OK, "%s", yc_last_error());
+    double worst = 0;
+    const char *worst_name = "";
+    for (int i = 0; i < m->nparams; i++) {
+        const yc_param *p = &m->params[i];
+        size_t n;
+        float *ref = read_tensor(f, p->name, &n);
+        ck_assert_msg(ref != NULL, "no reference gradient for %s", p->name);
+        ck_assert_uint_eq(n, p->numel);
+        double e = rel_error(grads + p->offset, ref, n);
+        if (e > worst)
+            worst = e, worst_name = p->name;
+        ck_assert_msg(e < tol, "gradient of %s: relative error %.3g", p->name, e);
+        free(ref);
+    }
+    printf("  %d gradients: worst relative error %.2e (%s)\n", m->nparams, worst, worst_name);
+    yc_st_close(f);
+    return grads;
+}
+
+/* The tiny fixture's step on `device` with storage options `go` against PyTorch; returns the
+ * gradients. */
+static float *tiny_step(const char *device, const yc_graph_options *go, double tol_out, double tol_grad,
+                        size_t *nparams)
+{
+    char cfg[1200], weights[1200], batch[1200], expected[1200], grads[1200];
+    snprintf(cfg, sizeof cfg, "%s/tiny/yolov5n-tiny.yaml", data_dir);
+    snprintf(weights, sizeof weights, "%s/tiny/weights.safetensors", data_dir);
+    snprintf(batch, sizeof batch, "%s/tiny/batch.safetensors", data_dir);
+    snprintf(expected, sizeof expected, "%s/tiny/expected.safetensors", data_dir);
+    snprintf(grads, sizeof grads, "%s/tiny/grads.safetensors", data_dir);
+    golden gd;
+    golden_step(&gd, device, cfg, weights, batch, "images", go);
+    yc_st_file *f = NULL;
+    ck_assert_msg(yc_st_open(&f, expected) == YC_OK, "%s", yc_last_error());
+    for (int l = 0; l < gd.m->nl; l++) {
+        char name[16];
+        snprintf(name, sizeof name, "head%d", l);
+        float *ref = read_tensor(f, name, NULL);
+        ck_assert_ptr_nonnull(ref);
+        check_head(&gd, l, ref, tol_out);
+        free(ref);
+    }
+    float *loss = read_tensor(f, "loss", NULL);
+    ck_assert_ptr_nonnull(loss);
+    check_loss(&gd, loss, tol_out);
+    free(loss);
+    yc_st_close(f);
+    float *g = check_grads(&gd, grads, tol_grad);
+    *nparams = gd.m->param_elems;
+    golden_free(&gd);
+    return g;
+}
+
+START_TEST(golden_tiny)
+{
+    size_t n, n2;
+    printf("tiny (yolov5n, width 0.0625, nc 3, 64x64, batch 2) on OpenCL:\n");
+    float *plain = tiny_step("opencl:0", NULL, TOL_OUT, TOL_GRAD, &n);
+    /* BN outputs recomputed in backward (the fused BN+SiLU ops): the same bits */
+    printf("the same with recomputed BN outputs (fused BN+SiLU):\n");
+    yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .recompute = true};
+    float *fused = tiny_step("opencl:0", &go, TOL_OUT, TOL_GRAD, &n2);
+    ck_assert_uint_eq(n, n2);
+    ck_assert_msg(memcmp(plain, fused, n * sizeof *plain) == 0, "gradients differ with recomputed BN outputs");
+    free(plain);
+    free(fused);
+}
+END_TEST
+
+/* FP16 storage of the input and the saved activations: the tolerances of --half */
+START_TEST(golden_tiny_half)
+{
+    size_t n;
+    printf("tiny on OpenCL with FP16 storage (and recomputed BN outputs):\n");
+    yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .half = true, .recompute = true};
+    float *cl = tiny_step("opencl:0", &go, TOL_OUT_HALF, TOL_GRAD_HALF, &n);
+    printf("the same on the CPU backend:\n");
+    float *cpu = tiny_step("cpu", &go, TOL_OUT_HALF, TOL_GRAD_HALF, &n);
+    double e = rel_error(cl, cpu, n);
+    printf("  OpenCL against CPU, all gradients: relative error %.2e\n", e);
+    ck_assert_msg(e < TOL_HALF_CPU, "FP16 storage: OpenCL and CPU gradients differ by %.3g", e);
+    free(cl);
+    free(cpu);
+}
+END_TEST
+
+START_TEST(golden_yolov5n_320)
+{
+    char weights[1200], io[1200], grads[1200], cfg[1024];
+    snprintf(weights, sizeof weights, "%s/ref/yolov5n_init_state_dict.safetensors", shared_dir);
+    snprintf(io, sizeof io, "%s/ref/train_step_io.safetensors", shared_dir);
+    snprintf(grads, sizeof grads, "%s/ref/yolov5n_init_grads.safetensors", shared_dir);
+    ck_assert_int_eq(yc_data_path("models/yolov5n.yaml", cfg, sizeof cfg), YC_OK);
+    printf("yolov5n (80 classes, 320x320, batch 2) on OpenCL:\n");
+    golden gd;
+    golden_step(&gd, "opencl:0", cfg, weights, io, "input", NULL);
+    yc_st_file *f = NULL;
+    ck_assert_msg(yc_st_open(&f, io) == YC_OK, "%s", yc_last_error());
+    const char *heads[3] = {"head0_stride8", "head1_stride16", "head2_stride32"};
+    for (int l = 0; l < 3; l++) {
+        float *ref = read_tensor(f, heads[l], NULL);
+        ck_assert_ptr_nonnull(ref);
+        check_head(&gd, l, ref, TOL_OUT);
+        free(ref);
+    }
+    float *total = read_tensor(f, "loss_total", NULL), *items = read_tensor(f, "loss_items_box_obj_cls", NULL);
+    ck_assert(total && items);
+    float loss[4] = {total[0], items[0], items[1], items[2]};
+    check_loss(&gd, loss, TOL_OUT);
+    free(total);
+    free(items);
+    yc_st_close(f);
+    free(check_grads(&gd, grads, TOL_GRAD));
+    golden_free(&gd);
+}
+END_TEST
+
+#endif /* YC_HAVE_OPENCL */
+
+/* The number of OpenCL devices, counted in a child process (see the top of the file). */
+static int count_opencl_devices(void)
+{
+#ifdef YC_HAVE_OPENCL
+    int fd[2], n = 0;
+    if (pipe(fd) != 0)
+        return 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        yc_device_info *devs = NULL;
+        int count = 0;
+        if (yc_cl_list_devices(&devs, &count) != YC_OK)
+            count = 0;
+        _exit(write(fd[1], &count, sizeof count) == (ssize_t)sizeof count ? 0 : 1);
+    }
+    close(fd[1]);
+    if (pid < 0 || read(fd[0], &n, sizeof n) != (ssize_t)sizeof n)
+        n = 0;
+    close(fd[0]);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    return n;
+#else
+    return 0;
+#endif
+}
+
+int main(void)
+{
+    const char *d = getenv("YOLOCL_TEST_DATA"), *sh = getenv("YOLOCL_SHARED_DIR");
+    snprintf(data_dir, sizeof data_dir, "%s", d ? d : "tests/data");
+    snprintf(shared_dir, sizeof shared_dir, "%s", sh ? sh : "../shared");
+    cl_devices = count_opencl_devices();
+
+    Suite *s = suite_create("opencl");
+    TCase *sel = tcase_create("device_selection");
+    tcase_set_timeout(sel, 120);
+    tcase_add_test(sel, pick_device);
+    tcase_add_test(sel, open_cpu_and_errors);
+    suite_add_tcase(s, sel);
+#ifdef YC_HAVE_OPENCL
+    if (cl_devices > 0) {
+        tcase_add_test(sel, open_opencl);
+        TCase *cache = tcase_create("program_cache");
+        tcase_set_timeout(cache, 300);
+        tcase_add_test(cache, cache_miss_then_hit);
+        tcase_add_test(cache, cache_disabled);
+        tcase_add_test(cache, cache_corrupt_rebuilt);
+        tcase_add_test(cache, kernels_from_directory);
+        suite_add_tcase(s, cache);
+        TCase *be = tcase_create("backend");
+        tcase_set_timeout(be, 300);
+        tcase_add_test(be, backend_basics);
+        tcase_add_test(be, conv_with_clblast_temp);
+        suite_add_tcase(s, be);
+        TCase *gold = tcase_create("golden");
+        tcase_set_timeout(gold, 600);
+        tcase_add_test(gold, golden_tiny);
+        tcase_add_test(gold, golden_tiny_half);
+        char probe[1200];
+        snprintf(probe, sizeof probe, "%s/ref/train_step_io.safetensors", shared_dir);
+        if (yc_file_exists(probe))
+            tcase_add_test(gold, golden_yolov5n_320);
+        else
+            printf("golden YOLOv5n@320 skipped: %s not found\n", probe);
+        suite_add_tcase(s, gold);
+    }
+#endif
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (failed)
+        return EXIT_FAILURE;
+    if (cl_devices == 0) {
+        printf("skipped: no OpenCL device (only device selection was tested)\n");
+        return 77;
+    }
+    return EXIT_SUCCESS;
+}
