@@ -49,6 +49,10 @@ typedef enum yc_op_kind {
      * src: x, gamma, beta;  dst: a (N,C,H,W), stats (2,C,1,1), running_mean, running_var
      * (read and written). */
     YC_OP_BN_SILU_TRAIN,
+    /* The output of YC_OP_BN_SILU_TRAIN recomputed from its input and the batch statistics it
+     * saved (bit-identical to the `a` it wrote), for backward passes that did not keep `a`:
+     * src: x (the BN input), gamma, beta, stats;  dst: a */
+    YC_OP_BN_SILU_APPLY,
     /* Backward of YC_OP_BN_SILU_TRAIN, recomputing z from x and stats (bit-identical to
      * YC_OP_SILU_BWD on the stored z followed by YC_OP_BN_BWD):
      * src: da, x (the BN input), gamma, beta, stats;  dst: dx [acc], dgamma, dbeta */

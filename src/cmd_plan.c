@@ -27,6 +27,7 @@ static void print_usage(void)
           "  -b, --batch N         images per batch (default 16; -1: the largest that fits)\n"
           "      --half            FP16 storage of activations\n"
           "      --no-half         never FP16 storage (default: only when needed to fit)\n"
+          "      --recompute       recompute BatchNorm outputs in backward instead of storing\n"
           "      --mem SIZE        memory limit (default: 90%% of the device's free memory)\n"
           "      --optimizer NAME  SGD (default), Adam or AdamW\n"
           "  -j, --workers N       loader threads (default: physical cores)\n"
@@ -39,7 +40,7 @@ static void print_usage(void)
           stdout);
 }
 
-enum { OPT_NC = 256, OPT_HALF, OPT_NOHALF, OPT_MEM, OPT_OPTIM, OPT_MAXIMG, OPT_NOVAL, OPT_DEVICE,
+enum { OPT_NC = 256, OPT_HALF, OPT_NOHALF, OPT_RECOMPUTE, OPT_MEM, OPT_OPTIM, OPT_MAXIMG, OPT_NOVAL, OPT_DEVICE,
        OPT_JSON };
 
 static void print_text(const yc_run_shape *rs, const yc_mem_report *r, const yc_mem_fit *fit,
@@ -123,6 +124,7 @@ int yc_cmd_plan(int argc, char **argv)
         {"batch-size", required_argument, NULL, 'b'},
         {"half", no_argument, NULL, OPT_HALF},
         {"no-half", no_argument, NULL, OPT_NOHALF},
+        {"recompute", no_argument, NULL, OPT_RECOMPUTE},
         {"mem", required_argument, NULL, OPT_MEM},
         {"optimizer", required_argument, NULL, OPT_OPTIM},
         {"workers", required_argument, NULL, 'j'},
@@ -137,7 +139,7 @@ int yc_cmd_plan(int argc, char **argv)
     int nc = 0, img = 640, batch = 16, workers = 0, c, st;
     int max_w = 0, max_h = 0;
     size_t mem = 0;
-    bool json = false, noval = false;
+    bool json = false, noval = false, recompute = false;
     yc_half_policy half = YC_HALF_AUTO;
     yc_optim_kind optim = YC_OPTIM_SGD;
     opterr = 0;
@@ -168,6 +170,9 @@ int yc_cmd_plan(int argc, char **argv)
             break;
         case OPT_NOHALF:
             half = YC_HALF_OFF;
+            break;
+        case OPT_RECOMPUTE:
+            recompute = true;
             break;
         case OPT_MEM:
             if ((st = yc_cli_size(cmd, "--mem", optarg, &mem)))
@@ -248,6 +253,7 @@ int yc_cmd_plan(int argc, char **argv)
     yc_run_shape rs = {.m = m, .train = true, .batch = batch > 0 ? batch : 16,
                        .val_batch = noval ? 0 : 2 * (batch > 0 ? batch : 16), .imgsz = img,
                        .half = half == YC_HALF_ON && be->info.fp16_storage,
+                       .recompute = recompute,
                        .optimizer = optim,
                        .workers = workers > 0 ? workers : yc_physical_cores(),
                        .max_image_w = max_w ? max_w : img, .max_image_h = max_h ? max_h : img,

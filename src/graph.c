@@ -891,11 +891,20 @@ static int backward_node(yc_graph *g, const gnode *f)
 static int build_backward(yc_graph *g)
 {
     int status;
+    /* The loss writes each head's gradient over the head itself (the Detect conv's backward
+     * needs the gradient, never the head's values): one buffer per level instead of two at the
+     * loss, where the training step peaks. */
     for (int l = 0; l < g->m->nl; l++) {
-        int gh;
-        if ((status = grad_of(g, g->heads[l], &gh)))
+        int h = g->heads[l], gh;
+        gvalue *hv = g->v[h];
+        if ((status = new_view(g, &gh, h, 0, hv->t.c, "")))
             return status;
-        memset(g->v[gh]->written, 1, (size_t)g->v[gh]->t.c);
+        fmt_name(g->v[gh]->name, sizeof g->v[gh]->name, "d(%s)", hv->name);
+        g->v[gh]->is_grad = true;
+        hv->grad = gh;
+        if (!(hv->written = yc_malloc((size_t)hv->t.c, "graph")))
+            return YC_ENOMEM;
+        memset(hv->written, 1, (size_t)hv->t.c);
         g->head_grads[l] = gh;
     }
     for (int i = g->nforward - 1; i >= 0; i--) {

@@ -90,7 +90,8 @@ size_t yc_graph_workspace_bytes(const yc_graph *g);
 const yc_tensor *yc_graph_input(const yc_graph *g);
 /* Head output of level l: (batch, na*no, ny, nx), channel a*no + k. */
 const yc_tensor *yc_graph_head(const yc_graph *g, int level);
-/* Its gradient (training graphs), written by the loss before yc_graph_backward. */
+/* Its gradient (training graphs), written by the loss before yc_graph_backward.  It shares the
+ * head's storage: writing it overwrites the head. */
 const yc_tensor *yc_graph_head_grad(const yc_graph *g, int level);
 
 /* Runs the forward ops (and counts a batch in every BN's num_batches_tracked in training). */

@@ -232,7 +232,8 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
     l->opt = *opt;
     l->n = (int)opt->ds->n;
     l->nbatches = (l->n + opt->batch - 1) / opt->batch;
-    l->nslots = opt->workers + 2;
+    /* one batch per thread being built plus the one the step holds */
+    l->nslots = opt->workers + 1;
     l->nworkers = opt->workers;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);

@@ -4,7 +4,8 @@
  * Reproducible: the epoch's order is a shuffle seeded by (seed, epoch) and every sample's
  * augmentation draws from a generator seeded by (seed, epoch, position in the epoch), so a run
  * and its resumed continuation see the same data whatever the thread count.  Memory is bounded:
- * `slots` batches of uint8 pixels plus per-thread scratch, all reused from epoch to epoch. */
+ * workers + 1 batches of uint8 pixels (one per thread being built, one held by the consumer) plus
+ * per-thread scratch, all sized at creation and reused from epoch to epoch. */
 #ifndef YC_LOADER_H
 #define YC_LOADER_H
 

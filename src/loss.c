@@ -37,6 +37,10 @@ struct yc_loss_ctx {
     /* objectness targets of one level, bs*na*ny*nx, kept all zero between uses */
     double *tobj;
     size_t tobj_cap;
+    /* gradients of the assigned entries of one level, n x (4 + nc): computed before any
+     * gradient is written, so that the gradient may overwrite the logits (in place) */
+    double *egrad;
+    size_t egrad_cap;
 };
 
 void yc_loss_params_gains(yc_loss_params *lp, float hyp_box, float hyp_obj, float hyp_cls,
@@ -132,6 +136,7 @@ void yc_loss_free(yc_loss_ctx *ctx)
     free(ctx->pair);
     free(ctx->slots);
     free(ctx->tobj);
+    free(ctx->egrad);
     free(ctx);
 }
 
@@ -531,18 +536,23 @@ int yc_loss_compute(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, cons
         const yc_target_set *s = &ctx->sets[l];
         const int ny = h->ny, nx = h->nx, n = s->n;
         const size_t plane = (size_t)ny * (size_t)nx;
-        const size_t img_elems = (size_t)na * no * plane;
         float *grad = h->grad;
         double *tobj = ctx->tobj;
-
-        if (grad)
-            for (int b = 0; b < batch; b++)
-                memset(grad + (size_t)b * h->img_stride, 0, img_elems * sizeof *grad);
+        /* gradient values per entry: 4 box values, then nc class values when nc > 1 */
+        const size_t ew = 4 + (nc > 1 ? (size_t)nc : 0);
+        if (grad && (size_t)n * ew > ctx->egrad_cap) {
+            double *e = yc_realloc(ctx->egrad, (size_t)n * ew * sizeof *e, "loss gradients");
+            if (!e)
+                return YC_ENOMEM;
+            ctx->egrad = e;
+            ctx->egrad_cap = (size_t)n * ew;
+        }
 
         if (n > 0) {
             /* Section 2.3: lbox += mean(1 - CIoU), lcls += mean over n*nc of the class BCE.
              * The total is bs*(box_gain*lbox + ...), so d total / d CIoU_e = -bs*box_gain/n and
-             * d total / d class logit = bs*cls_gain/(n*nc) * dl/dx. */
+             * d total / d class logit = bs*cls_gain/(n*nc) * dl/dx.  Every logit is read here,
+             * before any gradient is written. */
             const double gbox = -bs * (double)lp->box_gain / (double)n;
             const double gcls = bs * (double)lp->cls_gain / ((double)n * (double)nc);
             double sbox = 0, scls = 0;
@@ -568,16 +578,15 @@ int yc_loss_compute(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, cons
                  * does on the CPU (the reference); on CUDA the winner is unspecified. */
                 tobj[((size_t)s->b[e] * (size_t)na + (size_t)s->a[e]) * plane + cell] =
                     ciou > 0 ? ciou : 0.0;
-                if (grad) {
+                double *eg = grad ? ctx->egrad + (size_t)e * ew : NULL;
+                if (eg) {
                     /* chain through the decoding: dpxy/dt = 2 s (1 - s),
                      * dpwh/dt = 8 s^2 (1 - s) anchor */
-                    float *ge = grad + off;
                     const double dt[4] = {2 * sg[0] * sgn[0], 2 * sg[1] * sgn[1],
                                           8 * sg[2] * sg[2] * sgn[2] * aw,
                                           8 * sg[3] * sg[3] * sgn[3] * ah};
-                    /* += : duplicates accumulate, as the backward of advanced indexing does */
                     for (int k = 0; k < 4; k++)
-                        ge[(size_t)k * plane] += (float)(gbox * dpb[k] * dt[k]);
+                        eg[k] = gbox * dpb[k] * dt[k];
                 }
                 if (nc > 1) {
                     for (int c = 0; c < nc; c++) {
@@ -585,8 +594,8 @@ int yc_loss_compute(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, cons
                         double d;
                         scls +=
                             bce_elem((double)pe[ci], c == s->cls[e] ? cp : cn, cls_pw, gamma, &d);
-                        if (grad)
-                            grad[off + ci] += (float)(gcls * d);
+                        if (eg)
+                            eg[4 + c] = gcls * d;
                     }
                 }
             }
@@ -594,6 +603,15 @@ int yc_loss_compute(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, cons
             if (nc > 1)
                 lcls += scls / ((double)n * (double)nc);
         }
+
+        /* every box and class gradient starts at zero (the objectness channel is written whole
+         * below, each value after its logit is read) */
+        for (int b = 0; grad && b < batch; b++)
+            for (int a = 0; a < na; a++)
+                for (size_t k = 0; k < no; k++)
+                    if (k != 4)
+                        memset(grad + (size_t)b * h->img_stride + ((size_t)a * no + k) * plane, 0,
+                               plane * sizeof *grad);
 
         /* Objectness: balance_l * mean over all bs*na*ny*nx cells of BCE(obj logit, tobj). */
         const double ncell = bs * (double)na * (double)plane;
@@ -614,6 +632,17 @@ int yc_loss_compute(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, cons
             }
         }
         lobj += (double)lp->balance[l] * sobj / ncell;
+        /* the assigned entries' gradients: += so duplicates accumulate, as the backward of
+         * advanced indexing does */
+        for (int e = 0; grad && e < n; e++) {
+            const size_t off = (size_t)s->b[e] * h->img_stride + (size_t)s->a[e] * no * plane +
+                               (size_t)s->gj[e] * (size_t)nx + (size_t)s->gi[e];
+            const double *eg = ctx->egrad + (size_t)e * ew;
+            for (int k = 0; k < 4; k++)
+                grad[off + (size_t)k * plane] += (float)eg[k];
+            for (int c = 0; nc > 1 && c < nc; c++)
+                grad[off + (size_t)(5 + c) * plane] += (float)eg[4 + c];
+        }
         /* back to all zeros for the next level / call */
         for (int e = 0; e < n; e++)
             tobj[((size_t)s->b[e] * (size_t)na + (size_t)s->a[e]) * plane +

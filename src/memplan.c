@@ -118,13 +118,14 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
     size_t decode = 2 * 3 * (size_t)rs->max_image_w * (size_t)rs->max_image_h;
     size_t s2 = (size_t)s * (size_t)s, sv2 = (size_t)sv * (size_t)sv;
     if (rs->train) {
-        add(r, "training loader ring", (workers + 2) * (size_t)rs->batch * 3 * s2, false);
+        add(r, "training loader ring", (workers + 1) * (size_t)rs->batch * 3 * s2, false);
         /* per thread: mosaic canvas 2s x 2s, tile, warped sample, mixup image, decode */
         add(r, "training loader buffers", workers * (21 * s2 + decode), false);
     }
     if (rs->val_batch > 0) {
-        add(r, "validation loader ring", (workers + 2) * (size_t)rs->val_batch * 3 * sv2, false);
-        add(r, "validation loader buffers", workers * (6 * sv2 + decode), false);
+        /* the trainer's validation loader has one thread: two slots */
+        add(r, "validation loader ring", 2 * (size_t)rs->val_batch * 3 * sv2, false);
+        add(r, "validation loader buffers", 6 * sv2 + decode, false);
         /* per thread decoded rows for NMS; kept detections of a batch */
         size_t rows = 0;
         for (int l = 0; l < m->nl; l++)

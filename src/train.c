@@ -1248,9 +1248,10 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     if ((st = yc_loader_new(&t->train_loader, &lo)))
         goto done;
     if (t->val_ds.n > 0) {
+        /* one thread: a letterbox is far cheaper than the inference that consumes it */
         yc_loader_options vo = {.ds = &t->val_ds, .train = false, .hyp = &t->hyp,
                                 .imgsz = t->o.imgsz, .batch = t->o.batch * 2, .rect = true,
-                                .pad = 0.5, .stride = t->gs, .workers = workers,
+                                .pad = 0.5, .stride = t->gs, .workers = 1,
                                 .seed = (uint64_t)t->o.seed};
         if ((st = yc_loader_new(&t->val_loader, &vo)))
             goto done;

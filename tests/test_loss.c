@@ -949,6 +949,27 @@ START_TEST(test_reference_train_step)
                rmax, dmax / rmax);
         ck_assert_msg(dmax / rmax < 1e-4, "level %d gradient: max|a-b|/max|b| = %.3g", l,
                       dmax / rmax);
+    }
+
+    /* in place: the gradient overwrites the logits (how the training step runs on the CPU):
+     * the same loss and bit-identical gradients */
+    yc_loss_head inplace[3];
+    for (int l = 0; l < 3; l++) {
+        inplace[l] = heads[l];
+        float *buf = malloc(count[l] * sizeof(float));
+        ck_assert_ptr_nonnull(buf);
+        memcpy(buf, heads[l].p, count[l] * sizeof(float));
+        inplace[l].p = buf;
+        inplace[l].grad = buf;
+    }
+    yc_loss_result res2;
+    ck_assert_int_eq(yc_loss_compute(ctx, bs, inplace, targets, nt, &res2), YC_OK);
+    ck_assert(res2.total == res.total && res2.box == res.box && res2.obj == res.obj &&
+              res2.cls == res.cls);
+    for (int l = 0; l < 3; l++) {
+        ck_assert_msg(memcmp(inplace[l].grad, heads[l].grad, count[l] * sizeof(float)) == 0,
+                      "level %d: in-place gradients differ", l);
+        free(inplace[l].grad);
         free((void *)heads[l].p);
         free(heads[l].grad);
         free(ref_grad[l]);
