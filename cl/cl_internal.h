@@ -46,6 +46,7 @@ typedef enum yc_cl_kid {
     YC_K_COPY,
     YC_K_FILL,
     YC_K_BN_TRAIN,
+    YC_K_BN_SILU_APPLY,
     YC_K_BN_EVAL,
     YC_K_BN_BWD,
     YC_K_MAXPOOL_FWD,

@@ -109,6 +109,23 @@ static int bn_train(yc_cl_ctx *c, const yc_op *op)
     return yc_cl_run(&a, 1, groups, true);
 }
 
+/* BN_SILU_APPLY (src x, gamma, beta, stats): elementwise */
+static int bn_silu_apply(yc_cl_ctx *c, const yc_op *op)
+{
+    const yc_tensor *x = op->src[0];
+    yc_cl_args a;
+    int st = yc_cl_begin(c, YC_K_BN_SILU_APPLY, &a);
+    if (st)
+        return st;
+    yc_cl_arg_tensor(&a, x);
+    yc_cl_arg_tensor(&a, op->dst[0]);
+    for (int i = 1; i <= 3; i++)
+        yc_cl_arg_param(&a, op->src[i]);
+    yc_cl_arg_uint(&a, (unsigned)x->c);
+    yc_cl_arg_uint(&a, (unsigned)(x->h * x->w));
+    return run_images(&a, x);
+}
+
 static int bn_eval(yc_cl_ctx *c, const yc_op *op)
 {
     const yc_tensor *x = op->src[0];
@@ -273,6 +290,8 @@ int yc_cl_op(yc_cl_ctx *c, const yc_op *op)
     case YC_OP_BN_TRAIN:
     case YC_OP_BN_SILU_TRAIN:
         return bn_train(c, op);
+    case YC_OP_BN_SILU_APPLY:
+        return bn_silu_apply(c, op);
     case YC_OP_BN_EVAL:
         return bn_eval(c, op);
     case YC_OP_BN_BWD:

@@ -44,6 +44,7 @@ static const struct {
     [YC_K_COPY] = {"copy", YC_CL_PROG_ELEMENTWISE},
     [YC_K_FILL] = {"fill", YC_CL_PROG_ELEMENTWISE},
     [YC_K_BN_TRAIN] = {"bn_train", YC_CL_PROG_BATCHNORM},
+    [YC_K_BN_SILU_APPLY] = {"bn_silu_apply", YC_CL_PROG_BATCHNORM},
     [YC_K_BN_EVAL] = {"bn_eval", YC_CL_PROG_BATCHNORM},
     [YC_K_BN_BWD] = {"bn_bwd", YC_CL_PROG_BATCHNORM},
     [YC_K_MAXPOOL_FWD] = {"maxpool_fwd", YC_CL_PROG_POOL},

@@ -18,14 +18,17 @@
  * ops bit-identical to the unfused sequence and FP16 inputs identical to FP32 ones of equal value.
  *
  * Fused ops: YC_OP_BN_SILU_TRAIN computes z as YC_OP_BN_TRAIN computes y and applies the SiLU
- * kernel (activation.c) to it chunk by chunk; YC_OP_BN_SILU_BWD recomputes z, applies the SiLU
+ * kernel (activation.c) to it chunk by chunk; YC_OP_BN_SILU_APPLY is the per-element half of it
+ * alone (z from x and the saved statistics, then SiLU: both elementwise, so its bits are those of
+ * BN_SILU_TRAIN's `a` however the work is split); YC_OP_BN_SILU_BWD recomputes z, applies the SiLU
  * backward kernel to get dz (what YC_OP_SILU_BWD would store) and runs the batch-norm backward on
  * it: the sums in a first pass over the channel, dx in a second.  The first pass keeps up to
  * YC_BN_CACHE values of the channel's dz in the thread's part of the workspace, and the second
  * pass recomputes only the rest (the exp and division of SiLU's gradient cost about as much as the
  * batch-norm backward itself); nothing of the size of x is ever stored.
  *
- * Threads split channels: one parallel region per op, no barrier but its end. */
+ * Threads split channels (evaluation and BN_SILU_APPLY: (image, channel) planes): one parallel
+ * region per op, no barrier but its end. */
 #include <math.h>
 #include <omp.h>
 
@@ -251,6 +254,36 @@ void yc_cpu_bn_silu_train(const yc_cpu_args *a)
                     yc_cpu_silu_span(y->p + plane(y, i, c, hw) + k, zb, m);
                 }
             }
+    }
+}
+
+/* The output of the fused training forward from x and the statistics it saved:
+ * src: x, gamma, beta, stats [mean; invstd];  dst: a.  Every (image, channel) plane is a work item;
+ * z and a per chunk exactly as yc_cpu_bn_silu_train computes them. */
+void yc_cpu_bn_silu_apply(const yc_cpu_args *a)
+{
+    const yc_hv *x = &a->src[0], *y = &a->dst[0];
+    const float *gamma = a->src[1].p, *beta = a->src[2].p, *stats = a->src[3].p;
+    int N = x->n, C = x->c;
+    size_t hw = (size_t)x->h * x->w;
+    bool par = (double)N * C * hw > YC_BN_SERIAL_MAX;
+#pragma omp parallel for collapse(2) num_threads(a->threads) schedule(static) if (par)
+    for (int i = 0; i < N; i++) {
+        for (int c = 0; c < C; c++) {
+            double mean = stats[c], scale = (double)gamma[c] * (double)stats[C + c];
+            float xb[YC_CPU_CHUNK], zb[YC_CPU_CHUNK];
+            for (size_t k = 0; k < hw; k += YC_CPU_CHUNK) {
+                size_t m = hw - k < YC_CPU_CHUNK ? hw - k : YC_CPU_CHUNK;
+                const float *xp = yc_hv_read(x, plane(x, i, c, hw) + k, xb, m);
+                normalise(zb, xp, m, mean, scale, beta[c]);
+                if (y->p16) {
+                    yc_cpu_silu_span(zb, zb, m);
+                    yc_hv_store(y, plane(y, i, c, hw) + k, zb, m);
+                } else {
+                    yc_cpu_silu_span(y->p + plane(y, i, c, hw) + k, zb, m);
+                }
+            }
+        }
     }
 }
 

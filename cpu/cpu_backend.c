@@ -133,6 +133,7 @@ static bool f16_slot(yc_op_kind kind, bool dst, int i)
     case YC_OP_BN_TRAIN:
     case YC_OP_BN_EVAL:
     case YC_OP_BN_SILU_TRAIN:
+    case YC_OP_BN_SILU_APPLY:
     case YC_OP_SILU:
     case YC_OP_COPY:
     case YC_OP_MAXPOOL:
@@ -277,6 +278,9 @@ static int cpu_exec(yc_backend *be, const yc_op *op, yc_span ws)
         break;
     case YC_OP_BN_SILU_TRAIN:
         yc_cpu_bn_silu_train(&a);
+        break;
+    case YC_OP_BN_SILU_APPLY:
+        yc_cpu_bn_silu_apply(&a);
         break;
     case YC_OP_BN_SILU_BWD:
         yc_cpu_bn_silu_bwd(&a);

@@ -38,7 +38,7 @@ static void print_usage(void)
           "      --noautoanchor       disable AutoAnchor\n"
           "      --noplots            save no plot files\n"
           "      --image-weights      sample images by class-weighted mAP\n"
-          "      --multi-scale        vary image size +/- 50%%\n"
+          "      --multi-scale        vary image size +/- 50%\n"
           "      --single-cls         train multi-class data as one class\n"
           "      --optimizer NAME     SGD (default), Adam or AdamW\n"
           "      --cos-lr             cosine LR schedule\n"
@@ -50,9 +50,11 @@ static void print_usage(void)
           "  -j, --workers N          data loader threads (default: physical cores)\n"
           "      --threads N          compute threads (default: physical cores)\n"
           "      --device D           auto, cpu, opencl, opencl:N or a device name substring\n"
-          "      --mem SIZE           memory limit (default 90%% of the device's free memory)\n"
+          "      --mem SIZE           memory limit (default 90% of the device's free memory)\n"
           "      --half, --no-half    FP16 storage of activations: always, or never (default:\n"
           "                           only when needed to fit the memory limit)\n"
+          "      --recompute          recompute BatchNorm and SiLU outputs in backward instead\n"
+          "                           of storing them (default: only when needed to fit)\n"
           "      --project DIR        save to DIR/NAME (default runs/train)\n"
           "      --name NAME          run name (default exp; exp2, exp3... when taken)\n"
           "      --exist-ok           reuse an existing DIR/NAME\n"
@@ -67,6 +69,7 @@ enum {
     OPT_LABEL_SMOOTHING, OPT_PATIENCE, OPT_FREEZE, OPT_SAVE_PERIOD, OPT_SEED, OPT_THREADS,
     OPT_DEVICE, OPT_PROJECT, OPT_NAME, OPT_EXIST_OK, OPT_CACHE, OPT_EVOLVE, OPT_MEM, OPT_HALF,
     OPT_NOHALF,
+    OPT_RECOMPUTE,
 };
 
 int yc_cmd_train(int argc, char **argv)
@@ -110,6 +113,7 @@ int yc_cmd_train(int argc, char **argv)
         {"mem", required_argument, NULL, OPT_MEM},
         {"half", no_argument, NULL, OPT_HALF},
         {"no-half", no_argument, NULL, OPT_NOHALF},
+        {"recompute", no_argument, NULL, OPT_RECOMPUTE},
         {"evolve", optional_argument, NULL, OPT_EVOLVE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -247,6 +251,9 @@ int yc_cmd_train(int argc, char **argv)
             break;
         case OPT_NOHALF:
             o.half = YC_HALF_OFF;
+            break;
+        case OPT_RECOMPUTE:
+            o.recompute = true;
             break;
         case OPT_CACHE:
             yc_info("note: --cache has no effect: yolocl streams images from disk with bounded "

@@ -30,6 +30,12 @@ typedef struct gvalue {
     bool needs_grad;
     /* is a gradient (its owner tracks which channels backward has written) */
     bool is_grad;
+    /* the forward node that produced it (-1: none, or not yet known) */
+    int producer;
+    /* recompute mode: backward re-derives this SiLU output from the stored convolution output
+     * instead of keeping it (see remat_of), and its re-derived copy once made (-1: not yet) */
+    bool recomputable;
+    int remat;
     /* owners: lifetime in schedule positions, and channels of the gradient written so far */
     int first, last;
     uint8_t *written;
@@ -110,6 +116,8 @@ static int new_value(yc_graph *g, int *id, int n, int c, int h, int w, const cha
     v->t = yc_tensor_make(n, c, h, w, YC_F32, v->name);
     v->parent = -1;
     v->grad = -1;
+    v->producer = -1;
+    v->remat = -1;
     v->first = -1;
     v->last = -1;
     g->v[g->nv] = v;
@@ -185,8 +193,26 @@ static gref state(int idx)
 
 static const gref none = {REF_NONE, 0};
 
-static int push_node(yc_graph *g, const gnode *nd)
+static int remat_of(yc_graph *g, int id, int *out);
+
+/* Appends a node.  In the forward it records the producer of its outputs; in the backward it
+ * first swaps every recomputable source for its re-derived copy. */
+static int push_node(yc_graph *g, const gnode *nd_in)
 {
+    gnode tmp = *nd_in;
+    const gnode *nd = &tmp;
+    if (g->nforward > 0) {
+        for (int s = 0; s < YC_OP_MAX_SRC; s++) {
+            int status;
+            if (tmp.src[s].kind == REF_VALUE && g->v[tmp.src[s].idx]->recomputable &&
+                (status = remat_of(g, tmp.src[s].idx, &tmp.src[s].idx)))
+                return status;
+        }
+    } else {
+        for (int d = 0; d < YC_OP_MAX_DST; d++)
+            if (nd->dst[d].kind == REF_VALUE && g->v[nd->dst[d].idx]->producer < 0)
+                g->v[nd->dst[d].idx]->producer = g->nn;
+    }
     if (g->nn == g->cap_n) {
         int cap = g->cap_n ? g->cap_n * 2 : 512;
         gnode *nn = yc_realloc(g->nodes, (size_t)cap * sizeof *nn, "graph");
@@ -888,9 +914,61 @@ static int backward_node(yc_graph *g, const gnode *f)
     }
 }
 
+/* Recompute mode: which SiLU outputs backward re-derives instead of keeping.  A fused BN+SiLU
+ * output qualifies when it owns its storage and nothing else lives in it (not a concat part, no
+ * views of it, not a head): then the forward can drop it after its last forward reader, and the
+ * backward rebuilds it from the convolution output and batch statistics it keeps anyway for
+ * YC_OP_BN_SILU_BWD, just before the first backward op that reads it.  The copy is bit-identical
+ * (YC_OP_BN_SILU_APPLY), so the gradients are too. */
+static void mark_recomputable(yc_graph *g)
+{
+    for (int i = 0; i < g->nv; i++) {
+        gvalue *v = g->v[i];
+        v->recomputable = v->parent < 0 && v->producer >= 0 &&
+                          g->nodes[v->producer].op.kind == YC_OP_BN_SILU_TRAIN &&
+                          g->nodes[v->producer].dst[0].idx == i;
+    }
+    for (int i = 0; i < g->nv; i++)
+        if (g->v[i]->parent >= 0)
+            g->v[owner_of(g, i, NULL)]->recomputable = false;
+    for (int l = 0; l < g->m->nl; l++)
+        g->v[g->heads[l]]->recomputable = false;
+    g->v[g->input]->recomputable = false;
+}
+
+/* The re-derived copy of recomputable value `id` (emitting YC_OP_BN_SILU_APPLY on first use). */
+static int remat_of(yc_graph *g, int id, int *out)
+{
+    gvalue *v = g->v[id];
+    if (v->remat >= 0) {
+        *out = v->remat;
+        return YC_OK;
+    }
+    const gnode *f = &g->nodes[v->producer];
+    int r, status;
+    if ((status = new_value(g, &r, v->t.n, v->t.c, v->t.h, v->t.w, "%s.recomputed", v->name)))
+        return status;
+    g->v[r]->t.type = v->t.type;
+    gnode nd = node(YC_OP_BN_SILU_APPLY, f->name);
+    nd.op.p = f->op.p;
+    nd.src[0] = f->src[0];
+    nd.src[1] = f->src[1];
+    nd.src[2] = f->src[2];
+    nd.src[3] = f->dst[1];
+    nd.dst[0] = val(r);
+    if ((status = push_node(g, &nd)))
+        return status;
+    v = g->v[id]; /* new_value may have moved the table, not the value */
+    v->remat = r;
+    *out = r;
+    return YC_OK;
+}
+
 static int build_backward(yc_graph *g)
 {
     int status;
+    if (g->opt.recompute)
+        mark_recomputable(g);
     /* The loss writes each head's gradient over the head itself (the Detect conv's backward
      * needs the gradient, never the head's values): one buffer per level instead of two at the
      * loss, where the training step peaks. */

@@ -33,7 +33,9 @@ typedef struct yc_graph_options {
     /* FP16 storage of the input batch and every forward activation but the heads (the backend
      * must support it); gradients stay FP32 */
     bool half;
-    /* recompute BatchNorm outputs in backward (fused BN+SiLU ops) instead of storing them */
+    /* recompute in backward instead of storing: BatchNorm outputs always (fused BN+SiLU ops),
+     * and SiLU outputs that own their storage (YC_OP_BN_SILU_APPLY before their first backward
+     * reader); gradients are bit-identical either way */
     bool recompute;
 } yc_graph_options;
 

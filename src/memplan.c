@@ -224,6 +224,9 @@ int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int n
         steps[1] = (storage){false, true};
         nsteps = 2;
     }
+    if (base->recompute) /* --recompute: every choice recomputes */
+        for (int i = 0; i < nsteps; i++)
+            steps[i].recompute = true;
     size_t peak = 0, first_peak = 0;
     int st;
     if (want > 0) {

@@ -96,7 +96,7 @@ typedef enum yc_half_policy {
 } yc_half_policy;
 
 /* Fits a run into `limit` bytes: the requested batch as it is; else FP16 storage (when the
- * policy and the device allow); else recomputation too; else the largest micro-batch that fits,
+ * policy and the device allow); else recomputation too (always, when base->recompute is set); else the largest micro-batch that fits,
  * with accumulate = max(round(nominal / micro), 1).  batch -1 asks for the largest batch that
  * fits (AutoBatch, computed), at most `max_batch`.  Fails before anything is allocated when not
  * even a micro-batch of 1 fits, naming the largest tensor and what would help. */

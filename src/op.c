@@ -37,6 +37,7 @@ static const op_sig op_sigs[YC_OP_COUNT] = {
     [YC_OP_BN_BWD] = {"bn_bwd", {"dy", "x", "gamma", "stats"}, {"dx", "dgamma", "dbeta"}, 0, 0, true},
     [YC_OP_BN_SILU_TRAIN] =
         {"bn_silu_train", {"x", "gamma", "beta"}, {"a", "stats", "running_mean", "running_var"}, 0, 0, false},
+    [YC_OP_BN_SILU_APPLY] = {"bn_silu_apply", {"x", "gamma", "beta", "stats"}, {"a"}, 0, 0, false},
     [YC_OP_BN_SILU_BWD] =
         {"bn_silu_bwd", {"da", "x", "gamma", "beta", "stats"}, {"dx", "dgamma", "dbeta"}, 0, 0, true},
     [YC_OP_SILU] = {"silu", {"x"}, {"y"}, 0, 0, false},
@@ -270,6 +271,14 @@ static int check_kind(const checker *ck)
         }
         return YC_OK;
     }
+    case YC_OP_BN_SILU_APPLY: {
+        /* eps and momentum are unused: the statistics come as saved */
+        const yc_tensor *x = s[0];
+        if ((rc = expect_vec(ck, "gamma", s[1], x->c, "x")) || (rc = expect_vec(ck, "beta", s[2], x->c, "x")) ||
+            (rc = expect_shape(ck, "stats", s[3], 2, x->c, 1, 1, "mean and 1/std per channel of x")))
+            return rc;
+        return expect_same(ck, "a", d[0], "x", x);
+    }
     case YC_OP_SILU:
     case YC_OP_COPY:
         return expect_same(ck, "y", d[0], op->kind == YC_OP_SILU ? "x" : "a", s[0]);
@@ -373,6 +382,7 @@ static bool is_param_slot(yc_op_kind kind, bool dst, int i)
     case YC_OP_BN_SILU_TRAIN:
         return i >= 1;
     case YC_OP_BN_EVAL:
+    case YC_OP_BN_SILU_APPLY:
         return !dst && i >= 1;
     case YC_OP_BN_BWD:
     case YC_OP_BN_SILU_BWD:
@@ -399,6 +409,7 @@ static bool may_be_f16(yc_op_kind kind, bool dst, int i)
     case YC_OP_BN_TRAIN:
     case YC_OP_BN_EVAL:
     case YC_OP_BN_SILU_TRAIN:
+    case YC_OP_BN_SILU_APPLY:
     case YC_OP_SILU:
     case YC_OP_COPY:
     case YC_OP_MAXPOOL:

@@ -858,7 +858,8 @@ static int fit_memory(trainer *t)
     bool val = t->val_ds.n > 0;
     yc_run_shape rs = {.m = t->m, .train = true, .batch = o->batch, .val_batch = 0, .imgsz = img,
                        .optimizer = o->optimizer, .workers = workers, .max_image_w = max_w,
-                       .max_image_h = max_h, .baseline = t->baseline_rss};
+                       .max_image_h = max_h, .baseline = t->baseline_rss,
+                       .recompute = o->recompute};
     rs.val_batch = val ? 2 : 0; /* yc_memfit doubles the micro-batch for validation */
     yc_backend *be = t->m->be;
     /* OpenCL cannot tell free memory on most GPUs (mem_free 0): then the total */
@@ -1155,6 +1156,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         t->o.threads = opts->threads;
         t->o.mem = opts->mem;
         t->o.half = opts->half;
+        t->o.recompute = opts->recompute;
         char *wdir = yc_path_dirname(resume_path);
         char *dir = wdir ? yc_path_dirname(wdir) : NULL;
         if (!dir) {

@@ -56,6 +56,8 @@ typedef struct yc_train_opts {
      * (--half, --no-half, or only when needed to fit) */
     size_t mem;
     int half; /* yc_half_policy */
+    /* --recompute: recompute in backward even when storing would fit */
+    bool recompute;
     /* optional progress callback and its context */
     yc_train_progress_fn progress;
     void *progress_ctx;

@@ -20,7 +20,8 @@
  *  5. max-pool tie-breaking (first maximum, NaN as maximum, windows of -inf);
  *  6. optimizer steps (SGD with Nesterov, Adam, AdamW) and EMA updates in sequence, bit for bit
  *     against numbers from PyTorch 1.13.1 and to 1e-5 against the double references;
- *  7. the fused batch norm + SiLU ops bit for bit against the unfused sequence;
+ *  7. the fused batch norm + SiLU ops bit for bit against the unfused sequence, and
+ *     BN_SILU_APPLY against the output of BN_SILU_TRAIN on every backend;
  *  8. FP16 conversion on every path (portable, F16C, AVX-512) against exact values;
  *  and the op checker (FP16 accepted exactly in activation slots), buffers, tensor get/set with
  *  nstride and FP16, device info, error paths. */
@@ -488,6 +489,7 @@ static bool f16_slot(yc_op_kind kind, bool dst, int i)
     case YC_OP_BN_TRAIN:
     case YC_OP_BN_EVAL:
     case YC_OP_BN_SILU_TRAIN:
+    case YC_OP_BN_SILU_APPLY:
     case YC_OP_SILU:
     case YC_OP_COPY:
     case YC_OP_MAXPOOL:
@@ -575,8 +577,8 @@ static void build_cases(void)
 
     /* batch norm: shapes x (acc, view) x parameter sets */
     static const int bns[][4] = {{3, 5, 7, 6}, {1, 3, 1, 2}, {2, 4, 1, 1}, {3, 6, 30, 31}};
-    static const yc_op_kind bn_kinds[] = {YC_OP_BN_TRAIN, YC_OP_BN_EVAL, YC_OP_BN_BWD, YC_OP_BN_SILU_TRAIN,
-                                          YC_OP_BN_SILU_BWD};
+    static const yc_op_kind bn_kinds[] = {YC_OP_BN_TRAIN,      YC_OP_BN_EVAL,       YC_OP_BN_BWD,
+                                          YC_OP_BN_SILU_TRAIN, YC_OP_BN_SILU_APPLY, YC_OP_BN_SILU_BWD};
     for (size_t s = 0; s < sizeof bns / sizeof bns[0]; s++)
         for (size_t k = 0; k < sizeof bn_kinds / sizeof bn_kinds[0]; k++)
             for (int v = 0; v < 4; v++) {
@@ -731,7 +733,7 @@ enum init {
     I_POS,     /* uniform in [0.5, 1.5) */
     I_WIDE,    /* uniform in [-8, 8) (SiLU inputs) */
     I_SHIFTED, /* 3 + uniform in [-2, 2) (batch-norm inputs with a nonzero mean) */
-    I_STATS,   /* [mean; invstd] of the BN input src[1] */
+    I_STATS,   /* [mean; invstd] of the BN input x (src[1]; src[0] for bn_silu_apply) */
     I_ZERO,    /* 0 (Adam's moments before the first step) */
 };
 
@@ -816,6 +818,13 @@ static void case_spec(const op_case *c, tspec *sp, yc_op *op)
         sp->dst[1] = td("stats", 2, C, 1, 1, R_OUT, I_UNIFORM, false);
         sp->dst[2] = td("running_mean", 1, C, 1, 1, R_RW, I_UNIFORM, false);
         sp->dst[3] = td("running_var", 1, C, 1, 1, R_RW, I_POS, false);
+        break;
+    case YC_OP_BN_SILU_APPLY:
+        sp->src[0] = td("x", N, C, H, W, R_IN, I_SHIFTED, true);
+        sp->src[1] = td("gamma", 1, C, 1, 1, R_IN, I_POS, false);
+        sp->src[2] = td("beta", 1, C, 1, 1, R_IN, I_UNIFORM, false);
+        sp->src[3] = td("stats", 2, C, 1, 1, R_IN, I_STATS, false);
+        sp->dst[0] = td("a", N, C, H, W, R_OUT, I_UNIFORM, true);
         break;
     case YC_OP_BN_SILU_BWD:
         op->p.bn.eps = bn_eps(c), op->p.bn.momentum = bn_momentum(c);
@@ -943,6 +952,7 @@ static double case_tol(yc_op_kind kind)
     case YC_OP_SILU:
     case YC_OP_SILU_BWD:
     case YC_OP_BN_SILU_TRAIN:
+    case YC_OP_BN_SILU_APPLY:
     case YC_OP_BN_SILU_BWD:
         return 2e-6; /* FP32 formula with the vectorised exp (after batch norm in double) */
     case YC_OP_MAXPOOL_BWD:
@@ -1198,6 +1208,10 @@ static void ref_run(const op_case *c, double *const s[], double *const d[])
         free(mean), free(var), free(mf), free(isf);
         break;
     }
+    case YC_OP_BN_SILU_APPLY:
+        ref_bn_apply(s[0], N, C, HW, s[1], s[2], s[3], s[3] + C, d[0]);
+        ref_silu(d[0], nx, d[0]);
+        break;
     case YC_OP_BN_SILU_BWD: {
         double *z = dalloc(nx), *dz = dalloc(nx), *t = dalloc(nx), *dg = dalloc(C), *db = dalloc(C);
         ref_bn_apply(s[1], N, C, HW, s[2], s[3], s[4], s[4] + C, z);
@@ -1347,9 +1361,10 @@ static void case_prepare(const op_case *c, prepared *pc, bool as_f32)
         tb_create(b, d, c->view, slot_type(c, false, i, as_f32));
         size_t n = yc_tensor_elems(&b->t);
         if (d->init == I_STATS) {
-            /* [mean; invstd] of x (src[1]), as FP32 */
-            double *x = to_double(pc->src[1].vals, yc_tensor_elems(&pc->src[1].t));
-            double *y = dalloc(yc_tensor_elems(&pc->src[1].t)), *g1 = dalloc(c->c), *b0 = dalloc(c->c);
+            /* [mean; invstd] of x (prepared before the stats slot), as FP32 */
+            const tbuf *xb = &pc->src[c->kind == YC_OP_BN_SILU_APPLY ? 0 : 1];
+            double *x = to_double(xb->vals, yc_tensor_elems(&xb->t));
+            double *y = dalloc(yc_tensor_elems(&xb->t)), *g1 = dalloc(c->c), *b0 = dalloc(c->c);
             double *mean = dalloc(c->c), *var = dalloc(c->c);
             for (int k = 0; k < c->c; k++)
                 g1[k] = 1.0;
@@ -2190,6 +2205,20 @@ START_TEST(op_check)
     ck_assert_int_eq(yc_op_check(&bn), YC_EFORMAT);
     ck_assert_msg(err_has("bn_train"), "%s", yc_last_error());
 
+    /* bn_silu_apply: the statistics are given (one value per channel will do), shaped (2,C,1,1) */
+    yc_tensor a1 = x1, a2 = yc_tensor_make(1, 4, 1, 2, YC_F32, "a");
+    yc_op ap = {.kind = YC_OP_BN_SILU_APPLY, .src = {&x1, &v4, &v4, &s4}, .dst = {&a1}, .name = "cv"};
+    ck_assert_int_eq(yc_op_check(&ap), YC_OK);
+    ap.src[3] = &v4;
+    ck_assert_int_eq(yc_op_check(&ap), YC_EFORMAT);
+    ck_assert_msg(err_has("bn_silu_apply 'cv'") && err_has("stats (1,4,1,1)"), "%s", yc_last_error());
+    ap.src[3] = &s4, ap.dst[0] = &a2;
+    ck_assert_int_eq(yc_op_check(&ap), YC_EFORMAT);
+    ck_assert_msg(err_has("a (1,4,1,2)"), "%s", yc_last_error());
+    ap.dst[0] = &a1, ap.dst[1] = &s4;
+    ck_assert_int_eq(yc_op_check(&ap), YC_EFORMAT);
+    ck_assert_msg(err_has("dst[1]"), "%s", yc_last_error());
+
     /* upsample shapes */
     yc_tensor up = yc_tensor_make(2, 4, 16, 15, YC_F32, "up");
     yc_op u = {.kind = YC_OP_UPSAMPLE, .src = {&x}, .dst = {&up}};
@@ -2298,6 +2327,7 @@ START_TEST(op_check)
     ck_assert_str_eq(yc_op_kind_name(YC_OP_EMA), "ema");
     ck_assert_str_eq(yc_op_kind_name(YC_OP_SUMSQ), "sumsq");
     ck_assert_str_eq(yc_op_kind_name(YC_OP_CONV2D_BWD_FILTER), "conv2d_bwd_filter");
+    ck_assert_str_eq(yc_op_kind_name(YC_OP_BN_SILU_APPLY), "bn_silu_apply");
     ck_assert_str_eq(yc_op_kind_name(YC_OP_COUNT), "unknown");
     ck_assert_int_eq(yc_op_check(NULL), YC_EFORMAT);
 }
@@ -2499,17 +2529,25 @@ END_TEST
  *    dgamma, dbeta added to), with 1 and 3 threads and views.
  * ------------------------------------------------------------------------------------------- */
 
-/* A tensor of its own buffer; a view (nstride > c*h*w, offset 12 bytes) when asked. */
-static yc_tensor fz_tensor(yc_backend *be, int n, int c, int h, int w, bool view, const char *name)
+/* A tensor of type `type` in its own buffer; a view (nstride > c*h*w, offset 12 bytes) when
+ * asked. */
+static yc_tensor fz_tensor_typed(yc_backend *be, int n, int c, int h, int w, bool view, yc_dtype type,
+                                 const char *name)
 {
-    yc_tensor t = yc_tensor_make(n, c, h, w, YC_F32, name);
+    yc_tensor t = yc_tensor_make(n, c, h, w, type, name);
     if (view) {
         t.nstride += 7;
         t.offset = 12;
     }
-    t.buf = yc_buffer_alloc(be, t.offset + ((size_t)(n - 1) * t.nstride + yc_tensor_image_elems(&t)) * 4);
+    t.buf = yc_buffer_alloc(be, t.offset + ((size_t)(n - 1) * t.nstride + yc_tensor_image_elems(&t)) *
+                                               yc_dtype_size(type));
     ck_assert_ptr_nonnull(t.buf);
     return t;
+}
+
+static yc_tensor fz_tensor(yc_backend *be, int n, int c, int h, int w, bool view, const char *name)
+{
+    return fz_tensor_typed(be, n, c, h, w, view, YC_F32, name);
 }
 
 /* Reads a tensor back and compares it bit for bit with `want` (read the same way). */
@@ -2629,6 +2667,101 @@ START_TEST(fused_bn_silu)
                 free(pv[k]);
             }
             free(x), free(da), free(dx0);
+        }
+        yc_backend_free(be);
+    }
+}
+END_TEST
+
+/* BN_SILU_APPLY with the statistics BN_SILU_TRAIN saved gives the bytes of BN_SILU_TRAIN's `a`
+ * (the whole buffers compared, gaps of views included): on the CPU with 1 and 3 threads and on
+ * every OpenCL device, x and a each FP32 or FP16, dense tensors and views.  gamma spans [-8, 8)
+ * so that z reaches SiLU's saturated ranges. */
+START_TEST(bn_silu_apply_bits)
+{
+    static const int shapes[][5] = {
+        /* n, c, h, w, view */
+        {1, 3, 1, 2, 0},     /* two values per channel */
+        {2, 4, 5, 7, 1},     /* planes of 35: not a multiple of the 8 lanes */
+        {3, 6, 30, 31, 0},   /* planes of 930: chunks of 512 and a tail */
+        {2, 5, 33, 40, 1},   /* views, planes of 1320 */
+        {4, 16, 13, 13, 0},  /* more planes than threads */
+        {2, 3, 130, 131, 1}, /* planes of 17030 */
+    };
+    backend_entry runs[2 + MAX_CL_BACKENDS] = {{"cpu-1thread", create_cpu, 1}, {"cpu-3threads", create_cpu, 3}};
+    int nruns = 2;
+    for (int bi = 0; bi < NBACKENDS; bi++)
+        if (backends[bi].create == create_opencl)
+            runs[nruns++] = backends[bi];
+    for (int ri = 0; ri < nruns; ri++) {
+        yc_backend *be = NULL;
+        int rc = runs[ri].create(&be, runs[ri].arg);
+        ck_assert_msg(rc == YC_OK && be, "creating backend %s: %s", runs[ri].name, yc_last_error());
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const int *sh = shapes[si];
+            int N = sh[0], C = sh[1], H = sh[2], W = sh[3];
+            bool view = sh[4];
+            size_t n = (size_t)N * C * H * W;
+            for (int types = 0; types < 4; types++) {
+                yc_dtype xt = types & 1 ? YC_F16 : YC_F32, at = types & 2 ? YC_F16 : YC_F32;
+                yc_rng r;
+                yc_rng_seed(&r, 190 + si, (uint64_t)types);
+                float *x = falloc(n), *pv[4];
+                fill_init(&r, x, n, I_SHIFTED, false);
+                for (int k = 0; k < 4; k++) {
+                    pv[k] = falloc((size_t)C);
+                    fill_init(&r, pv[k], (size_t)C, k == 0 ? I_WIDE : k == 3 ? I_POS : I_UNIFORM, false);
+                }
+                yc_tensor tx = fz_tensor_typed(be, N, C, H, W, view, xt, "x");
+                yc_tensor ta1 = fz_tensor_typed(be, N, C, H, W, view, at, "a");
+                yc_tensor ta2 = fz_tensor_typed(be, N, C, H, W, view, at, "a");
+                yc_tensor st = fz_tensor(be, 2, C, 1, 1, false, "stats"), v[4];
+                for (int k = 0; k < 4; k++) {
+                    v[k] = fz_tensor(be, 1, C, 1, 1, false, "vec");
+                    ck_assert_int_eq(yc_tensor_set_f32(be, &v[k], pv[k]), YC_OK);
+                }
+                ck_assert_int_eq(yc_tensor_set_f32(be, &tx, x), YC_OK);
+                /* both outputs start as the same NaN bytes, so that the gaps compare too */
+                size_t abytes = be->iface->buffer_size(be, ta1.buf);
+                ck_assert_int_eq(be->iface->buffer_memset(be, ta1.buf, 0, 0xff, abytes), YC_OK);
+                ck_assert_int_eq(be->iface->buffer_memset(be, ta2.buf, 0, 0xff, abytes), YC_OK);
+
+                yc_op tr = {.kind = YC_OP_BN_SILU_TRAIN, .src = {&tx, &v[0], &v[1]},
+                            .dst = {&ta1, &st, &v[2], &v[3]}};
+                tr.p.bn.eps = si % 2 ? 1e-5f : 1e-3f, tr.p.bn.momentum = si % 2 ? 0.1f : 0.03f;
+                yc_op ap = {.kind = YC_OP_BN_SILU_APPLY, .src = {&tx, &v[0], &v[1], &st}, .dst = {&ta2}};
+                ap.p.bn = tr.p.bn;
+                fz_exec(be, &tr);
+                fz_exec(be, &ap);
+                ck_assert_int_eq(be->iface->synchronize(be), YC_OK);
+
+                unsigned char *b1 = malloc(abytes), *b2 = malloc(abytes);
+                ck_assert(b1 && b2);
+                ck_assert_int_eq(be->iface->buffer_read(be, ta1.buf, 0, b1, abytes), YC_OK);
+                ck_assert_int_eq(be->iface->buffer_read(be, ta2.buf, 0, b2, abytes), YC_OK);
+                if (memcmp(b1, b2, abytes) != 0) {
+                    size_t es = yc_dtype_size(at), k = 0;
+                    while (memcmp(b1 + k * es, b2 + k * es, es) == 0)
+                        k++;
+                    ck_abort_msg("bn_silu_apply x(%d,%d,%d,%d)%s x %s a %s on %s: byte %zu of a (element %zu "
+                                 "of its buffer) differs from bn_silu_train's",
+                                 N, C, H, W, view ? " view" : "", xt == YC_F16 ? "FP16" : "FP32",
+                                 at == YC_F16 ? "FP16" : "FP32",
+                                 runs[ri].name, k * es, k);
+                }
+                /* and a holds values, not the NaN it started as */
+                float *got = falloc(n);
+                ck_assert_int_eq(yc_tensor_get_f32(be, &ta2, got), YC_OK);
+                for (size_t k = 0; k < n; k++)
+                    CHECK(!isnan(got[k]), "bn_silu_apply on %s: a[%zu] is NaN", runs[ri].name, k);
+                free(got), free(b1), free(b2);
+                yc_tensor *all[] = {&tx, &ta1, &ta2, &st, &v[0], &v[1], &v[2], &v[3]};
+                for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+                    yc_buffer_free(be, all[k]->buf);
+                for (int k = 0; k < 4; k++)
+                    free(pv[k]);
+                free(x);
+            }
         }
         yc_backend_free(be);
     }
@@ -2797,6 +2930,7 @@ static Suite *ops_suite(void)
     tcase_add_test(sp, optim_sequences);
     tcase_add_test(sp, sumsq_repeat);
     tcase_add_test(sp, fused_bn_silu);
+    tcase_add_test(sp, bn_silu_apply_bits);
     tcase_add_test(sp, half_conversion);
     suite_add_tcase(s, sp);
 

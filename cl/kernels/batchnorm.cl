@@ -1,5 +1,6 @@
-/* Batch normalisation: training forward (optionally followed by SiLU, YC_OP_BN_SILU_TRAIN),
- * evaluation forward, backward (optionally through SiLU first, YC_OP_BN_SILU_BWD).
+/* Batch normalisation: training forward (optionally followed by SiLU, YC_OP_BN_SILU_TRAIN), the
+ * fused forward's output from saved statistics (YC_OP_BN_SILU_APPLY), evaluation forward,
+ * backward (optionally through SiLU first, YC_OP_BN_SILU_BWD).
  *
  * Training and backward run one work-group per channel (local size a power of two): each work
  * item walks its share of the channel's N*H*W values, the sums are float-float (the CPU backend
@@ -10,8 +11,8 @@
  * Normalising uses the statistics as saved (FP32 mean and invstd: what the backward pass reads),
  * as the CPU backend does: z = (x - mean) * (gamma * invstd) + beta evaluated in float-float and
  * rounded once (the CPU evaluates it exactly in double and rounds once: the same bits but for
- * rare near-ties).  bn_apply() is that formula for every kernel here, so the fused backward
- * recomputes the bits the training forward produced. */
+ * rare near-ties).  bn_apply() is that formula for every kernel here, so the fused backward and
+ * bn_silu_apply recompute the bits the training forward produced. */
 
 /* gamma * invstd as a float-float (exact) */
 float2 bn_scale(float gamma, float invstd)
@@ -78,6 +79,18 @@ __kernel void bn_train(TENSOR(x), TENSOR(y), PARAM(gamma), PARAM(beta), PARAM(st
         ST(y, n, base + j, silu ? yc_silu(z) : z);
         BN_NEXT(n, j, L, HW);
     }
+}
+
+/* a = silu(bn_apply(x)) with the saved stats = [mean; invstd]: the `a` of bn_train with silu set,
+ * elementwise (dimension 0 over the image's C*HW values, dimension 1 over images) */
+__kernel void bn_silu_apply(TENSOR(x), TENSOR(a), PARAM(gamma), PARAM(beta), PARAM(stats), uint C, uint HW)
+{
+    uint i = get_global_id(0), n = get_global_id(1);
+    if (i >= C * HW)
+        return;
+    uint c = i / HW;
+    float2 scale = bn_scale(P(gamma)[c], P(stats)[C + c]);
+    ST(a, n, i, yc_silu(bn_apply(LD(x, n, i), P(stats)[c], scale, P(beta)[c])));
 }
 
 /* y = (x - running_mean) * (gamma / sqrt(running_var + eps)) + beta, elementwise (dimension 0 over
