@@ -240,11 +240,12 @@ int yc_cmd_plan(int argc, char **argv)
         }
         noval = noval || sets[1].n == 0;
     }
-    size_t baseline = yc_current_rss();
     if ((st = yc_model_cfg_find(cfg_name, path, sizeof path)) ||
         (st = yc_model_cfg_load(&cfg, path, nc)) || (st = yc_model_new(&m, cfg)) ||
         (st = yc_device_open(device, 0, !json, &be)))
         goto done;
+    /* the libraries, the OpenCL drivers the device probe loaded and the dataset index */
+    size_t baseline = yc_current_rss();
     m->be = be; /* for workspace queries; nothing is allocated */
     int gs = 32;
     for (int l = 0; l < m->nl; l++)

@@ -54,7 +54,7 @@ int yc_infer_model_load(yc_infer_model *out, const char *weights, const char *cf
         cfg = NULL;
     }
     if (!st)
-        st = yc_model_alloc(out->m, be);
+        st = yc_model_alloc_weights(out->m, be);
     if (!st)
         st = yc_weights_apply(w, out->m, YC_WEIGHTS_STRICT, false, NULL);
     if (!st && w->nnames == out->m->nc) {

@@ -15,7 +15,7 @@ int yc_ema_new(yc_ema **out, yc_model *m, long updates)
     e->updates = updates;
     int status = yc_model_clone(m, &e->ema);
     if (!status)
-        status = yc_model_alloc(e->ema, m->be);
+        status = yc_model_alloc_weights(e->ema, m->be);
     if (!status)
         status = yc_model_copy_weights(e->ema, m);
     if (status) {

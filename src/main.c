@@ -4,6 +4,9 @@
 
 #include <errno.h>
 #include <getopt.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -140,6 +143,13 @@ static void prefer_passive_openmp(char **argv)
 int main(int argc, char **argv)
 {
     prefer_passive_openmp(argv);
+#ifdef M_MMAP_THRESHOLD
+    /* Buffers of 128 KiB and more get their own mappings, returned to the system when freed.
+     * glibc's default raises this threshold to the largest buffer freed so far (up to 32 MiB), so
+     * freed decode and augmentation buffers would linger in the heap and in each thread's arena,
+     * memory the plan does not see (measured: 5 MiB more peak RSS on a short run). */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
     static const struct option opts[] = {
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},

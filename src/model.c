@@ -260,19 +260,22 @@ void yc_model_free(yc_model *m)
     free(m);
 }
 
-int yc_model_alloc(yc_model *m, yc_backend *be)
+static int model_alloc(yc_model *m, yc_backend *be, bool grads)
 {
     m->be = be;
     size_t pbytes = m->param_elems * sizeof(float), sbytes = m->state_elems * sizeof(float);
     m->param_buf = yc_buffer_alloc(be, pbytes);
-    m->grad_buf = m->param_buf ? yc_buffer_alloc(be, pbytes) : NULL;
-    m->state_buf = m->grad_buf ? yc_buffer_alloc(be, sbytes ? sbytes : sizeof(float)) : NULL;
+    if (m->param_buf && grads)
+        m->grad_buf = yc_buffer_alloc(be, pbytes);
+    if (m->param_buf && (!grads || m->grad_buf))
+        m->state_buf = yc_buffer_alloc(be, sbytes ? sbytes : sizeof(float));
     if (!m->state_buf)
         return yc_error_context(YC_ENOMEM, "model parameters (%zu bytes)", pbytes);
     for (int i = 0; i < m->nparams; i++) {
         yc_param *p = &m->params[i];
         p->t = param_tensor(p, m->param_buf);
-        p->grad = param_tensor(p, m->grad_buf);
+        if (grads)
+            p->grad = param_tensor(p, m->grad_buf);
     }
     for (int i = 0; i < m->nstate; i++) {
         yc_state *s = &m->state[i];
@@ -282,11 +285,24 @@ int yc_model_alloc(yc_model *m, yc_backend *be)
         s->t.buf = m->state_buf;
         s->t.offset = s->offset * sizeof(float);
     }
-    return yc_model_zero_grad(m);
+    return grads ? yc_model_zero_grad(m) : YC_OK;
+}
+
+int yc_model_alloc(yc_model *m, yc_backend *be)
+{
+    return model_alloc(m, be, true);
+}
+
+int yc_model_alloc_weights(yc_model *m, yc_backend *be)
+{
+    return model_alloc(m, be, false);
 }
 
 int yc_model_zero_grad(yc_model *m)
 {
+    if (!m->grad_buf)
+        return yc_error_status(YC_ERR, "zeroing gradients: the model was allocated without "
+                               "gradients");
     int status = m->be->iface->buffer_memset(m->be, m->grad_buf, 0, 0,
                                              m->param_elems * sizeof(float));
     return status ? yc_error_context(status, "zeroing gradients") : YC_OK;

@@ -558,6 +558,9 @@ static int setup_model(trainer *t, bool resuming)
         st = yc_model_new(&t->m, cfg);
     if (!st)
         st = yc_device_open(o->device, o->threads, true, &t->be);
+    /* what the process holds before the run's own memory: the libraries (with the OpenCL
+     * drivers the device probe loaded: PoCL alone touches ~55 MiB of LLVM), the dataset index */
+    t->baseline_rss = yc_current_rss();
     if (!st)
         st = yc_model_alloc(t->m, t->be);
     if (!st)
@@ -1193,8 +1196,6 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     }
     if ((st = setup_data(t)))
         goto done;
-    /* what the process holds before the run's own memory: libraries and the dataset index */
-    t->baseline_rss = yc_current_rss();
     if ((st = setup_model(t, resuming)))
         goto done;
     if ((st = fit_memory(t)))
