@@ -1,0 +1,234 @@
+/* The memory fit (memplan.h): for limits constructed from the planner's own peaks, yc_memfit
+ * makes the documented choice in the documented order: the batch as requested, FP16 storage,
+ * FP16 storage and recomputation, the largest micro-batch with accumulate = round(64 / micro),
+ * AutoBatch for batch -1, and an error naming the largest activation when nothing fits.  The
+ * CPU backend answers the workspace and FP16 questions; nothing is allocated. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "log.h"
+#include "memplan.h"
+#include "model.h"
+#include "modelcfg.h"
+
+#define NOMINAL 64
+#define BATCH 16
+#define IMG 128
+
+static yc_model *m;
+static yc_backend *be;
+
+static void setup(void)
+{
+    char path[1024];
+    yc_model_cfg *cfg = NULL;
+    ck_assert_msg(yc_model_cfg_find("yolov5n", path, sizeof path) == YC_OK, "%s",
+                  yc_last_error());
+    ck_assert_msg(yc_model_cfg_load(&cfg, path, 0) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_model_new(&m, cfg) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_backend_cpu_new(&be, 1) == YC_OK, "%s", yc_last_error());
+    ck_assert(be->info.fp16_storage);
+    m->be = be;
+}
+
+static void teardown(void)
+{
+    m->be = NULL;
+    yc_model_free(m);
+    yc_backend_free(be);
+}
+
+static yc_run_shape shape(int batch)
+{
+    /* with validation (yc_memfit plans it at twice the micro-batch) */
+    return (yc_run_shape){.m = m, .train = true, .batch = batch, .val_batch = 2,
+                          .imgsz = IMG, .optimizer = YC_OPTIM_SGD, .workers = 2,
+                          .max_image_w = 640, .max_image_h = 480, .baseline = 50 << 20};
+}
+
+/* The planned peak of one candidate, as the fit computes it (validation batch twice the
+ * micro-batch). */
+static size_t peak_of(int batch, bool half, bool recompute)
+{
+    yc_run_shape rs = shape(batch);
+    rs.val_batch = 2 * batch;
+    rs.half = half;
+    rs.recompute = recompute;
+    yc_mem_report r;
+    ck_assert_msg(yc_memplan(&rs, &r) == YC_OK, "%s", yc_last_error());
+    size_t p = r.peak_bytes;
+    yc_mem_report_free(&r);
+    return p;
+}
+
+static yc_mem_fit fit_in(size_t limit, yc_half_policy half, int batch, bool recompute)
+{
+    yc_run_shape rs = shape(batch);
+    rs.recompute = recompute;
+    yc_mem_fit fit;
+    ck_assert_msg(yc_memfit(&rs, limit, half, NOMINAL, 256, &fit) == YC_OK, "%s",
+                  yc_last_error());
+    ck_assert_uint_le(fit.peak_bytes, limit);
+    ck_assert(fit.reason[0]);
+    return fit;
+}
+
+START_TEST(savings_order_is_fp16_then_recomputation)
+{
+    size_t fp32 = peak_of(BATCH, false, false), fp16 = peak_of(BATCH, true, false);
+    size_t fp16rc = peak_of(BATCH, true, true), fp32rc = peak_of(BATCH, false, true);
+    ck_assert_uint_lt(fp16, fp32);
+    ck_assert_uint_lt(fp16rc, fp16);
+    ck_assert_uint_lt(fp32rc, fp32);
+
+    /* fits as it is: FP32 under the automatic policy, FP16 when asked for */
+    yc_mem_fit f = fit_in(fp32, YC_HALF_AUTO, BATCH, false);
+    ck_assert(!f.half && !f.recompute);
+    ck_assert_int_eq(f.micro_batch, BATCH);
+    ck_assert_int_eq(f.accumulate, NOMINAL / BATCH);
+    ck_assert_uint_eq(f.peak_bytes, fp32);
+    f = fit_in(fp32, YC_HALF_ON, BATCH, false);
+    ck_assert(f.half && !f.recompute);
+    ck_assert_uint_eq(f.peak_bytes, fp16);
+
+    /* one byte short: FP16 storage first */
+    f = fit_in(fp32 - 1, YC_HALF_AUTO, BATCH, false);
+    ck_assert(f.half && !f.recompute);
+    ck_assert_int_eq(f.micro_batch, BATCH);
+    ck_assert_uint_eq(f.peak_bytes, fp16);
+    ck_assert_msg(strstr(f.reason, "FP16 storage"), "%s", f.reason);
+
+    /* then recomputation as well */
+    f = fit_in(fp16 - 1, YC_HALF_AUTO, BATCH, false);
+    ck_assert(f.half && f.recompute);
+    ck_assert_int_eq(f.micro_batch, BATCH);
+    ck_assert_uint_eq(f.peak_bytes, fp16rc);
+    ck_assert_msg(strstr(f.reason, "recomputation"), "%s", f.reason);
+
+    /* --no-half: recomputation alone */
+    f = fit_in(fp32 - 1, YC_HALF_OFF, BATCH, false);
+    ck_assert(!f.half && f.recompute);
+    ck_assert_uint_eq(f.peak_bytes, fp32rc);
+
+    /* --recompute: every choice recomputes, the first one included */
+    f = fit_in(fp32, YC_HALF_AUTO, BATCH, true);
+    ck_assert(!f.half && f.recompute);
+    ck_assert_uint_eq(f.peak_bytes, fp32rc);
+}
+END_TEST
+
+START_TEST(micro_batch_keeps_the_nominal_batch)
+{
+    /* limits between the FP16 + recomputation peaks of micro-batches: the fit picks exactly the
+     * largest micro-batch under the limit */
+    static const int micro[] = {15, 11, 7, 5, 3, 2, 1};
+    for (size_t i = 0; i < sizeof micro / sizeof *micro; i++) {
+        int b = micro[i];
+        size_t below = peak_of(b + 1, true, true) - 1, at = peak_of(b, true, true);
+        ck_assert_uint_le(at, below);
+        for (int k = 0; k < 2; k++) {
+            yc_mem_fit f = fit_in(k ? below : at, YC_HALF_AUTO, BATCH, false);
+            ck_assert_int_eq(f.micro_batch, b);
+            ck_assert(f.half && f.recompute);
+            /* Python's round: 64/15 = 4.27 -> 4, 64/7 = 9.14 -> 9, 64/5 = 12.8 -> 13 */
+            double a = (double)NOMINAL / b;
+            int want = (int)floor(a + 0.5);
+            if (want - a == 0.5 && want % 2)
+                want--;
+            ck_assert_int_eq(f.accumulate, want);
+            ck_assert_uint_eq(f.peak_bytes, at);
+            ck_assert_msg(strstr(f.reason, "micro-batch"), "%s", f.reason);
+        }
+    }
+    /* --no-half: micro-batches with recomputation only */
+    size_t at = peak_of(6, false, true);
+    yc_mem_fit f = fit_in(at, YC_HALF_OFF, BATCH, false);
+    ck_assert(!f.half && f.recompute);
+    ck_assert_int_eq(f.micro_batch, 6);
+    ck_assert_int_eq(f.accumulate, 11);
+}
+END_TEST
+
+START_TEST(autobatch_is_the_largest_batch_that_fits)
+{
+    size_t at = peak_of(23, true, true);
+    yc_mem_fit f = fit_in(at, YC_HALF_AUTO, -1, false);
+    ck_assert_int_eq(f.micro_batch, 23);
+    ck_assert_int_eq(f.accumulate, 3);
+    ck_assert_msg(strstr(f.reason, "AutoBatch"), "%s", f.reason);
+    /* at most max_batch */
+    yc_run_shape rs = shape(-1);
+    ck_assert_int_eq(yc_memfit(&rs, (size_t)1 << 40, YC_HALF_AUTO, NOMINAL, 40, &f), YC_OK);
+    ck_assert_int_eq(f.micro_batch, 40);
+    ck_assert_int_eq(f.accumulate, 2);
+}
+END_TEST
+
+START_TEST(nothing_fits_names_the_largest_tensor)
+{
+    size_t one = peak_of(1, true, true);
+    yc_run_shape rs = shape(BATCH);
+    yc_mem_fit f;
+    ck_assert_int_eq(yc_memfit(&rs, one - 1, YC_HALF_AUTO, NOMINAL, 256, &f), YC_ENOMEM);
+    const char *e = yc_last_error();
+    ck_assert_msg(strstr(e, "even with batch 1") && strstr(e, "largest activation") &&
+                      strstr(e, "--img"),
+                  "%s", e);
+    /* a micro-batch of 1 at exactly its peak still fits */
+    f = fit_in(one, YC_HALF_AUTO, BATCH, false);
+    ck_assert_int_eq(f.micro_batch, 1);
+    ck_assert_int_eq(f.accumulate, NOMINAL);
+}
+END_TEST
+
+/* The plan counts what the process holds: every item is there once, and the peak is their sum
+ * on a device that shares host memory. */
+START_TEST(report_items_add_up)
+{
+    yc_run_shape rs = shape(BATCH);
+    yc_mem_report r;
+    ck_assert_int_eq(yc_memplan(&rs, &r), YC_OK);
+    size_t sum = 0;
+    bool baseline = false, arena = false, ema = false;
+    for (int i = 0; i < r.nitems; i++) {
+        sum += r.items[i].bytes;
+        baseline |= strstr(r.items[i].what, "baseline") && r.items[i].bytes == (size_t)50 << 20;
+        arena |= !strcmp(r.items[i].what, "activation arena");
+        ema |= strstr(r.items[i].what, "EMA") &&
+               r.items[i].bytes == (m->param_elems + m->state_elems) * sizeof(float);
+    }
+    ck_assert(baseline && arena && ema);
+    ck_assert(r.host_device);
+    ck_assert_uint_eq(sum, r.peak_bytes);
+    ck_assert_uint_le(r.lower_bound_bytes, r.peak_bytes);
+    yc_mem_report_free(&r);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("memplan");
+    TCase *tc = tcase_create("fit");
+    tcase_set_timeout(tc, 300);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, savings_order_is_fp16_then_recomputation);
+    tcase_add_test(tc, micro_batch_keeps_the_nominal_batch);
+    tcase_add_test(tc, autobatch_is_the_largest_batch_that_fits);
+    tcase_add_test(tc, nothing_fits_names_the_largest_tensor);
+    tcase_add_test(tc, report_items_add_up);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
