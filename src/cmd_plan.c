@@ -26,7 +26,8 @@ static void print_usage(void)
           "  -i, --img N           training image size (default 640)\n"
           "  -b, --batch N         images per batch (default 16; -1: the largest that fits)\n"
           "      --half            FP16 storage of activations\n"
-          "      --no-half         never FP16 storage (default: only when needed to fit)\n"
+          "      --no-half         never FP16 storage (default: on OpenCL devices that can\n"
+          "                        store FP16, on the CPU only when needed to fit)\n"
           "      --recompute       recompute BatchNorm and SiLU outputs in backward\n"
           "      --mem SIZE        memory limit (default: 90% of the device's free memory)\n"
           "      --optimizer NAME  SGD (default), Adam or AdamW\n"
@@ -244,6 +245,7 @@ int yc_cmd_plan(int argc, char **argv)
         (st = yc_model_cfg_load(&cfg, path, nc)) || (st = yc_model_new(&m, cfg)) ||
         (st = yc_device_open(device, 0, !json, &be)))
         goto done;
+    half = yc_half_default(half, be);
     /* the libraries, the OpenCL drivers the device probe loaded and the dataset index */
     size_t baseline = yc_current_rss();
     m->be = be; /* for workspace queries; nothing is allocated */

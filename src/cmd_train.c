@@ -52,6 +52,7 @@ static void print_usage(void)
           "      --device D           auto, cpu, opencl, opencl:N or a device name substring\n"
           "      --mem SIZE           memory limit (default 90% of the device's free memory)\n"
           "      --half, --no-half    FP16 storage of activations: always, or never (default:\n"
+          "                           on OpenCL devices that can store FP16; on the CPU\n"
           "                           only when needed to fit the memory limit)\n"
           "      --recompute          recompute BatchNorm and SiLU outputs in backward instead\n"
           "                           of storing them (default: only when needed to fit)\n"

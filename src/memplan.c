@@ -184,6 +184,14 @@ int yc_plan_largest(const yc_plan *p, int *out, int n)
     return k;
 }
 
+yc_half_policy yc_half_default(yc_half_policy requested, const yc_backend *be)
+{
+    if (requested != YC_HALF_AUTO || !be)
+        return requested;
+    bool opencl = be->iface->buffer_host_ptr == NULL;
+    return opencl && be->info.fp16_storage ? YC_HALF_ON : YC_HALF_AUTO;
+}
+
 /* The peak of one candidate. */
 static int try_fit(const yc_run_shape *base, bool half, bool recompute, int batch, size_t *peak)
 {

@@ -95,6 +95,11 @@ typedef enum yc_half_policy {
     YC_HALF_AUTO,
 } yc_half_policy;
 
+/* The policy a run uses when the user asked for neither --half nor --no-half: FP16 storage on
+ * OpenCL devices that can store it (it halves the memory traffic of saved activations on a GPU),
+ * on the CPU backend only when needed to fit (there the conversions cost time). */
+yc_half_policy yc_half_default(yc_half_policy requested, const struct yc_backend *be);
+
 /* Fits a run into `limit` bytes: the requested batch as it is; else FP16 storage (when the
  * policy and the device allow); else recomputation too (always, when base->recompute is set); else the largest micro-batch that fits,
  * with accumulate = max(round(nominal / micro), 1).  batch -1 asks for the largest batch that

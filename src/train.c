@@ -870,7 +870,8 @@ static int fit_memory(trainer *t)
     size_t limit = o->mem ? o->mem : (size_t)(0.9 * (double)avail);
     int max_batch = (int)(t->train_ds.n < 1024 ? t->train_ds.n : 1024);
     yc_mem_fit fit;
-    int st = yc_memfit(&rs, limit, (yc_half_policy)o->half, NBS, max_batch, &fit);
+    int st = yc_memfit(&rs, limit, yc_half_default((yc_half_policy)o->half, be), NBS, max_batch,
+                       &fit);
     if (st)
         return yc_error_context(st, "fitting the run into %s",
                                 o->mem ? "--mem" : "the device's free memory");

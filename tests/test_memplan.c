@@ -185,6 +185,22 @@ START_TEST(nothing_fits_names_the_largest_tensor)
 }
 END_TEST
 
+START_TEST(fp16_by_default_on_opencl_only)
+{
+    /* the CPU backend: FP16 only when needed */
+    ck_assert_int_eq(yc_half_default(YC_HALF_AUTO, be), YC_HALF_AUTO);
+    ck_assert_int_eq(yc_half_default(YC_HALF_ON, be), YC_HALF_ON);
+    /* a device whose memory is not the host's (no host pointer), that can store FP16 */
+    struct yc_backend_i iface = {0};
+    yc_backend dev = {.iface = &iface};
+    dev.info.fp16_storage = true;
+    ck_assert_int_eq(yc_half_default(YC_HALF_AUTO, &dev), YC_HALF_ON);
+    ck_assert_int_eq(yc_half_default(YC_HALF_OFF, &dev), YC_HALF_OFF);
+    dev.info.fp16_storage = false;
+    ck_assert_int_eq(yc_half_default(YC_HALF_AUTO, &dev), YC_HALF_AUTO);
+}
+END_TEST
+
 /* The plan counts what the process holds: every item is there once, and the peak is their sum
  * on a device that shares host memory. */
 START_TEST(report_items_add_up)
@@ -220,6 +236,7 @@ static Suite *suite(void)
     tcase_add_test(tc, autobatch_is_the_largest_batch_that_fits);
     tcase_add_test(tc, nothing_fits_names_the_largest_tensor);
     tcase_add_test(tc, report_items_add_up);
+    tcase_add_test(tc, fp16_by_default_on_opencl_only);
     suite_add_tcase(s, tc);
     return s;
 }
