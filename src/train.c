@@ -902,7 +902,13 @@ static int fit_memory(trainer *t)
     if (!st)
         st = yc_arena_reserve(&t->arena, &r.val_plan, r.workspace_bytes);
     yc_mem_report_free(&r);
-    return st ? yc_error_context(st, "allocating the planned activation arena") : YC_OK;
+    if (st) {
+        char lim[32];
+        return yc_error_context(st, "the device refused the planned activation arena (planned "
+                                "peak %s, limit %s): free device memory or give a smaller --mem",
+                                peak, yc_format_size(limit, lim, sizeof lim));
+    }
+    return YC_OK;
 }
 
 /* ---- the run ---------------------------------------------------------------------------------- */
