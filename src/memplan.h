@@ -101,10 +101,11 @@ typedef enum yc_half_policy {
 yc_half_policy yc_half_default(yc_half_policy requested, const struct yc_backend *be);
 
 /* Fits a run into `limit` bytes: the requested batch as it is; else FP16 storage (when the
- * policy and the device allow); else recomputation too (always, when base->recompute is set); else the largest micro-batch that fits,
- * with accumulate = max(round(nominal / micro), 1).  batch -1 asks for the largest batch that
- * fits (AutoBatch, computed), at most `max_batch`.  Fails before anything is allocated when not
- * even a micro-batch of 1 fits, naming the largest tensor and what would help. */
+ * policy and the device allow); else recomputation too (always, when base->recompute is set);
+ * else the largest micro-batch that fits, with accumulate = max(round(nominal / micro), 1).
+ * batch -1 asks for the largest batch that fits (AutoBatch, computed), at most `max_batch`.
+ * Fails before anything is allocated when not even a micro-batch of 1 fits, naming the largest
+ * tensor and what would help. */
 int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int nominal,
               int max_batch, yc_mem_fit *fit);
 
