@@ -186,8 +186,8 @@ int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int
     *n = 0;
     yc_model *m = d->im->m;
     yc_letterbox_info li;
-    int st = yc_letterbox(img, &d->lb, d->opt.img_h, d->opt.img_w, true, false, true,
-                          d->im->stride, &li);
+    int st = yc_letterbox(img, &d->lb, d->opt.img_h, d->opt.img_w, !d->opt.fixed_shape, false,
+                          true, d->im->stride, &li);
     if (st)
         return st;
     const int h = d->lb.h, w = d->lb.w;

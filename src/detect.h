@@ -74,6 +74,10 @@ typedef struct yc_detect_options {
     int n_classes;
     /* class-agnostic NMS */
     bool agnostic;
+    /* letterbox every input to exactly img_h x img_w (YOLOv5's letterbox with auto=False) instead
+     * of padding only to the next stride multiple (auto=True, detect.py): every input then has
+     * one shape and the inference graph is planned once (sliced detection); false by default */
+    bool fixed_shape;
 } yc_detect_options;
 
 /* detect.py's defaults: 640x640, conf 0.25, IoU 0.45, max_det 1000. */

@@ -544,22 +544,63 @@ void yc_draw_text_up(yc_canvas *c, int x, int y, const char *text, int scale, yc
     text_impl(c, x, y, text, scale, color, true);
 }
 
-void yc_draw_label(yc_canvas *c, int x0, int y0, int x1, int y1, const char *label, int thickness,
-                   int text_scale, yc_rgb color)
+/* Corners of the label box of a box whose top-left corner is (x0, y0) (picture pixels, x0 <= x1,
+ * y0 <= y1): above the box when it fits below the picture's row 0, else inside the box's top. */
+static void label_rect(int x0, int y0, const char *label, int text_scale, int *lx1, int *ly0,
+                       int *ly1)
+{
+    int s = text_scale < 1 ? 1 : text_scale;
+    int pad = s + 1;
+    int tw = yc_text_width(label, s) + 2 * pad, th = yc_text_height(s) + 2 * pad;
+    *ly0 = y0 - th >= 0 ? y0 - th : y0;
+    *ly1 = *ly0 + th - 1;
+    *lx1 = x0 + tw - 1;
+}
+
+void yc_draw_label_at(yc_canvas *c, int ox, int oy, int x0, int y0, int x1, int y1,
+                      const char *label, int thickness, int text_scale, yc_rgb color)
 {
     if (x0 > x1)
         swap_int(&x0, &x1);
     if (y0 > y1)
         swap_int(&y0, &y1);
-    yc_draw_box(c, x0, y0, x1, y1, thickness, color);
+    yc_draw_box(c, x0 - ox, y0 - oy, x1 - ox, y1 - oy, thickness, color);
     if (!label || !label[0])
         return;
     int s = text_scale < 1 ? 1 : text_scale;
-    int pad = s + 1;
-    int tw = yc_text_width(label, s) + 2 * pad, th = yc_text_height(s) + 2 * pad;
-    int top = y0 - th >= 0 ? y0 - th : y0;
-    yc_draw_fill_rect(c, x0, top, x0 + tw - 1, top + th - 1, color);
-    yc_draw_text(c, x0 + pad, top + pad, label, s, WHITE);
+    int pad = s + 1, lx1, ly0, ly1;
+    label_rect(x0, y0, label, s, &lx1, &ly0, &ly1);
+    yc_draw_fill_rect(c, x0 - ox, ly0 - oy, lx1 - ox, ly1 - oy, color);
+    yc_draw_text(c, x0 + pad - ox, ly0 + pad - oy, label, s, WHITE);
+}
+
+void yc_draw_label(yc_canvas *c, int x0, int y0, int x1, int y1, const char *label, int thickness,
+                   int text_scale, yc_rgb color)
+{
+    yc_draw_label_at(c, 0, 0, x0, y0, x1, y1, label, thickness, text_scale, color);
+}
+
+void yc_label_bounds(int x0, int y0, int x1, int y1, const char *label, int text_scale,
+                     int bounds[4])
+{
+    if (x0 > x1)
+        swap_int(&x0, &x1);
+    if (y0 > y1)
+        swap_int(&y0, &y1);
+    bounds[0] = x0;
+    bounds[1] = y0;
+    bounds[2] = x1;
+    bounds[3] = y1;
+    if (!label || !label[0])
+        return;
+    int lx1, ly0, ly1;
+    label_rect(x0, y0, label, text_scale, &lx1, &ly0, &ly1);
+    if (ly0 < bounds[1])
+        bounds[1] = ly0;
+    if (lx1 > bounds[2])
+        bounds[2] = lx1;
+    if (ly1 > bounds[3])
+        bounds[3] = ly1;
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -96,6 +96,17 @@ void yc_draw_text_up(yc_canvas *c, int x, int y, const char *text, int scale, yc
  * on a filled box of the box colour, above the box or inside its top when there is no room. */
 void yc_draw_label(yc_canvas *c, int x0, int y0, int x1, int y1, const char *label, int thickness,
                    int text_scale, yc_rgb color);
+/* yc_draw_label on a canvas that holds only a part of the picture being annotated, the part whose
+ * top-left pixel is (ox, oy) of the picture: the box corners are picture pixels, and whether the
+ * label fits above the box is decided against the picture's top row, not the canvas's.  Drawing a
+ * picture part by part with the parts' origins therefore gives the same pixels as drawing it
+ * whole (yc_draw_label is the case ox = oy = 0). */
+void yc_draw_label_at(yc_canvas *c, int ox, int oy, int x0, int y0, int x1, int y1,
+                      const char *label, int thickness, int text_scale, yc_rgb color);
+/* The smallest rectangle holding every pixel yc_draw_label(_at) may change for these arguments
+ * (the box and its label), as inclusive picture corners x0, y0, x1, y1 in bounds[0..3]. */
+void yc_label_bounds(int x0, int y0, int x1, int y1, const char *label, int text_scale,
+                     int bounds[4]);
 
 /* ------------------------------------------------------------------------------------------------
  * Plots

@@ -1,6 +1,7 @@
 /* Host images: libvips decoding and OpenCV-exact resampling (see image.h). */
 #include "image.h"
 
+#include "image_vips.h"
 #include "log.h"
 
 #include <errno.h>
@@ -61,8 +62,7 @@ int yc_vips_init(void)
     return YC_OK;
 }
 
-/* Takes libvips' (process-wide) error text into buf without its trailing newline. */
-static void vips_error_take(char *buf, size_t len)
+void yc_vips_error_take(char *buf, size_t len)
 {
     char *e = vips_error_buffer_copy();
     size_t n;
@@ -493,20 +493,23 @@ static int apply_orientation(const yc_image *s, yc_image *d, int o)
     return YC_OK;
 }
 
-/* Images created along a libvips pipeline, unreferenced together. */
-typedef struct vips_chain {
-    /* the images, in creation order */
-    VipsImage *im[12];
-    /* how many */
-    int n;
-} vips_chain;
-
-static VipsImage *chain_last(vips_chain *c)
+VipsImage *yc_vips_chain_last(const yc_vips_chain *c)
 {
     return c->im[c->n - 1];
 }
 
-static void chain_free(vips_chain *c)
+int yc_vips_chain_push(yc_vips_chain *c, VipsImage *im)
+{
+    if (c->n >= YC_VIPS_CHAIN_MAX) {
+        g_object_unref(im);
+        vips_error("yolocl", "%s", "image pipeline too long");
+        return -1;
+    }
+    c->im[c->n++] = im;
+    return 0;
+}
+
+void yc_vips_chain_free(yc_vips_chain *c)
 {
     while (c->n > 0)
         g_object_unref(c->im[--c->n]);
@@ -531,6 +534,46 @@ static bool is_colour_managed_space(VipsInterpretation t)
     }
 }
 
+int yc_vips_chain_rgb8(yc_vips_chain *c, const char **step)
+{
+    const char *dummy;
+    VipsImage *out = NULL;
+    if (!step)
+        step = &dummy;
+    if (is_colour_managed_space(vips_image_guess_interpretation(yc_vips_chain_last(c)))) {
+        *step = "colourspace to sRGB";
+        if (vips_colourspace(yc_vips_chain_last(c), &out, VIPS_INTERPRETATION_sRGB, NULL) ||
+            yc_vips_chain_push(c, out))
+            return -1;
+    }
+    if (yc_vips_chain_last(c)->BandFmt == VIPS_FORMAT_USHORT) {
+        *step = "16-bit to 8-bit";
+        if (vips_rshift_const1(yc_vips_chain_last(c), &out, 8, NULL) || yc_vips_chain_push(c, out))
+            return -1;
+    }
+    if (yc_vips_chain_last(c)->BandFmt != VIPS_FORMAT_UCHAR) {
+        *step = "cast to 8-bit";
+        if (vips_cast_uchar(yc_vips_chain_last(c), &out, NULL) || yc_vips_chain_push(c, out))
+            return -1;
+    }
+    int bands = yc_vips_chain_last(c)->Bands;
+    if (bands == 2 || bands > 3) {
+        *step = "band extraction";
+        if (vips_extract_band(yc_vips_chain_last(c), &out, 0, "n", bands == 2 ? 1 : 3, NULL) ||
+            yc_vips_chain_push(c, out))
+            return -1;
+        bands = bands == 2 ? 1 : 3;
+    }
+    if (bands == 1) {
+        *step = "gray to RGB";
+        VipsImage *g = yc_vips_chain_last(c);
+        VipsImage *three[3] = {g, g, g};
+        if (vips_bandjoin(three, &out, 3, NULL) || yc_vips_chain_push(c, out))
+            return -1;
+    }
+    return 0;
+}
+
 /* Opens `path` and reads its pixels (stored orientation, 8-bit RGB) into `upright` when the file
  * has no EXIF rotation, else into `rotated` (for apply_orientation); *used says which.  On failure
  * writes the failing step and libvips' message into err and returns YC_EFORMAT (YC_ENOMEM for our
@@ -539,8 +582,8 @@ static int decode_pass(const char *path, VipsFailOn fail_on, int shrink, yc_imag
                        yc_image *rotated, yc_image **used, int *orientation, char *err,
                        size_t errlen)
 {
-    vips_chain c = {{0}, 0};
-    VipsImage *in, *out = NULL;
+    yc_vips_chain c = YC_VIPS_CHAIN_INIT;
+    VipsImage *in;
     const char *step = "open";
     int st = YC_EFORMAT;
     char msg[400];
@@ -558,48 +601,16 @@ static int decode_pass(const char *path, VipsFailOn fail_on, int shrink, yc_imag
     if (*orientation < 1 || *orientation > 8)
         *orientation = 1;
 
-    if (is_colour_managed_space(vips_image_guess_interpretation(chain_last(&c)))) {
-        step = "colourspace to sRGB";
-        if (vips_colourspace(chain_last(&c), &out, VIPS_INTERPRETATION_sRGB, NULL))
-            goto vips_fail;
-        c.im[c.n++] = out;
-    }
-    if (chain_last(&c)->BandFmt == VIPS_FORMAT_USHORT) {
-        step = "16-bit to 8-bit";
-        if (vips_rshift_const1(chain_last(&c), &out, 8, NULL))
-            goto vips_fail;
-        c.im[c.n++] = out;
-    }
-    if (chain_last(&c)->BandFmt != VIPS_FORMAT_UCHAR) {
-        step = "cast to 8-bit";
-        if (vips_cast_uchar(chain_last(&c), &out, NULL))
-            goto vips_fail;
-        c.im[c.n++] = out;
-    }
-    int bands = chain_last(&c)->Bands;
-    if (bands == 2 || bands > 3) {
-        step = "band extraction";
-        if (vips_extract_band(chain_last(&c), &out, 0, "n", bands == 2 ? 1 : 3, NULL))
-            goto vips_fail;
-        c.im[c.n++] = out;
-        bands = bands == 2 ? 1 : 3;
-    }
-    if (bands == 1) {
-        step = "gray to RGB";
-        VipsImage *g = chain_last(&c);
-        VipsImage *three[3] = {g, g, g};
-        if (vips_bandjoin(three, &out, 3, NULL))
-            goto vips_fail;
-        c.im[c.n++] = out;
-    }
+    if (yc_vips_chain_rgb8(&c, &step))
+        goto vips_fail;
 
-    VipsImage *fin = chain_last(&c);
+    VipsImage *fin = yc_vips_chain_last(&c);
     int w = vips_image_get_width(fin), h = vips_image_get_height(fin);
     yc_image *dst = *orientation == 1 ? upright : rotated;
     *used = dst;
     st = yc_image_reserve(dst, h, w);
     if (st) {
-        chain_free(&c);
+        yc_vips_chain_free(&c);
         return st;
     }
     step = "pixel read";
@@ -618,13 +629,13 @@ static int decode_pass(const char *path, VipsFailOn fail_on, int shrink, yc_imag
             memcpy(dst->data + (size_t)(y + i) * row, VIPS_REGION_ADDR(reg, 0, y + i), row);
     }
     g_object_unref(reg);
-    chain_free(&c);
+    yc_vips_chain_free(&c);
     return YC_OK;
 
 vips_fail:
-    vips_error_take(msg, sizeof msg);
+    yc_vips_error_take(msg, sizeof msg);
     snprintf(err, errlen, "%s: %s", step, msg);
-    chain_free(&c);
+    yc_vips_chain_free(&c);
     return YC_EFORMAT;
 }
 
@@ -845,13 +856,13 @@ int yc_image_save(const yc_image *im, const char *path, int orientation)
     VipsImage *v = vips_image_new_from_memory(im->data, (size_t)im->h * im->w * 3, im->w, im->h,
                                               3, VIPS_FORMAT_UCHAR);
     if (!v) {
-        vips_error_take(msg, sizeof msg);
+        yc_vips_error_take(msg, sizeof msg);
         return yc_error_status(YC_EIO, "cannot save image %s: wrapping pixels: %s", path, msg);
     }
     if (orientation >= 2 && orientation <= 8)
         vips_image_set_int(v, VIPS_META_ORIENTATION, orientation);
     if (vips_image_write_to_file(v, path, NULL)) {
-        vips_error_take(msg, sizeof msg);
+        yc_vips_error_take(msg, sizeof msg);
         g_object_unref(v);
         return yc_error_status(YC_EIO, "cannot save image %s: %s", path, msg);
     }

@@ -1,0 +1,48 @@
+/* The libvips side of image.c shared with the other libvips users of the data layer (sliced
+ * reading of large images, slice_image.c).  Includes <vips/vips.h>, so only files compiled with
+ * VIPS_CFLAGS include it; image.h stays free of libvips types.
+ *
+ * Functions returning int return 0 on success and -1 on a libvips failure, with libvips' error
+ * buffer set (as libvips does); yc_vips_error_take turns that into text. */
+#ifndef YC_IMAGE_VIPS_H
+#define YC_IMAGE_VIPS_H
+
+#include <stddef.h>
+
+#include <vips/vips.h>
+
+/* most images one chain holds */
+#define YC_VIPS_CHAIN_MAX 16
+
+/* Images created along a libvips pipeline, released together: each image is computed from the one
+ * before it, and keeping every reference until the end keeps the whole pipeline alive. */
+typedef struct yc_vips_chain {
+    /* the images, in creation order; each holds one reference owned by the chain */
+    VipsImage *im[YC_VIPS_CHAIN_MAX];
+    /* how many */
+    int n;
+} yc_vips_chain;
+
+/* An empty chain. */
+#define YC_VIPS_CHAIN_INIT {{0}, 0}
+
+/* The last image of a non-empty chain (a borrowed reference). */
+VipsImage *yc_vips_chain_last(const yc_vips_chain *c);
+/* Appends `im` (taking over its reference).  Returns -1 (libvips error set, im unreferenced) when
+ * the chain is full. */
+int yc_vips_chain_push(yc_vips_chain *c, VipsImage *im);
+/* Unreferences every image, newest first, and empties the chain. */
+void yc_vips_chain_free(yc_vips_chain *c);
+
+/* Appends the conversions yc_image_decode applies after loading, so that the chain's last image is
+ * 8-bit RGB with the same pixels the decoder would produce (before the EXIF orientation, which the
+ * caller applies): CMYK/Lab/XYZ... converted to sRGB, 16-bit reduced to its high byte, other
+ * sample formats cast to uchar with clipping, alpha dropped, gray replicated to three bands.  On
+ * failure *step (may be NULL) names the failing conversion and libvips' error is set. */
+int yc_vips_chain_rgb8(yc_vips_chain *c, const char **step);
+
+/* Takes libvips' (process-wide) error text into buf on one line, without its trailing newline,
+ * and clears libvips' error buffer. */
+void yc_vips_error_take(char *buf, size_t len);
+
+#endif
