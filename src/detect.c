@@ -434,8 +434,7 @@ static bool has_suffix_ci(const char *s, const char *suffix)
     return a >= b && !strcasecmp(s + a - b, suffix);
 }
 
-/* Writes the annotated image under the source's name. */
-static int save_annotated(const yc_image *im, const char *save_dir, const char *src)
+int yc_detect_save_annotated(const yc_image *im, const char *save_dir, const char *src)
 {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", save_dir, yc_path_basename(src));
@@ -466,9 +465,8 @@ static int save_annotated(const yc_image *im, const char *save_dir, const char *
     return st;
 }
 
-/* save_one_box(xyxy, im, file=crops/<name>/<stem>.jpg, gain 1.02, pad 10, BGR=True). */
-static int save_crop(const yc_image *im, const float *xyxy, const char *save_dir,
-                     const char *name, const char *src, yc_image *tmp)
+int yc_detect_save_crop(const yc_image *im, const float *xyxy, const char *save_dir,
+                        const char *name, const char *src, yc_image *tmp)
 {
     float b[4] = {xyxy[0], xyxy[1], xyxy[2], xyxy[3]};
     yc_xyxy2xywh(b, 1, 4);
@@ -504,9 +502,8 @@ static int save_crop(const yc_image *im, const float *xyxy, const char *save_dir
     return yc_image_save(tmp, opts, 0);
 }
 
-/* Per-image line: class counts in class order. */
-static void describe(char *buf, size_t len, const float *dets, int nd, const char *const *names,
-                     int nc)
+void yc_detect_describe(char *buf, size_t len, const float *dets, int nd,
+                        const char *const *names, int nc)
 {
     size_t used = 0;
     buf[0] = 0;
@@ -532,22 +529,100 @@ static void describe(char *buf, size_t len, const float *dets, int nd, const cha
     }
 }
 
-int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const *names, int nc,
-                    const yc_detect_save *save, yc_detect_summary *sum)
+int yc_detect_write_labels(const char *save_dir, const char *src, const float *dets, int nd,
+                           int img_w, int img_h, bool save_conf)
 {
-    memset(sum, 0, sizeof *sum);
+    if (nd <= 0)
+        return YC_OK;
+    char stem[512], path[PATH_MAX + 600], line[256];
+    yc_path_stem(src, stem, sizeof stem);
+    snprintf(path, sizeof path, "%s/labels/%s.txt", save_dir, stem);
+    FILE *fp = fopen(path, "a");
+    if (!fp)
+        return yc_error_status(YC_EIO, "cannot open %s: %s", path, strerror(errno));
+    for (int i = nd - 1; i >= 0; i--) {
+        const float *r = dets + (size_t)i * 6;
+        yc_format_txt_line(line, sizeof line, r, r[4], (int)r[5], img_w, img_h, save_conf);
+        fputs(line, fp);
+    }
+    if (ferror(fp) | (fclose(fp) != 0))
+        return yc_error_status(YC_EIO, "cannot write %s", path);
+    return YC_OK;
+}
+
+const char *yc_detect_class_name(const yc_detect_style *s, int cls, char *buf, size_t len)
+{
+    if (s->names && cls >= 0 && cls < s->nc && s->names[cls])
+        return s->names[cls];
+    snprintf(buf, len, "class%d", cls);
+    return buf;
+}
+
+/* The label text of one detection ("" with hide_labels). */
+static void label_text(const float *r, const yc_detect_style *s, char *label, size_t len)
+{
+    char num[24];
+    const char *name = yc_detect_class_name(s, (int)r[5], num, sizeof num);
+    label[0] = 0;
+    if (!s->hide_labels) {
+        if (s->hide_conf)
+            snprintf(label, len, "%s", name);
+        else
+            snprintf(label, len, "%s %.2f", name, (double)r[4]);
+    }
+}
+
+static int style_width(const yc_detect_style *s)
+{
+    return s->line_thickness > 0 ? s->line_thickness : 3;
+}
+
+void yc_detect_draw(yc_canvas *c, int ox, int oy, const float *dets, int nd,
+                    const yc_detect_style *s)
+{
+    const int lw = style_width(s);
+    for (int i = nd - 1; i >= 0; i--) {
+        const float *r = dets + (size_t)i * 6;
+        char label[160];
+        int b[4];
+        label_text(r, s, label, sizeof label);
+        yc_label_bounds((int)r[0], (int)r[1], (int)r[2], (int)r[3], label, lw, b);
+        if (b[2] < ox || b[3] < oy || b[0] >= ox + c->w || b[1] >= oy + c->h)
+            continue;
+        yc_draw_label_at(c, ox, oy, (int)r[0], (int)r[1], (int)r[2], (int)r[3], label, lw, lw,
+                         yc_color_class((int)r[5]));
+    }
+}
+
+int yc_detect_make_dirs(const yc_detect_save *save)
+{
     int st = YC_OK;
     char dir[PATH_MAX];
     if (save->save_dir && (st = yc_mkdirs(save->save_dir)))
         return st;
     if (save->save_txt && save->save_dir) {
         snprintf(dir, sizeof dir, "%s/labels", save->save_dir);
-        if ((st = yc_mkdirs(dir)))
-            return st;
+        st = yc_mkdirs(dir);
     }
+    return st;
+}
+
+yc_detect_style yc_detect_style_of(const yc_detect_save *save, const char *const *names, int nc)
+{
+    return (yc_detect_style){.names = names, .nc = nc, .line_thickness = save->line_thickness,
+                             .hide_labels = save->hide_labels, .hide_conf = save->hide_conf};
+}
+
+int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const *names, int nc,
+                    const yc_detect_save *save, yc_detect_summary *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    int st = yc_detect_make_dirs(save);
+    if (st)
+        return st;
     yc_image img = YC_IMAGE_INIT, tmp = YC_IMAGE_INIT, ann = YC_IMAGE_INIT, crop = YC_IMAGE_INIT;
     double t_pre = 0, t_inf = 0, t_nms = 0;
-    const int lw = save->line_thickness > 0 ? save->line_thickness : 3;
+    const yc_detect_style style = yc_detect_style_of(save, names, nc);
     for (size_t f = 0; f < files->n && !st; f++) {
         const char *src = files->paths[f];
         if (yc_image_decode(src, &img, &tmp, NULL) != YC_OK) {
@@ -564,60 +639,27 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
         t_pre += tm.pre;
         t_inf += tm.inf;
         t_nms += tm.nms;
-        char stem[512];
-        yc_path_stem(src, stem, sizeof stem);
-        if (save->save_txt && save->save_dir && nd > 0) {
-            char path[PATH_MAX + 600], line[256];
-            snprintf(path, sizeof path, "%s/labels/%s.txt", save->save_dir, stem);
-            FILE *fp = fopen(path, "a");
-            if (!fp) {
-                st = yc_error_status(YC_EIO, "cannot open %s: %s", path, strerror(errno));
-                break;
-            }
-            for (int i = nd - 1; i >= 0; i--) {
-                const float *r = dets + (size_t)i * 6;
-                yc_format_txt_line(line, sizeof line, r, r[4], (int)r[5], img.w, img.h,
-                                   save->save_conf);
-                fputs(line, fp);
-            }
-            if (ferror(fp) | (fclose(fp) != 0)) {
-                st = yc_error_status(YC_EIO, "cannot write %s", path);
-                break;
-            }
-        }
+        if (save->save_txt && save->save_dir &&
+            (st = yc_detect_write_labels(save->save_dir, src, dets, nd, img.w, img.h,
+                                         save->save_conf)))
+            break;
         if (save->save_crop && save->save_dir)
             for (int i = nd - 1; i >= 0 && !st; i--) {
                 const float *r = dets + (size_t)i * 6;
-                int c = (int)r[5];
                 char num[24];
-                snprintf(num, sizeof num, "class%d", c);
-                const char *name = names && c < nc && names[c] ? names[c] : num;
-                st = save_crop(&img, r, save->save_dir, name, src, &crop);
+                const char *name = yc_detect_class_name(&style, (int)r[5], num, sizeof num);
+                st = yc_detect_save_crop(&img, r, save->save_dir, name, src, &crop);
             }
         if (!st && save->save_img && save->save_dir) {
             if ((st = yc_image_copy(&ann, &img)))
                 break;
             yc_canvas cv = yc_canvas_wrap(ann.data, ann.w, ann.h);
-            for (int i = nd - 1; i >= 0; i--) {
-                const float *r = dets + (size_t)i * 6;
-                int c = (int)r[5];
-                char num[24], label[160] = "";
-                snprintf(num, sizeof num, "class%d", c);
-                const char *name = names && c < nc && names[c] ? names[c] : num;
-                if (!save->hide_labels) {
-                    if (save->hide_conf)
-                        snprintf(label, sizeof label, "%s", name);
-                    else
-                        snprintf(label, sizeof label, "%s %.2f", name, (double)r[4]);
-                }
-                yc_draw_label(&cv, (int)r[0], (int)r[1], (int)r[2], (int)r[3], label, lw, lw,
-                              yc_color_class(c));
-            }
-            st = save_annotated(&ann, save->save_dir, src);
+            yc_detect_draw(&cv, 0, 0, dets, nd, &style);
+            st = yc_detect_save_annotated(&ann, save->save_dir, src);
         }
         if (save->print) {
             char desc[2048], *real = realpath(src, NULL);
-            describe(desc, sizeof desc, dets, nd, names, nc);
+            yc_detect_describe(desc, sizeof desc, dets, nd, names, nc);
             printf("image %zu/%zu %s: %dx%d %s%s%.1fms\n", f + 1, files->n, real ? real : src, ih,
                    iw, desc, nd ? "" : "(no detections), ", tm.inf);
             free(real);

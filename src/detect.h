@@ -27,6 +27,7 @@
 
 #include "backend.h"
 #include "dataset.h"
+#include "draw.h"
 #include "image.h"
 #include "model.h"
 
@@ -142,5 +143,58 @@ typedef struct yc_detect_summary {
  * "class0", "class1", ...).  A file that cannot be decoded is reported (warning) and skipped. */
 int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const *names, int nc,
                     const yc_detect_save *save, yc_detect_summary *sum);
+
+/* ------------------------------------------------------------------------------------------------
+ * Pieces of detect.py's loop, shared with sliced detection (slice.h)
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Creates save_dir and, with save_txt, save_dir/labels (nothing when save_dir is NULL). */
+int yc_detect_make_dirs(const yc_detect_save *save);
+
+/* How detections are drawn on annotated images (YOLOv5's Annotator.box_label). */
+typedef struct yc_detect_style {
+    /* class names (nc entries, NULL entries allowed) or NULL: "class0", "class1", ... */
+    const char *const *names;
+    /* number of names */
+    int nc;
+    /* box line width and label text scale in pixels (< 1: 3, detect.py's default) */
+    int line_thickness;
+    /* boxes without labels; labels without the confidence */
+    bool hide_labels, hide_conf;
+} yc_detect_style;
+
+/* The drawing settings of `save` with these class names. */
+yc_detect_style yc_detect_style_of(const yc_detect_save *save, const char *const *names, int nc);
+
+/* The name of class cls: s->names[cls] when there is one, else "class<cls>" written into buf. */
+const char *yc_detect_class_name(const yc_detect_style *s, int cls, char *buf, size_t len);
+
+/* Draws nd detections (rows x1, y1, x2, y2, conf, cls in pixels of the picture, best first) as
+ * detect.py does, last row first so that the best box ends on top, with the label "name 0.87"
+ * (or as style hides it).  The canvas holds the part of the picture whose top-left pixel is
+ * (ox, oy) (0, 0 for the whole picture); boxes whose drawing misses it are skipped, so drawing a
+ * picture part by part gives the same pixels as drawing it whole (yc_draw_label_at). */
+void yc_detect_draw(yc_canvas *c, int ox, int oy, const float *dets, int nd,
+                    const yc_detect_style *s);
+
+/* Appends nd detections (best first) to save_dir/labels/<stem of src>.txt as detect.py: lowest
+ * confidence first, "class x y w h [conf]" normalised to img_w x img_h.  Nothing when nd is 0. */
+int yc_detect_write_labels(const char *save_dir, const char *src, const float *dets, int nd,
+                           int img_w, int img_h, bool save_conf);
+
+/* Writes the annotated image `im` to save_dir under the basename of src (JPEG quality 95 for .jpg
+ * and .jpeg, PNG for .png, other suffixes through libvips, <stem>.jpg when libvips cannot write
+ * that format). */
+int yc_detect_save_annotated(const yc_image *im, const char *save_dir, const char *src);
+
+/* detect.py's save_one_box: the box xyxy grown by 2% + 10 pixels, clipped to im, written to
+ * save_dir/crops/<name>/<stem>.jpg (<stem>2.jpg, ... when taken).  tmp holds the crop. */
+int yc_detect_save_crop(const yc_image *im, const float *xyxy, const char *save_dir,
+                        const char *name, const char *src, yc_image *tmp);
+
+/* The class counts of nd detections in class order, "2 persons, 1 bus, " (as detect.py prints
+ * them), into buf (len bytes). */
+void yc_detect_describe(char *buf, size_t len, const float *dets, int nd,
+                        const char *const *names, int nc);
 
 #endif
