@@ -11,6 +11,7 @@
 #include "device.h"
 #include "log.h"
 #include "rundir.h"
+#include "slice.h"
 #include "val.h"
 
 static void print_usage(void)
@@ -42,6 +43,16 @@ static void print_usage(void)
           "      --name NAME          run directory name (default exp; exp2, exp3... when taken)\n"
           "      --exist-ok           reuse an existing run directory\n"
           "      --device D           auto, cpu, opencl, opencl:N or a device name substring\n"
+          "\n"
+          "Sliced detection of large images (SAHI):\n"
+          "      --slice SIZE         detect in SIZE x SIZE windows of each image and merge the\n"
+          "                           results; --img defaults to SIZE (rounded to the stride)\n"
+          "      --slice-overlap X    fraction of a window shared with its neighbour (default\n"
+          "                           0.2, below 1)\n"
+          "      --slice-merge M      nmm (merge overlapping boxes, intersection over smaller;\n"
+          "                           default) or nms (suppress, intersection over union)\n"
+          "      --slice-thres X      overlap above which boxes of one class merge (default 0.5)\n"
+          "      --slice-full         also detect on the whole image reduced to --img\n"
           "  -h, --help               show this help\n",
           stdout);
 }
@@ -65,6 +76,11 @@ enum {
     OPT_EXIST,
     OPT_DEVICE,
     OPT_DATA,
+    OPT_SLICE,
+    OPT_SLICE_OVERLAP,
+    OPT_SLICE_MERGE,
+    OPT_SLICE_THRES,
+    OPT_SLICE_FULL,
 };
 
 /* True when s is a plain non-negative integer. */
@@ -124,6 +140,11 @@ int yc_cmd_detect(int argc, char **argv)
         {"name", required_argument, NULL, OPT_NAME},
         {"exist-ok", no_argument, NULL, OPT_EXIST},
         {"device", required_argument, NULL, OPT_DEVICE},
+        {"slice", required_argument, NULL, OPT_SLICE},
+        {"slice-overlap", required_argument, NULL, OPT_SLICE_OVERLAP},
+        {"slice-merge", required_argument, NULL, OPT_SLICE_MERGE},
+        {"slice-thres", required_argument, NULL, OPT_SLICE_THRES},
+        {"slice-full", no_argument, NULL, OPT_SLICE_FULL},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -135,6 +156,11 @@ int yc_cmd_detect(int argc, char **argv)
     bool nosave = false, hide_labels = false, hide_conf = false, exist_ok = false;
     static int classes[MAX_CLASSES];
     int n_classes = 0;
+    bool img_given = false, slice_opts = false;
+    yc_slice_options so;
+    yc_slice_options_default(&so);
+    so.tile = 0;
+    float fval;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":w:c:s:h", opts, NULL)) != -1) {
         switch (c) {
@@ -154,6 +180,7 @@ int yc_cmd_detect(int argc, char **argv)
             if ((st = yc_cli_int(cmd, "--img", optarg, 32, 16384, &img_h)))
                 return st;
             img_w = img_h;
+            img_given = true;
             if (optind < argc && is_uint(argv[optind])) {
                 if ((st = yc_cli_int(cmd, "--img", argv[optind], 32, 16384, &img_w)))
                     return st;
@@ -216,6 +243,40 @@ int yc_cmd_detect(int argc, char **argv)
         case OPT_DEVICE:
             device = optarg;
             break;
+        case OPT_SLICE:
+            if ((st = yc_cli_int(cmd, "--slice", optarg, 32, 16384, &so.tile)))
+                return st;
+            break;
+        case OPT_SLICE_OVERLAP:
+            if ((st = yc_cli_float(cmd, "--slice-overlap", optarg, 0, 1, &fval)))
+                return st;
+            if (fval >= 1)
+                return yc_usage_error(cmd, "--slice-overlap %s must be below 1", optarg);
+            so.overlap = strtod(optarg, NULL);
+            slice_opts = true;
+            break;
+        case OPT_SLICE_MERGE:
+            if (!strcmp(optarg, "nmm")) {
+                so.merge.method = YC_MERGE_NMM;
+                so.merge.metric = YC_MERGE_IOS;
+            } else if (!strcmp(optarg, "nms")) {
+                so.merge.method = YC_MERGE_NMS;
+                so.merge.metric = YC_MERGE_IOU;
+            } else {
+                return yc_usage_error(cmd, "--slice-merge '%s': use nmm or nms", optarg);
+            }
+            slice_opts = true;
+            break;
+        case OPT_SLICE_THRES:
+            if ((st = yc_cli_float(cmd, "--slice-thres", optarg, 0, 1, &fval)))
+                return st;
+            so.merge.threshold = strtod(optarg, NULL);
+            slice_opts = true;
+            break;
+        case OPT_SLICE_FULL:
+            so.full = true;
+            slice_opts = true;
+            break;
         case 'h':
             print_usage();
             return YC_EXIT_OK;
@@ -229,6 +290,11 @@ int yc_cmd_detect(int argc, char **argv)
         return yc_usage_error(cmd, "--weights and --source are required");
     if ((st = yc_cli_run_name(cmd, project, name)))
         return st;
+    if (slice_opts && !so.tile)
+        return yc_usage_error(cmd, "--slice-overlap, --slice-merge, --slice-thres and "
+                                   "--slice-full need --slice SIZE");
+    if (so.tile && !img_given)
+        img_h = img_w = so.tile;
 
     yc_backend *be = NULL;
     yc_infer_model im;
@@ -274,6 +340,8 @@ int yc_cmd_detect(int argc, char **argv)
     dopt.classes = n_classes ? classes : NULL;
     dopt.n_classes = n_classes;
     dopt.agnostic = agnostic;
+    /* sliced: every window and the full pass letterboxed to h x w, one graph planned for it */
+    dopt.fixed_shape = so.tile > 0;
     if ((st = yc_detector_new(&det, &im, &dopt)))
         goto done;
     char save_dir[4096];
@@ -283,7 +351,10 @@ int yc_cmd_detect(int argc, char **argv)
                          .save_conf = save_conf, .save_crop = save_crop, .line_thickness = line,
                          .hide_labels = hide_labels, .hide_conf = hide_conf, .print = true};
     yc_detect_summary sum;
-    st = yc_detect_files(det, &files, names, m->nc, &sv, &sum);
+    if (so.tile)
+        st = yc_detect_files_sliced(det, &files, names, m->nc, &sv, &so, &sum);
+    else
+        st = yc_detect_files(det, &files, names, m->nc, &sv, &sum);
 done:
     yc_detector_free(det);
     yc_infer_model_free(&im);

@@ -159,6 +159,11 @@ void yc_detector_free(yc_detector *d)
     free(d);
 }
 
+const yc_detect_options *yc_detector_options(const yc_detector *d)
+{
+    return &d->opt;
+}
+
 static int grow(float **p, size_t *cap, size_t n, const char *what)
 {
     if (n <= *cap)

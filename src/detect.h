@@ -95,6 +95,8 @@ typedef struct yc_detector yc_detector;
 /* A detector over an inference model (not owned; it must outlive the detector). */
 int yc_detector_new(yc_detector **out, const yc_infer_model *im, const yc_detect_options *opt);
 void yc_detector_free(yc_detector *d);
+/* The options the detector was made with. */
+const yc_detect_options *yc_detector_options(const yc_detector *d);
 
 /* Detects objects in `img` (the decoded image, RGB): letterbox, forward, NMS, boxes scaled back to
  * img's pixels and rounded (half to even) as detect.py.  *dets points to *n rows (x1, y1, x2, y2,
