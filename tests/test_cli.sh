@@ -217,6 +217,46 @@ expect_stderr 'bad.yaml'
 if [ ! -e "$tmp/x.safetensors" ]; then pass; else fail "a failed inspect wrote its output"; fi
 
 # ---------------------------------------------------------------------------------------------
+# detect --slice: the tiny model on a generated 288x416 image, 160-pixel windows
+
+check 0 demo-data "$tmp/demo" --train 1 --val 1
+shapes=$tmp/demo/images/train/shapes_00000.jpg
+tiny_model="--weights $tiny/weights.safetensors --cfg $tiny/yolov5n-tiny.yaml --device cpu"
+# shellcheck disable=SC2086
+check 0 detect $tiny_model --source "$shapes" --slice 160 --conf-thres 0.001 --save-txt \
+    --save-conf --project "$tmp/runs" --name slice
+# 416 rows: windows at y 0 and 256; 288 columns: x 0, 128 and 128 (the last one moved back)
+expect_output_re 'image 1/1 .*shapes_00000\.jpg: 416x288 in 6 slices at 160x160 .*ms$'
+expect_output 'per slice at shape (1, 3, 160, 160), 6 slices'
+if [ -s "$tmp/runs/slice/shapes_00000.jpg" ]; then pass; else fail "no annotated image"; fi
+labels=$tmp/runs/slice/labels/shapes_00000.txt
+if [ -s "$labels" ]; then pass; else fail "no labels/shapes_00000.txt"; fi
+# every line: class 0-2, centre and size normalised to the whole image, a confidence
+if awk 'NF != 6 || $1 !~ /^[0-2]$/ { bad = 1 }
+        { for (i = 2; i <= 6; i++) if ($i + 0 < 0 || $i + 0 > 1) bad = 1 }
+        END { exit bad || NR == 0 }' "$labels"; then
+    pass
+else
+    fail "labels/shapes_00000.txt does not parse: $(head -3 "$labels")"
+fi
+# shellcheck disable=SC2086
+check 0 detect $tiny_model --source "$shapes" --slice 160 --slice-full --slice-merge nms \
+    --slice-thres 0.6 --slice-overlap 0.25 --img 192 --nosave --project "$tmp/runs" --name full
+expect_output_re 'image 1/1 .*: 416x288 in 12 slices \(\+ full\) at 192x192 '
+# shellcheck disable=SC2086
+check 2 detect $tiny_model --source "$shapes" --slice-full
+expect_stderr "need --slice SIZE"
+# shellcheck disable=SC2086
+check 2 detect $tiny_model --source "$shapes" --slice 160 --slice-overlap 1
+expect_stderr "--slice-overlap 1 must be below 1"
+# shellcheck disable=SC2086
+check 2 detect $tiny_model --source "$shapes" --slice 160 --slice-merge wbf
+expect_stderr "--slice-merge 'wbf': use nmm or nms"
+# shellcheck disable=SC2086
+check 2 detect $tiny_model --source "$shapes" --slice 8
+expect_stderr "--slice"
+
+# ---------------------------------------------------------------------------------------------
 # The man page (needs mandoc; groff is checked too where installed)
 
 man_page=$top/man/yolocl.1
