@@ -8,7 +8,7 @@
  *   - larger images whose libvips loader reads parts on demand (VIPS_FOREIGN_PARTIAL: tiled TIFF,
  *     libvips' own .v, ...) are opened with random access and each window is one libvips region:
  *     only the tiles under the window are read and decompressed;
- *   - other large images (JPEG, PNG, WebP, striped TIFF...) can only be decoded top to bottom
+ *   - other large images (JPEG, PNG, striped TIFF...) can only be decoded top to bottom
  *     without a temporary copy of the whole image (JPEG and PNG decode everything to a temporary
  *     on the first random read, ../shared/TOOLCHAIN.md).  They are read in one top-to-bottom pass
  *     through a single region into a band of rows as tall as the tallest window, so windows must
