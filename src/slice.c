@@ -218,11 +218,11 @@ static int save_annotated_lazy(const char *src, int w, int h, const draw_args *a
                                         YC_ANNOTATED_PYRAMID);
     }
     snprintf(path, sizeof path, "%s/%s", save_dir, yc_path_basename(src));
-    int st = yc_slice_write_annotated(src, draw_part, (void *)args, path, YC_ANNOTATED_SUFFIX);
-    if (st != YC_EFORMAT)
-        return st;
-    yc_warn("%s: %s; writing %s/%s.jpg instead", path, yc_last_error(), save_dir, stem);
-    snprintf(path, sizeof path, "%s/%s.jpg", save_dir, stem);
+    if (!yc_slice_can_save(path)) {
+        yc_warn("%s: libvips cannot write this format; writing %s/%s.jpg instead", path,
+                save_dir, stem);
+        snprintf(path, sizeof path, "%s/%s.jpg", save_dir, stem);
+    }
     return yc_slice_write_annotated(src, draw_part, (void *)args, path, YC_ANNOTATED_SUFFIX);
 }
 

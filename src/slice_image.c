@@ -367,6 +367,18 @@ static bool has_suffix_ci(const char *s, const char *suffix)
     return a >= b && !strcasecmp(s + a - b, suffix);
 }
 
+bool yc_slice_can_save(const char *path)
+{
+    if (yc_vips_init() != YC_OK) {
+        yc_error_clear();
+        return false;
+    }
+    const char *saver = vips_foreign_find_save(path);
+    if (!saver)
+        vips_error_clear();
+    return saver != NULL;
+}
+
 int yc_slice_write_annotated(const char *src_path, yc_slice_draw_fn draw, void *user,
                              const char *out_path, yc_annotated_format format)
 {

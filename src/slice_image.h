@@ -92,6 +92,9 @@ typedef enum yc_annotated_format {
     YC_ANNOTATED_PYRAMID,
 } yc_annotated_format;
 
+/* True when libvips has a saver for the suffix of `path` (.jpg, .png, .tif, .webp, ...). */
+bool yc_slice_can_save(const char *path);
+
 /* Writes the image at src_path with `draw` applied to every part of it, to out_path (written under
  * a temporary name in the same directory, then renamed).  The source is read again as
  * yc_slice_source_open reads a lazily read image, and libvips computes the output strip by strip:
