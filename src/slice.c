@@ -302,9 +302,10 @@ int yc_detect_files_sliced(yc_detector *d, const yc_path_list *files, const char
         if (!st && save->print) {
             char desc[2048], *real = realpath(src, NULL);
             yc_detect_describe(desc, sizeof desc, dets, nd, names, nc);
-            printf("image %zu/%zu %s: %dx%d in %d slices%s at %dx%d %s%s%.1fms\n", f + 1,
-                   files->n, real ? real : src, h, w, info.windows, info.full ? " (+ full)" : "",
-                   info.in_h, info.in_w, desc, nd ? "" : "(no detections), ", info.times.inf);
+            printf("image %zu/%zu %s: %dx%d in %d slice%s%s at %dx%d %s%s%.1fms\n", f + 1,
+                   files->n, real ? real : src, h, w, info.windows, info.windows == 1 ? "" : "s",
+                   info.full ? " (+ full)" : "", info.in_h, info.in_w, desc,
+                   nd ? "" : "(no detections), ", info.times.inf);
             free(real);
             fflush(stdout);
         }
@@ -318,8 +319,8 @@ int yc_detect_files_sliced(yc_detector *d, const yc_path_list *files, const char
         sum->n_label_files = yc_count_label_files(save->save_dir);
     if (!st && save->print) {
         printf("Speed: %.1fms pre-process, %.1fms inference, %.1fms NMS and merging per slice at "
-               "shape (1, 3, %d, %d), %ld slices\n",
-               sum->t_pre, sum->t_inf, sum->t_nms, in_h, in_w, passes);
+               "shape (1, 3, %d, %d), %ld slice%s\n",
+               sum->t_pre, sum->t_inf, sum->t_nms, in_h, in_w, passes, passes == 1 ? "" : "s");
         if (save->save_dir) {
             printf("Results saved to %s\n", save->save_dir);
             if (save->save_txt)
