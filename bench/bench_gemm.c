@@ -1,110 +1,29 @@
 /* yc_sgemm throughput against the machine's FP32 FMA peak.
  *
  * Build and run from the source root (not part of make):
- *   gcc -std=c11 -O2 -fopenmp -Wall -Wextra -Icpu bench/bench_gemm.c cpu/gemm.c -o /tmp/bench_gemm -lm
+ *   gcc -std=c11 -O2 -fopenmp -Wall -Wextra -Icpu -Isrc bench/bench_gemm.c cpu/gemm.c src/fma_peak.c \
+ *       -o /tmp/bench_gemm -lm
  *   OMP_NUM_THREADS=2 /tmp/bench_gemm [rounds]
  *
- * The peak is a tight loop of independent FMA chains (the widest vector ISA present) run on every
- * OpenMP thread.  Shared machines are noisy, so the whole list (peak included) is measured in several
- * rounds (5 by default) and each entry reports its best round; a round times a GEMM for at least
- * 40 ms and 2 calls after a warm-up call.  On Linux each round first waits (up to 60 s) for the
- * machine to be idle (under 6% of CPU time busy over 0.15 s, from /proc/stat), as another process on
- * one of the cores halves a 2-thread GEMM.  The layer shapes are the convolutions of YOLOv5s at
- * 640x640, one image per GEMM: forward C[Cout x HW] = W[Cout x Cin*k*k] * col[Cin*k*k x HW];
- * backward-data dcol[Cin*k*k x HW] = W^T * dY[Cout x HW]; backward-filter dW[Cout x Cin*k*k] =
- * dY * col^T. */
+ * The peak is src/fma_peak.c's tight loop of independent FMA chains (the widest vector ISA
+ * present) run on every OpenMP thread, as `yolocl bench` measures it.  Shared machines are noisy,
+ * so the whole list (peak included) is measured in several rounds (5 by default) and each entry
+ * reports its best round; a round times a GEMM for at least 40 ms and 2 calls after a warm-up
+ * call.  On Linux each round first waits (up to 60 s) for the machine to be idle (under 6% of CPU
+ * time busy over 0.15 s, from /proc/stat), as another process on one of the cores halves a
+ * 2-thread GEMM.  The layer shapes are the convolutions of YOLOv5s at 640x640, one image per
+ * GEMM: forward C[Cout x HW] = W[Cout x Cin*k*k] * col[Cin*k*k x HW]; backward-data
+ * dcol[Cin*k*k x HW] = W^T * dY[Cout x HW]; backward-filter dW[Cout x Cin*k*k] = dY * col^T. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 
+#include "fma_peak.h"
 #include "gemm.h"
 
-#include <math.h>
 #include <omp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
-enum { CHAINS = 12 };
-
-#if defined(__x86_64__)
-__attribute__((target("avx512f"))) static float fma_loop_avx512(long iters)
-{
-    __m512 acc[CHAINS];
-    const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
-    for (int i = 0; i < CHAINS; i++)
-        acc[i] = _mm512_set1_ps((float)i);
-    for (long it = 0; it < iters; it++)
-#pragma GCC unroll 16
-        for (int i = 0; i < CHAINS; i++)
-            acc[i] = _mm512_fmadd_ps(acc[i], m, c);
-    float s = 0.0f;
-    for (int i = 0; i < CHAINS; i++)
-        s += _mm512_reduce_add_ps(acc[i]);
-    return s;
-}
-
-__attribute__((target("avx2,fma"))) static float fma_loop_avx2(long iters)
-{
-    __m256 acc[CHAINS];
-    const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
-    for (int i = 0; i < CHAINS; i++)
-        acc[i] = _mm256_set1_ps((float)i);
-    for (long it = 0; it < iters; it++)
-#pragma GCC unroll 16
-        for (int i = 0; i < CHAINS; i++)
-            acc[i] = _mm256_fmadd_ps(acc[i], m, c);
-    float s = 0.0f, lane[8];
-    for (int i = 0; i < CHAINS; i++) {
-        _mm256_storeu_ps(lane, acc[i]);
-        for (int j = 0; j < 8; j++)
-            s += lane[j];
-    }
-    return s;
-}
-#endif
-
-static float fma_loop_scalar(long iters)
-{
-    float acc[CHAINS];
-    for (int i = 0; i < CHAINS; i++)
-        acc[i] = (float)i;
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < CHAINS; i++)
-            acc[i] = fmaf(acc[i], 0.999999f, 1e-6f);
-    float s = 0.0f;
-    for (int i = 0; i < CHAINS; i++)
-        s += acc[i];
-    return s;
-}
-
-/* Keeps the FMA loops' results alive. */
-static volatile float peak_sink;
-
-/* Peak GFLOP/s on `threads` threads over a ~0.1 s run. */
-static double measure_peak(int threads, const char **isa)
-{
-    int width = 1;
-    float (*loop)(long) = fma_loop_scalar;
-    *isa = "scalar";
-#if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx512f")) {
-        loop = fma_loop_avx512, width = 16, *isa = "avx512";
-    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        loop = fma_loop_avx2, width = 8, *isa = "avx2";
-    }
-#endif
-    const long iters = 1000000;
-    double t0 = omp_get_wtime();
-    float s = 0.0f;
-#pragma omp parallel num_threads(threads) reduction(+ : s)
-    s += loop(iters);
-    double dt = omp_get_wtime() - t0;
-    peak_sink += s;
-    return 2.0 * width * CHAINS * (double)iters * threads / dt * 1e-9;
-}
 
 /* Busy and total CPU time so far from /proc/stat; false where there is none. */
 static bool cpu_times(long long *busy, long long *total)
@@ -237,7 +156,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < n; i++) {
             if (i % 8 == 0) {
                 busy_rounds += !wait_idle();
-                double p1 = measure_peak(1, &isa), p = measure_peak(threads, &isa);
+                double p1 = yc_fma_peak_gflops(1, &isa), p = yc_fma_peak_gflops(threads, &isa);
                 peak1 = p1 > peak1 ? p1 : peak1;
                 peak = p > peak ? p : peak;
             }
