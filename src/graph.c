@@ -88,6 +88,10 @@ struct yc_graph {
     unsigned bound_generation;
     yc_arena own;
     bool owns_arena;
+    /* per-op timing: on or off, and seconds per op summed over the profiled runs (nn entries,
+     * allocated when profiling is first switched on) */
+    bool profiling;
+    double *op_seconds;
 };
 
 static int new_value(yc_graph *g, int *id, int n, int c, int h, int w, const char *fmt, ...)
@@ -1146,6 +1150,7 @@ void yc_graph_free(yc_graph *g)
     free(g->layer_out);
     free(g->block_of);
     free(g->plan.blocks);
+    free(g->op_seconds);
     free(g);
 }
 
@@ -1306,13 +1311,21 @@ const yc_tensor *yc_graph_head_grad(const yc_graph *g, int level)
     return g->mode == YC_GRAPH_TRAIN ? &g->v[g->head_grads[level]]->t : NULL;
 }
 
+/* Runs ops [from, to).  Profiling waits for each op to finish so that its time is its own. */
 static int run(yc_graph *g, int from, int to)
 {
     yc_backend *be = g->m->be;
     refresh(g);
     yc_span ws = {g->arena->ws, 0, g->ws_bytes};
+    const bool prof = g->profiling;
+    int status;
+    if (prof && (status = be->iface->synchronize(be)))
+        return status;
     for (int i = from; i < to; i++) {
-        int status = yc_backend_exec(be, &g->nodes[i].op, ws);
+        double t0 = prof ? yc_now() : 0.0;
+        status = yc_backend_exec(be, &g->nodes[i].op, ws);
+        if (!status && prof && !(status = be->iface->synchronize(be)))
+            g->op_seconds[i] += yc_now() - t0;
         if (status)
             return yc_error_context(status, "%s (%s)", yc_op_kind_name(g->nodes[i].op.kind),
                                     g->nodes[i].name);
@@ -1351,4 +1364,25 @@ const yc_op *yc_graph_op(const yc_graph *g, int i)
 int yc_graph_nforward(const yc_graph *g)
 {
     return g->nforward;
+}
+
+int yc_graph_set_profiling(yc_graph *g, bool on)
+{
+    if (on && !g->op_seconds &&
+        !(g->op_seconds = yc_calloc((size_t)(g->nn ? g->nn : 1), sizeof *g->op_seconds,
+                                    "op profile")))
+        return YC_ENOMEM;
+    g->profiling = on;
+    return YC_OK;
+}
+
+const double *yc_graph_op_seconds(const yc_graph *g)
+{
+    return g->op_seconds;
+}
+
+void yc_graph_reset_profile(yc_graph *g)
+{
+    if (g->op_seconds)
+        memset(g->op_seconds, 0, (size_t)g->nn * sizeof *g->op_seconds);
 }

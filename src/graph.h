@@ -13,6 +13,7 @@
 #ifndef YC_GRAPH_H
 #define YC_GRAPH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "backend.h"
@@ -106,5 +107,16 @@ int yc_graph_nops(const yc_graph *g);
 const yc_op *yc_graph_op(const yc_graph *g, int i);
 /* Number of forward ops (the loss position). */
 int yc_graph_nforward(const yc_graph *g);
+
+/* Per-op timing (yolocl bench --profile).  While it is on, every run waits for each op to finish
+ * (the backend's synchronize: clFinish on OpenCL, so the device's queue is serialised) and adds
+ * the op's wall time to its total; off, the default, costs one test per op.  Switching it on the
+ * first time allocates the totals (YC_ENOMEM). */
+int yc_graph_set_profiling(yc_graph *g, bool on);
+/* Seconds spent in op i (yc_graph_op order) summed over the profiled runs, yc_graph_nops
+ * entries; NULL while profiling has never been on. */
+const double *yc_graph_op_seconds(const yc_graph *g);
+/* Sets the totals back to zero (warm-up runs). */
+void yc_graph_reset_profile(yc_graph *g);
 
 #endif
