@@ -10,6 +10,8 @@ int yc_cmd_devices(int argc, char **argv);
 int yc_cmd_info(int argc, char **argv);
 /* yolocl inspect: one forward + loss + backward step written to a safetensors file. */
 int yc_cmd_inspect(int argc, char **argv);
+/* yolocl bench: inference and training steps timed on a synthetic batch. */
+int yc_cmd_bench(int argc, char **argv);
 /* yolocl train: YOLOv5's train.py. */
 int yc_cmd_train(int argc, char **argv);
 /* yolocl val: YOLOv5's val.py (metrics of weights on a dataset). */

@@ -33,6 +33,7 @@ static const command commands[] = {
     {"devices", yc_cmd_devices, "list the CPU and every OpenCL platform and device"},
     {"info", yc_cmd_info, "print a model's layer table, parameter count and GFLOPs"},
     {"inspect", yc_cmd_inspect, "run one training step; write head outputs, loss and gradients"},
+    {"bench", yc_cmd_bench, "time inference and training steps: ms, images/s, GFLOP/s"},
     {"export", yc_cmd_export, "convert weights (.pt or .safetensors) to a yolocl .safetensors"},
     {"demo-data", yc_cmd_demo, "write the built-in demo dataset to a directory"},
 };
