@@ -1,7 +1,7 @@
 #!/bin/sh
 # Command-line tests of yolocl: --help, --version, help COMMAND, usage errors and their exit
-# status (2), `devices`, and the man page.  make check runs it with YOLOCL (the built binary),
-# YOLOCL_DATA_DIR and YOLOCL_TEST_DATA set; without a binary it exits 77 (skipped).
+# status (2), `devices`, `bench`, and the man pages.  make check runs it with YOLOCL (the built
+# binary), YOLOCL_DATA_DIR and YOLOCL_TEST_DATA set; without a binary it exits 77 (skipped).
 #
 # Adding a check: `run ARG...` runs yolocl with stdout and stderr captured, then
 # expect_status, expect_output, expect_output_re, expect_stderr and expect_stderr_empty test
@@ -217,6 +217,61 @@ expect_stderr 'bad.yaml'
 if [ ! -e "$tmp/x.safetensors" ]; then pass; else fail "a failed inspect wrote its output"; fi
 
 # ---------------------------------------------------------------------------------------------
+# bench: the tiny model at 64x64, batch 2, two timed iterations (timings are never asserted)
+
+tiny_bench="bench --cfg $tiny/yolov5n-tiny.yaml --img 64 --batch 2 --iters 2 --warmup 1 --device cpu"
+# shellcheck disable=SC2086
+check 0 $tiny_bench --json
+if [ "$(wc -l <"$tmp/out")" -eq 1 ]; then pass; else fail "not one JSON line"; fi
+expect_output_re '^\{"model": "YOLOv5n-tiny", "cfg": ".*yolov5n-tiny\.yaml", "img": 64, "batch": 2, "device": "cpu '
+# positive numbers as %g prints them: not 0, no sign
+for key in forward_ms_per_image train_ms_per_image train_images_per_s gflops_per_s \
+    peak_gflops_per_s; do
+    expect_output_re "\"$key\": (0\.0*[1-9]|[1-9])"
+done
+if command -v python3 >/dev/null 2>&1; then
+    if python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+keys = ("forward_ms_per_image", "train_ms_per_image", "train_images_per_s", "gflops_per_s",
+        "peak_gflops_per_s")
+sys.exit(0 if all(r[k] > 0 for k in keys) else 1)' <"$tmp/out" 2>/dev/null; then
+        pass
+    else
+        fail "not a JSON object with those keys positive"
+    fi
+fi
+# shellcheck disable=SC2086
+check 0 $tiny_bench --profile
+expect_output "FP32 peak: "
+expect_output_re '^YOLOv5n-tiny +64 +2 '
+expect_output "inference pass: "
+expect_output "training step: "
+expect_output_re '^ +op kind +ops +ms/iter +share$'
+expect_output_re '^ +conv2d +[0-9]+ +[0-9.]+ +[0-9.]+%$'
+expect_output_re '^ +conv2d_bwd_filter +[0-9]+ '
+expect_output_re '^ +optimizer \(SGD, EMA\) +- '
+expect_output_re '^ +top op names +ops'
+expect_output_re '^ +model\.[0-9]+[.a-z0-9]* +[0-9]+ +[0-9.]+ +[0-9.]+%$'
+check 2 bench --iters 0
+expect_stderr "--iters"
+check 2 bench --warmup -1
+expect_stderr "--warmup"
+check 2 bench --batch 0
+expect_stderr "--batch"
+check 2 bench --img x
+expect_stderr "--img"
+check 2 bench --profile=yes
+expect_stderr "'--profile' does not take a value"
+check 2 bench extra
+expect_stderr "unexpected argument 'extra'"
+# shellcheck disable=SC2086
+check 2 $tiny_bench --img 100
+expect_stderr "image size 100 is not a multiple of YOLOv5n-tiny's stride 32"
+check 1 bench --cfg no-such-model
+expect_stderr "model config 'no-such-model'"
+
+# ---------------------------------------------------------------------------------------------
 # detect --slice: the tiny model on a generated 288x416 image, 160-pixel windows
 
 check 0 demo-data "$tmp/demo" --train 1 --val 1
@@ -257,31 +312,31 @@ check 2 detect $tiny_model --source "$shapes" --slice 8
 expect_stderr "--slice"
 
 # ---------------------------------------------------------------------------------------------
-# The man page (needs mandoc; groff is checked too where installed)
+# The man pages (need mandoc; groff is checked too where installed)
 
-man_page=$top/man/yolocl.1
-if command -v mandoc >/dev/null 2>&1; then
-    last_cmd="mandoc -Tlint -W warning $man_page"
-    last_status=0
-    mandoc -Tlint -W warning "$man_page" >"$tmp/out" 2>"$tmp/err" || last_status=$?
-    if [ "$last_status" -eq 0 ] && [ ! -s "$tmp/out" ] && [ ! -s "$tmp/err" ]; then
-        pass
-    else
-        fail "man page warnings"
+for man_page in "$top"/man/*.1; do
+    if command -v mandoc >/dev/null 2>&1; then
+        last_cmd="mandoc -Tlint -W warning $man_page"
+        last_status=0
+        mandoc -Tlint -W warning "$man_page" >"$tmp/out" 2>"$tmp/err" || last_status=$?
+        if [ "$last_status" -eq 0 ] && [ ! -s "$tmp/out" ] && [ ! -s "$tmp/err" ]; then
+            pass
+        else
+            fail "man page warnings"
+        fi
     fi
-else
-    echo "test_cli: mandoc not installed: man page lint skipped"
-fi
-if command -v groff >/dev/null 2>&1; then
-    last_cmd="groff -man -ww -z $man_page"
-    last_status=0
-    groff -man -ww -z "$man_page" >"$tmp/out" 2>"$tmp/err" || last_status=$?
-    if [ "$last_status" -eq 0 ] && [ ! -s "$tmp/out" ] && [ ! -s "$tmp/err" ]; then
-        pass
-    else
-        fail "man page warnings"
+    if command -v groff >/dev/null 2>&1; then
+        last_cmd="groff -man -ww -z $man_page"
+        last_status=0
+        groff -man -ww -z "$man_page" >"$tmp/out" 2>"$tmp/err" || last_status=$?
+        if [ "$last_status" -eq 0 ] && [ ! -s "$tmp/out" ] && [ ! -s "$tmp/err" ]; then
+            pass
+        else
+            fail "man page warnings"
+        fi
     fi
-fi
+done
+command -v mandoc >/dev/null 2>&1 || echo "test_cli: mandoc not installed: man page lint skipped"
 
 echo "test_cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
