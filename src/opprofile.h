@@ -10,6 +10,7 @@
 #define YC_PROFILE_TOP 10
 /* Rows by kind: every op kind plus YC_PROFILE_EXTRA host rows. */
 #define YC_PROFILE_EXTRA 4
+/* Bytes of a row's name, NUL included (the graph's op names are shorter). */
 #define YC_PROFILE_NAME 96
 
 typedef struct yc_profile_row {
