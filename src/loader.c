@@ -6,6 +6,7 @@
  * waits for in-flight builds to finish, so no stale batch can land in a slot. */
 #include "loader.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "image.h"
 #include "log.h"
 #include "rng.h"
+#include "tile_reader.h"
 
 typedef struct slot {
     yc_batch b;
@@ -29,11 +31,22 @@ typedef struct worker {
     bool started;
     yc_aug_scratch scratch;
     yc_labels labels;
+    /* tiles: the reader, and the windows of the batch being built: store_n windows read ahead
+     * (store[i] holds tile store_tile[i]; batch entries allocated), the batch's tiles as the
+     * mosaic partners' pool, and the read order */
+    yc_tile_reader *reader;
+    yc_image *store;
+    int *store_tile;
+    int store_n;
+    int *pool;
+    int *read_order;
 } worker;
 
 struct yc_loader {
     yc_loader_options opt;
-    int n;             /* images per epoch */
+    const yc_dataset *ds; /* the samples: opt.ds, or the tile set's view */
+    int total;         /* samples in ds */
+    int n;             /* samples per epoch */
     int nbatches;
     int *order;        /* epoch order: positions -> dataset indices */
     int *pool;         /* image-weights pool for the mosaic partners (NULL: all) */
@@ -67,7 +80,8 @@ static uint64_t mix64(uint64_t x)
 static int load_cb(void *ctx, int index, bool augment, yc_image *img, yc_image *tmp,
                    yc_load_info *info, yc_labels *labels)
 {
-    const yc_loader *l = ctx;
+    const worker *wk = ctx;
+    const yc_loader *l = wk->l;
     const yc_dataset *ds = l->opt.ds;
     const yc_sample *s = &ds->samples[index];
     int status = yc_load_image(s->image, l->opt.imgsz, augment, tmp, img, info);
@@ -80,6 +94,91 @@ static int load_cb(void *ctx, int index, bool augment, yc_image *img, yc_image *
     for (uint32_t i = 0; i < s->n_boxes; i++)
         if ((status = yc_labels_push(labels, (float)b[i].cls, b[i].x, b[i].y, b[i].w, b[i].h)))
             return status;
+    return YC_OK;
+}
+
+/* The window of tile t this epoch: the grid window, jittered in training with draws seeded by the
+ * epoch and the tile (the same window whenever the tile is read during the epoch). */
+static yc_tile_window tile_window(const yc_loader *l, int t)
+{
+    const yc_tileset *ts = l->opt.tiles;
+    if (!l->opt.train)
+        return ts->tiles[t].win;
+    yc_rng rng;
+    yc_rng_seed(&rng, mix64(l->epoch_seed ^ 0x711E5ull), (uint64_t)t);
+    double u = yc_rng_uniform(&rng);
+    double v = yc_rng_uniform(&rng);
+    return yc_tileset_jitter(ts, (size_t)t, u, v);
+}
+
+/* yc_sample_loader for tiles: the window of tile `index` (read ahead for the batch, or read now
+ * into tmp) resized as load_image resizes an image, and the image's labels clipped to it. */
+static int tile_load_cb(void *ctx, int index, bool augment, yc_image *img, yc_image *tmp,
+                        yc_load_info *info, yc_labels *labels)
+{
+    worker *wk = ctx;
+    const yc_loader *l = wk->l;
+    const yc_tileset *ts = l->opt.tiles;
+    const yc_tile_ref *r = &ts->tiles[index];
+    const yc_sample *s = &ts->ds->samples[r->sample];
+    yc_tile_window win = tile_window(l, index);
+    const yc_image *src = NULL;
+    for (int i = 0; i < wk->store_n && !src; i++)
+        if (wk->store_tile[i] == index)
+            src = &wk->store[i];
+    int status;
+    if (!src) {
+        if ((status = yc_tile_reader_read(wk->reader, s->image, s->w, s->h, win, tmp)))
+            return status;
+        src = tmp;
+    }
+    if ((status = yc_load_resize(src, l->opt.imgsz, augment, img, info)))
+        return status;
+    labels->n = 0;
+    return yc_tileset_labels(ts, (size_t)index, win, labels);
+}
+
+/* Reads the windows of the `count` tiles at epoch positions first.. into the worker's store,
+ * sorted by image and top row.  A window that cannot be read is left out of the store: the
+ * sample reads it again and reports the error. */
+static int prefetch_tiles(worker *wk, int first, int count)
+{
+    const yc_loader *l = wk->l;
+    const yc_tileset *ts = l->opt.tiles;
+    wk->store_n = 0;
+    for (int i = 0; i < count; i++) {
+        wk->pool[i] = l->order[first + i];
+        wk->read_order[i] = wk->pool[i];
+    }
+    /* insertion sort by (image, top row, left column): batches are small */
+    for (int i = 1; i < count; i++) {
+        int t = wk->read_order[i], j = i - 1;
+        yc_tile_window wt = tile_window(l, t);
+        while (j >= 0) {
+            int u = wk->read_order[j];
+            yc_tile_window wu = tile_window(l, u);
+            uint32_t st = ts->tiles[t].sample, su = ts->tiles[u].sample;
+            bool before = st < su || (st == su && (wt.y < wu.y || (wt.y == wu.y && wt.x < wu.x)));
+            if (!before)
+                break;
+            wk->read_order[j + 1] = u;
+            j--;
+        }
+        wk->read_order[j + 1] = t;
+    }
+    for (int i = 0; i < count; i++) {
+        int t = wk->read_order[i];
+        const yc_sample *s = &ts->ds->samples[ts->tiles[t].sample];
+        int st = yc_tile_reader_read(wk->reader, s->image, s->w, s->h, tile_window(l, t),
+                                     &wk->store[wk->store_n]);
+        if (st == YC_ENOMEM)
+            return st;
+        if (st) {
+            yc_error_clear();
+            continue;
+        }
+        wk->store_tile[wk->store_n++] = t;
+    }
     return YC_OK;
 }
 
@@ -125,6 +224,7 @@ static int build_batch(worker *wk, int k, slot *s)
     int first = k * o->batch, count = o->batch;
     if (first + count > l->n)
         count = l->n - first;
+    yc_sample_loader load = o->tiles ? tile_load_cb : load_cb;
     int h = o->imgsz, w = o->imgsz;
     if (l->have_rb) {
         h = l->rb.hw[2 * k];
@@ -133,8 +233,14 @@ static int build_batch(worker *wk, int k, slot *s)
     int status = ensure_capacity(s, count, h, w, 0);
     if (status)
         return status;
-    yc_sample_params sp = {.hyp = o->hyp, .imgsz = o->imgsz, .n = (int)o->ds->n, .pool = l->pool,
+    yc_sample_params sp = {.hyp = o->hyp, .imgsz = o->imgsz, .n = l->total, .pool = l->pool,
                            .pool_n = l->pool ? l->n : 0};
+    if (o->tiles) {
+        if ((status = prefetch_tiles(wk, first, count)))
+            return status;
+        sp.pool = wk->pool;
+        sp.pool_n = count;
+    }
     if (o->train && o->rect) {
         sp.rect_h = h;
         sp.rect_w = w;
@@ -155,19 +261,25 @@ static int build_batch(worker *wk, int k, slot *s)
             yc_rng rng;
             yc_rng_seed(&rng, l->epoch_seed, (uint64_t)pos);
             int oh, ow;
-            status = yc_train_sample(&wk->scratch, &sp, index, load_cb, l, &rng, chw, &oh, &ow,
+            status = yc_train_sample(&wk->scratch, &sp, index, load, wk, &rng, chw, &oh, &ow,
                                      &wk->labels);
             if (!status && (oh != h || ow != w))
                 status = yc_error_status(YC_ERR, "internal: sample %dx%d in a %dx%d batch", oh, ow,
                                          h, w);
         } else {
-            status = yc_val_sample(&wk->scratch, index, h, w, load_cb, l, chw, &wk->labels,
+            status = yc_val_sample(&wk->scratch, index, h, w, load, wk, chw, &wk->labels,
                                    &b->info[b->n]);
         }
         if (status == YC_ENOMEM)
             return status;
         if (status) {
-            yc_warn("skipping %s: %s", o->ds->samples[index].image, yc_last_error());
+            if (o->tiles) {
+                const yc_tile_window *tw = &o->tiles->tiles[index].win;
+                yc_warn("skipping tile %d (%dx%d at %d,%d) of %s: %s", index, tw->w, tw->h, tw->x,
+                        tw->y, l->ds->samples[index].image, yc_last_error());
+            } else {
+                yc_warn("skipping %s: %s", l->ds->samples[index].image, yc_last_error());
+            }
             continue;
         }
         if ((status = ensure_capacity(s, count, h, w, b->nt + wk->labels.n)))
@@ -226,23 +338,34 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
     if (opt->batch < 1 || opt->workers < 1 || opt->imgsz < 32)
         return yc_error_status(YC_EUSAGE, "loader: batch %d, workers %d, image size %d", opt->batch,
                                opt->workers, opt->imgsz);
+    if (opt->tiles && opt->tiles->ds != opt->ds)
+        return yc_error_status(YC_EUSAGE, "loader: the tiles were made from another dataset");
+    if (opt->tiles && opt->tiles->n > (size_t)INT_MAX)
+        return yc_error_status(YC_EUSAGE, "loader: %zu tiles (at most %d)", opt->tiles->n,
+                               INT_MAX);
     yc_loader *l = yc_calloc(1, sizeof *l, "loader");
     if (!l)
         return YC_ENOMEM;
     l->opt = *opt;
-    l->n = (int)opt->ds->n;
+    l->ds = opt->tiles ? &opt->tiles->view : opt->ds;
+    if (opt->tiles && opt->train)
+        l->opt.rect = false;
+    l->total = (int)l->ds->n;
+    l->n = l->total;
+    if (opt->tiles && opt->train && opt->tiles_per_epoch > 0 && opt->tiles_per_epoch < l->total)
+        l->n = opt->tiles_per_epoch;
     l->nbatches = (l->n + opt->batch - 1) / opt->batch;
     /* one batch per thread being built plus the one the step holds */
     l->nslots = opt->workers + 1;
     l->nworkers = opt->workers;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
-    l->order = yc_malloc((size_t)l->n * sizeof *l->order, "loader");
+    l->order = yc_malloc((size_t)l->total * sizeof *l->order, "loader");
     l->slots = yc_calloc((size_t)l->nslots, sizeof *l->slots, "loader");
     l->workers = yc_calloc((size_t)l->nworkers, sizeof *l->workers, "loader");
     int status = l->order && l->slots && l->workers ? YC_OK : YC_ENOMEM;
-    if (!status && (opt->rect || !opt->train)) {
-        status = yc_dataset_rect_batches(opt->ds, opt->batch, opt->imgsz, opt->stride,
+    if (!status && (l->opt.rect || !opt->train)) {
+        status = yc_dataset_rect_batches(l->ds, opt->batch, opt->imgsz, opt->stride,
                                          opt->train ? 0.0 : opt->pad, &l->rb);
         l->have_rb = status == YC_OK;
     }
@@ -257,6 +380,16 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
         status = ensure_capacity(&l->slots[i], opt->batch, max_h, max_w, 64 * opt->batch);
     }
     yc_vips_init();
+    for (int i = 0; !status && opt->tiles && i < l->nworkers; i++) {
+        worker *wk = &l->workers[i];
+        wk->store = yc_calloc((size_t)opt->batch, sizeof *wk->store, "tile windows");
+        wk->store_tile = yc_malloc((size_t)opt->batch * sizeof *wk->store_tile, "tile windows");
+        wk->pool = yc_malloc((size_t)opt->batch * sizeof *wk->pool, "tile windows");
+        wk->read_order = yc_malloc((size_t)opt->batch * sizeof *wk->read_order, "tile windows");
+        status = wk->store && wk->store_tile && wk->pool && wk->read_order ? YC_OK : YC_ENOMEM;
+        if (!status)
+            status = yc_tile_reader_new(&wk->reader, opt->tiles->opt.tile, YC_SLICE_DECODE_MAX);
+    }
     for (int i = 0; !status && i < l->nworkers; i++) {
         l->workers[i].l = l;
         if (pthread_create(&l->workers[i].thread, NULL, worker_main, &l->workers[i]) != 0)
@@ -283,8 +416,16 @@ void yc_loader_free(yc_loader *l)
     for (int i = 0; l->workers && i < l->nworkers; i++) {
         if (l->workers[i].started)
             pthread_join(l->workers[i].thread, NULL);
-        yc_aug_scratch_free(&l->workers[i].scratch);
-        yc_labels_free(&l->workers[i].labels);
+        worker *wk = &l->workers[i];
+        yc_aug_scratch_free(&wk->scratch);
+        yc_labels_free(&wk->labels);
+        yc_tile_reader_free(wk->reader);
+        for (int j = 0; wk->store && j < l->opt.batch; j++)
+            yc_image_free(&wk->store[j]);
+        free(wk->store);
+        free(wk->store_tile);
+        free(wk->pool);
+        free(wk->read_order);
     }
     for (int i = 0; l->slots && i < l->nslots; i++) {
         free(l->slots[i].b.images);
@@ -310,6 +451,8 @@ int yc_loader_nbatches(const yc_loader *l)
 
 int yc_loader_start(yc_loader *l, int epoch, const int *indices, int first)
 {
+    if (indices && l->opt.tiles)
+        return yc_error_status(YC_EUSAGE, "loader: image weights do not apply to tiles");
     pthread_mutex_lock(&l->mu);
     l->active = false;
     l->generation++;
@@ -329,16 +472,17 @@ int yc_loader_start(yc_loader *l, int epoch, const int *indices, int first)
         }
         memcpy(l->pool, indices, (size_t)l->n * sizeof *l->pool);
     }
-    for (int i = 0; i < l->n; i++)
+    for (int i = 0; i < l->total; i++)
         l->order[i] = indices ? indices[i] : i;
     if (o->train && o->rect && l->have_rb) {
         for (int i = 0; i < l->n; i++)
             l->order[i] = (int)l->rb.order[i];
     } else if (o->train && !indices) {
-        /* Fisher-Yates with the epoch's generator */
+        /* Fisher-Yates with the epoch's generator (over all tiles: the epoch's subset is the
+         * first n) */
         yc_rng rng;
         yc_rng_seed(&rng, l->epoch_seed, 0xE90C5ull);
-        for (int i = l->n - 1; i > 0; i--) {
+        for (int i = l->total - 1; i > 0; i--) {
             int j = (int)yc_rng_below(&rng, (uint32_t)i + 1);
             int t = l->order[i];
             l->order[i] = l->order[j];

@@ -1,6 +1,18 @@
 /* The batch loader: a pool of threads that build training or validation batches (decode,
  * augment, collate) into a ring of slots while the device computes.
  *
+ * Samples are the images of a dataset, or with a tile set (tileset.h) the tiles of its images: a
+ * tile sample is its window read through the thread's yc_tile_reader (tile_reader.h), then treated
+ * as load_image treats an image (long side resized to imgsz), its labels clipped to the window.
+ * A thread building a batch of tiles first reads the batch's windows sorted by image and row (one
+ * top-to-bottom pass per sequentially read image), keeps them for the batch (batch x tile^2 x 3
+ * bytes), then builds the samples from them; in training the window of each tile is jittered
+ * (yc_tileset_jitter, draws seeded by the epoch and the tile) and the three mosaic partners of a
+ * sample are drawn from the batch's own tiles (YOLOv5 draws them from the whole dataset), so a
+ * mosaic reads no window beyond the batch's.  An epoch is all tiles in a seeded shuffle, or
+ * tiles_per_epoch of them: the first tiles_per_epoch of that shuffle, a different random subset
+ * each epoch.
+ *
  * Reproducible: the epoch's order is a shuffle seeded by (seed, epoch) and every sample's
  * augmentation draws from a generator seeded by (seed, epoch, position in the epoch), so a run
  * and its resumed continuation see the same data whatever the thread count.  Memory is bounded:
@@ -15,6 +27,7 @@
 #include "augment.h"
 #include "dataset.h"
 #include "hyp.h"
+#include "tileset.h"
 
 typedef struct yc_batch {
     /* batch number within the epoch */
@@ -28,7 +41,8 @@ typedef struct yc_batch {
     /* nt rows of (image in batch, class, x, y, w, h), xywh normalised */
     float *targets;
     int nt;
-    /* per image: the dataset index and (validation) how to map predictions back */
+    /* per image: the sample index (in the dataset, or in the tile set's view with tiles) and
+     * (validation) how to map predictions back */
     int *sample;
     yc_val_info *info;
 } yc_batch;
@@ -53,6 +67,11 @@ typedef struct yc_loader_options {
     int workers;
     /* base seed */
     uint64_t seed;
+    /* optional: the tiles of ds (made from this dataset, not owned, must outlive the loader);
+     * samples are then tiles, rect is ignored in training, and yc_loader_start takes no indices */
+    const yc_tileset *tiles;
+    /* training with tiles: tiles per epoch (0 or >= the number of tiles: all of them) */
+    int tiles_per_epoch;
 } yc_loader_options;
 
 typedef struct yc_loader yc_loader;
@@ -67,8 +86,8 @@ int yc_loader_nbatches(const yc_loader *l);
 
 /* Begins epoch `epoch` at batch `first` (0 normally; later when resuming inside an epoch): the
  * order is a seeded shuffle (training without rect), the rect order, or the dataset order;
- * `indices` (n entries, may be NULL) replaces the image list, as YOLOv5's image weights do.  Any
- * epoch in progress is abandoned first. */
+ * `indices` (n entries, may be NULL) replaces the image list, as YOLOv5's image weights do (not
+ * with tiles: YC_EUSAGE).  Any epoch in progress is abandoned first. */
 int yc_loader_start(yc_loader *l, int epoch, const int *indices, int first);
 
 /* The next batch of the epoch in order, or NULL after the last one.  The batch stays valid until
