@@ -56,6 +56,13 @@ static void print_usage(void)
           "                           only when needed to fit the memory limit)\n"
           "      --recompute          recompute BatchNorm and SiLU outputs in backward instead\n"
           "                           of storing them (default: only when needed to fit)\n"
+          "      --tile SIZE          train on SIZE x SIZE windows of the images, read without\n"
+          "                           decoding large images whole (default: the dataset yaml's\n"
+          "                           tile:, else whole images; 0 = whole images)\n"
+          "      --tile-overlap F     fraction shared by neighbouring windows (default 0.2)\n"
+          "      --tile-min-area F    keep a box in a window when this fraction of it is inside\n"
+          "                           (default 0.1)\n"
+          "      --tiles-per-epoch N  a random subset of N tiles per epoch (default: all)\n"
           "      --project DIR        save to DIR/NAME (default runs/train)\n"
           "      --name NAME          run name (default exp; exp2, exp3... when taken)\n"
           "      --exist-ok           reuse an existing DIR/NAME\n"
@@ -70,8 +77,24 @@ enum {
     OPT_LABEL_SMOOTHING, OPT_PATIENCE, OPT_FREEZE, OPT_SAVE_PERIOD, OPT_SEED, OPT_THREADS,
     OPT_DEVICE, OPT_PROJECT, OPT_NAME, OPT_EXIST_OK, OPT_CACHE, OPT_EVOLVE, OPT_MEM, OPT_HALF,
     OPT_NOHALF,
-    OPT_RECOMPUTE,
+    OPT_RECOMPUTE, OPT_TILE, OPT_TILE_OVERLAP, OPT_TILE_MIN_AREA, OPT_TILES_PER_EPOCH,
 };
+
+/* A number in [0, 1] (below 1 when `below_one`) as a double: --tile-overlap, --tile-min-area. */
+static int unit_value(const char *cmd, const char *opt, const char *arg, bool below_one,
+                      double *out)
+{
+    float f;
+    int st = yc_cli_float(cmd, opt, arg, 0, 1, &f);
+    if (st)
+        return st;
+    double v = strtod(arg, NULL);
+    if (below_one && v >= 1)
+        return yc_usage_error(cmd, "invalid value '%s' for %s: expected a number from 0 to "
+                              "below 1", arg, opt);
+    *out = v;
+    return 0;
+}
 
 int yc_cmd_train(int argc, char **argv)
 {
@@ -115,6 +138,10 @@ int yc_cmd_train(int argc, char **argv)
         {"half", no_argument, NULL, OPT_HALF},
         {"no-half", no_argument, NULL, OPT_NOHALF},
         {"recompute", no_argument, NULL, OPT_RECOMPUTE},
+        {"tile", required_argument, NULL, OPT_TILE},
+        {"tile-overlap", required_argument, NULL, OPT_TILE_OVERLAP},
+        {"tile-min-area", required_argument, NULL, OPT_TILE_MIN_AREA},
+        {"tiles-per-epoch", required_argument, NULL, OPT_TILES_PER_EPOCH},
         {"evolve", optional_argument, NULL, OPT_EVOLVE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -255,6 +282,26 @@ int yc_cmd_train(int argc, char **argv)
             break;
         case OPT_RECOMPUTE:
             o.recompute = true;
+            break;
+        case OPT_TILE:
+            if ((st = yc_cli_int(cmd, "--tile", optarg, 0, 16384, &o.tile)))
+                return st;
+            if (o.tile > 0 && o.tile < 32)
+                return yc_usage_error(cmd, "invalid value '%s' for --tile: expected 0 (whole "
+                                      "images) or a window of 32 to 16384 pixels", optarg);
+            break;
+        case OPT_TILE_OVERLAP:
+            if ((st = unit_value(cmd, "--tile-overlap", optarg, true, &o.tile_overlap)))
+                return st;
+            break;
+        case OPT_TILE_MIN_AREA:
+            if ((st = unit_value(cmd, "--tile-min-area", optarg, false, &o.tile_min_area)))
+                return st;
+            break;
+        case OPT_TILES_PER_EPOCH:
+            if ((st = yc_cli_int(cmd, "--tiles-per-epoch", optarg, 1, 2147483647,
+                                 &o.tiles_per_epoch)))
+                return st;
             break;
         case OPT_CACHE:
             yc_info("note: --cache has no effect: yolocl streams images from disk with bounded "

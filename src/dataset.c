@@ -291,6 +291,41 @@ static int parse_split(const char *file, const yc_yaml_node *root, yc_split s, b
     return YC_OK;
 }
 
+/* A number of the yaml in [lo, hi] (hi_open: [lo, hi)) into *out; absent or null keeps *out. */
+static int parse_unit(const char *file, const yc_yaml_node *root, const char *key, double lo,
+                      double hi, bool hi_open, double *out)
+{
+    const yc_yaml_node *n = yc_yaml_get(root, key);
+    if (!n || yc_yaml_is_null(n))
+        return YC_OK;
+    double v;
+    if (yc_yaml_double(n, &v) != YC_OK || !(v >= lo && (hi_open ? v < hi : v <= hi)))
+        return yc_error_status(YC_EFORMAT, "%s: %s: must be a number in [%g, %g%s (line %d)", file,
+                               key, lo, hi, hi_open ? ")" : "]", n->line);
+    *out = v;
+    return YC_OK;
+}
+
+/* yolocl's keys of tiled training: tile, tile_overlap, tile_min_area. */
+static int parse_tile_keys(const char *file, const yc_yaml_node *root, yc_data_yaml *y)
+{
+    y->tile = 0;
+    y->tile_overlap = 0.2;
+    y->tile_min_area = 0.1;
+    const yc_yaml_node *n = yc_yaml_get(root, "tile");
+    if (n && !yc_yaml_is_null(n)) {
+        long v;
+        if (yc_yaml_int(n, &v) != YC_OK || v < 32 || v > 16384)
+            return yc_error_status(YC_EFORMAT, "%s: tile: must be a window size of 32 to 16384 "
+                                   "pixels, or null (line %d)", file, n->line);
+        y->tile = (int)v;
+    }
+    int st = parse_unit(file, root, "tile_overlap", 0, 1, true, &y->tile_overlap);
+    if (!st)
+        st = parse_unit(file, root, "tile_min_area", 0, 1, false, &y->tile_min_area);
+    return st;
+}
+
 int yc_data_yaml_load(const char *file, yc_data_yaml *out)
 {
     memset(out, 0, sizeof *out);
@@ -357,6 +392,8 @@ int yc_data_yaml_load(const char *file, yc_data_yaml *out)
                     "len(names), as in YOLOv5)",
                     file, nc->kind == YC_YAML_SCALAR ? nc->value : "(not a number)", y.nc, y.nc);
     }
+    if ((st = parse_tile_keys(file, root, &y)))
+        goto done;
     const yc_yaml_node *dl = yc_yaml_get(root, "download");
     bool has_download = dl && !yc_yaml_is_null(dl);
     if (has_download)

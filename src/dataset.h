@@ -52,6 +52,11 @@ typedef struct yc_data_yaml {
     int nc;
     /* class names, nc entries, index = class id */
     char **names;
+    /* `tile:` window side in pixels for tiled training and validation (tileset.h); 0 when absent
+     * or null (whole images) */
+    int tile;
+    /* `tile_overlap:` in [0, 1) and `tile_min_area:` in [0, 1]; 0.2 and 0.1 when absent */
+    double tile_overlap, tile_min_area;
 } yc_data_yaml;
 
 /* "train", "val" or "test". */
@@ -59,7 +64,8 @@ const char *yc_split_name(yc_split s);
 
 /* Reads a dataset yaml.  Keys: path, train, val, test, names (a list, or a mapping of the integers
  * 0..N-1 to names), nc (warned about when it differs from len(names), then ignored), download
- * (ignored with a note).  A relative train/val/test entry that does not exist and starts with ../
+ * (ignored with a note), and yolocl's tile, tile_overlap, tile_min_area (tiled training: an
+ * integer 32..16384 or null, and two numbers in [0, 1) and [0, 1]).  A relative train/val/test entry that does not exist and starts with ../
  * is retried without it.  Errors name the file, the key and what is wrong. */
 int yc_data_yaml_load(const char *file, yc_data_yaml *out);
 void yc_data_yaml_free(yc_data_yaml *y);

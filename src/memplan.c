@@ -8,6 +8,7 @@
 
 #include "graph.h"
 #include "log.h"
+#include "slice_image.h"
 #include "util.h"
 
 void yc_mem_report_free(yc_mem_report *r)
@@ -117,15 +118,34 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
     size_t workers = (size_t)(rs->workers > 0 ? rs->workers : 1);
     size_t decode = 2 * 3 * (size_t)rs->max_image_w * (size_t)rs->max_image_h;
     size_t s2 = (size_t)s * (size_t)s, sv2 = (size_t)sv * (size_t)sv;
+    size_t tile_store = 0, tile_store_val = 0;
+    if (rs->tile > 0) {
+        /* a reader holds one image: decoded whole (twice while an EXIF-rotated one is turned)
+         * up to YC_SLICE_DECODE_MAX a side, or a band of tile rows of the widest image plus the
+         * window being read; the windows of a batch are kept while it is built, plus one read
+         * outside the batch */
+        size_t t2 = 3 * (size_t)rs->tile * (size_t)rs->tile;
+        size_t dw = (size_t)(rs->max_image_w < YC_SLICE_DECODE_MAX ? rs->max_image_w
+                                                                    : YC_SLICE_DECODE_MAX);
+        size_t dh = (size_t)(rs->max_image_h < YC_SLICE_DECODE_MAX ? rs->max_image_h
+                                                                    : YC_SLICE_DECODE_MAX);
+        size_t whole = 2 * 3 * dw * dh;
+        size_t band = 3 * (size_t)rs->tile * (size_t)rs->max_image_w + t2;
+        decode = whole > band ? whole : band;
+        tile_store = ((size_t)rs->batch + 1) * t2;
+        tile_store_val = ((size_t)rs->val_batch + 1) * t2;
+    }
     if (rs->train) {
         add(r, "training loader ring", (workers + 1) * (size_t)rs->batch * 3 * s2, false);
         /* per thread: mosaic canvas 2s x 2s, tile, warped sample, mixup image, decode */
         add(r, "training loader buffers", workers * (21 * s2 + decode), false);
+        add(r, "training tile windows", workers * tile_store, false);
     }
     if (rs->val_batch > 0) {
         /* the trainer's validation loader has one thread: two slots */
         add(r, "validation loader ring", 2 * (size_t)rs->val_batch * 3 * sv2, false);
         add(r, "validation loader buffers", 6 * sv2 + decode, false);
+        add(r, "validation tile windows", tile_store_val, false);
         /* per thread decoded rows for NMS; kept detections of a batch */
         size_t rows = 0;
         for (int l = 0; l < m->nl; l++)

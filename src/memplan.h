@@ -32,6 +32,11 @@ typedef struct yc_run_shape {
     /* loader threads, and the largest image of the dataset (decode buffers), 0 if unknown */
     int workers;
     int max_image_w, max_image_h;
+    /* tiled training (tileset.h): the window side, 0 for whole images.  Then images are never
+     * decoded whole above YC_SLICE_DECODE_MAX: each loader thread holds one reader (a decoded
+     * image up to that size, or a band of `tile` rows of the widest image) and the windows of
+     * the batch it builds, in place of a whole decoded image */
+    int tile;
     /* memory the process holds already (libraries, the dataset index): counted in the peak */
     size_t baseline;
 } yc_run_shape;

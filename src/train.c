@@ -24,6 +24,7 @@
 #include "hyp.h"
 #include "json.h"
 #include "loader.h"
+#include "tileset.h"
 #include "memplan.h"
 #include "log.h"
 #include "model.h"
@@ -99,6 +100,9 @@ void yc_train_opts_defaults(yc_train_opts *o)
     o->patience = 100;
     o->save_period = -1;
     o->half = YC_HALF_AUTO;
+    o->tile = -1;
+    o->tile_overlap = -1;
+    o->tile_min_area = -1;
 }
 
 /* Strings restored from a checkpoint's options live here. */
@@ -172,6 +176,10 @@ static char *opts_json(const yc_train_opts *o)
     fputc(']', f);
     json_num(f, "save_period", o->save_period, &first);
     json_num(f, "seed", o->seed, &first);
+    json_num(f, "tile", o->tile, &first);
+    json_num(f, "tile_overlap", o->tile_overlap, &first);
+    json_num(f, "tile_min_area", o->tile_min_area, &first);
+    json_num(f, "tiles_per_epoch", o->tiles_per_epoch, &first);
     fputc('}', f);
     if (fclose(f) != 0) {
         free(buf);
@@ -233,6 +241,12 @@ static int opts_from_json(const char *text, yc_train_opts *o, opt_strings *keep)
         yc_json_free(root);
         return st;
     }
+    /* tiling (absent from checkpoints of runs without it: whole images) */
+    o->tile = get_num(root, "tile", &v) ? 0 : (int)v;
+    o->tile_overlap = get_num(root, "tile_overlap", &v) ? -1 : v;
+    o->tile_min_area = get_num(root, "tile_min_area", &v) ? -1 : v;
+    o->tiles_per_epoch = get_num(root, "tiles_per_epoch", &v) ? 0 : (int)v;
+    yc_error_clear();
     o->rect = get_bool(root, "rect");
     o->nosave = get_bool(root, "nosave");
     o->noval = get_bool(root, "noval");
@@ -286,6 +300,10 @@ typedef struct trainer {
     bool have_data;
     yc_dataset train_ds, val_ds;
     bool have_train_ds, have_val_ds;
+    /* tiled training: the tiles of both splits (when o.tile > 0) */
+    yc_tileset train_tiles, val_tiles;
+    /* the samples as the run sees them: the datasets, or the tiles' views */
+    const yc_dataset *train_view, *val_view;
     int nc;
     char **names;
     bool own_names;
@@ -327,6 +345,8 @@ static void trainer_free(trainer *t)
     yc_ema_free(t->ema);
     yc_model_free(t->m);
     yc_backend_free(t->be);
+    yc_tileset_free(&t->train_tiles);
+    yc_tileset_free(&t->val_tiles);
     if (t->have_train_ds)
         yc_dataset_free(&t->train_ds);
     if (t->have_val_ds)
@@ -478,6 +498,47 @@ static int find_resume(const char *spec, const char *project, char *out, size_t 
     return YC_OK;
 }
 
+/* Tiled training: the options from the command line, else the dataset yaml (written back into the
+ * run's options, so opt.yaml and a resumed run hold the values used), then the tiles of both
+ * splits, reported as the scan reports images. */
+static int setup_tiles(trainer *t)
+{
+    yc_train_opts *o = &t->o;
+    if (o->tile < 0)
+        o->tile = t->data.tile;
+    if (o->tile_overlap < 0)
+        o->tile_overlap = t->data.tile_overlap;
+    if (o->tile_min_area < 0)
+        o->tile_min_area = t->data.tile_min_area;
+    yc_tile_options to = {.tile = o->tile, .overlap = o->tile_overlap,
+                          .min_area = o->tile_min_area};
+    int st = yc_tile_options_check(&to, "tiles");
+    if (st || o->tile == 0)
+        return st;
+    if (o->rect) {
+        yc_warn("--rect does not apply to tiles (square windows): rect disabled");
+        o->rect = false;
+    }
+    if (o->image_weights) {
+        yc_warn("--image-weights does not apply to tiles: image weights disabled");
+        o->image_weights = false;
+    }
+    if ((st = yc_tileset_make(&t->train_ds, &to, &t->train_tiles)))
+        return yc_error_context(st, "train");
+    yc_tileset_report(&t->train_tiles, "train: ");
+    t->train_view = &t->train_tiles.view;
+    if (o->tiles_per_epoch > 0 && (size_t)o->tiles_per_epoch < t->train_tiles.n)
+        yc_info("train: %d of the %zu tiles per epoch, drawn at random each epoch\n",
+                o->tiles_per_epoch, t->train_tiles.n);
+    if (t->val_ds.n > 0) {
+        if ((st = yc_tileset_make(&t->val_ds, &to, &t->val_tiles)))
+            return yc_error_context(st, "val");
+        yc_tileset_report(&t->val_tiles, "val: ");
+        t->val_view = &t->val_tiles.view;
+    }
+    return YC_OK;
+}
+
 /* ---- setup ------------------------------------------------------------------------------------ */
 
 static int setup_data(trainer *t)
@@ -528,6 +589,10 @@ static int setup_data(trainer *t)
     if ((st = yc_dataset_load_split(&t->data, YC_SPLIT_VAL, &dopt, &t->val_ds)))
         return st;
     t->have_val_ds = true;
+    t->train_view = &t->train_ds;
+    t->val_view = &t->val_ds;
+    if ((st = setup_tiles(t)))
+        return st;
     if (!(t->names_json = names_to_json(t->names, t->nc)))
         return YC_ENOMEM;
     return YC_OK;
@@ -697,7 +762,7 @@ static int validate(trainer *t, yc_model *model, bool final, epoch_results *res,
     if (final && t->nc == 80 && strcmp(t->names[0], "person") == 0)
         vo.iou_thres = 0.65; /* YOLOv5 re-validates COCO's best weights at 0.65 */
     yc_val_result vr;
-    int st = yc_validate(model, t->val_loader, &t->val_ds, (const char *const *)t->names, &vo,
+    int st = yc_validate(model, t->val_loader, t->val_view, (const char *const *)t->names, &vo,
                          &t->lp, &vr);
     if (st)
         return yc_error_context(st, "validation");
@@ -746,7 +811,7 @@ static int plot_batch(trainer *t, const yc_batch *b, long ni)
         im[i].layout = YC_PIX_U8_CHW;
         im[i].w = b->w;
         im[i].h = b->h;
-        im[i].path = t->train_ds.samples[b->sample[i]].image;
+        im[i].path = t->train_view->samples[b->sample[i]].image;
     }
     int nbox = 0;
     for (int j = 0; j < b->nt; j++) {
@@ -861,14 +926,14 @@ static int fit_memory(trainer *t)
     bool val = t->val_ds.n > 0;
     yc_run_shape rs = {.m = t->m, .train = true, .batch = o->batch, .val_batch = 0, .imgsz = img,
                        .optimizer = o->optimizer, .workers = workers, .max_image_w = max_w,
-                       .max_image_h = max_h, .baseline = t->baseline_rss,
+                       .max_image_h = max_h, .tile = o->tile, .baseline = t->baseline_rss,
                        .recompute = o->recompute};
     rs.val_batch = val ? 2 : 0; /* yc_memfit doubles the micro-batch for validation */
     yc_backend *be = t->m->be;
     /* OpenCL cannot tell free memory on most GPUs (mem_free 0): then the total */
     size_t avail = be->info.mem_free ? be->info.mem_free : be->info.mem_total;
     size_t limit = o->mem ? o->mem : (size_t)(0.9 * (double)avail);
-    int max_batch = (int)(t->train_ds.n < 1024 ? t->train_ds.n : 1024);
+    int max_batch = (int)(t->train_view->n < 1024 ? t->train_view->n : 1024);
     yc_mem_fit fit;
     int st = yc_memfit(&rs, limit, yc_half_default((yc_half_policy)o->half, be), NBS, max_batch,
                        &fit);
@@ -1083,7 +1148,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
 /* labels.jpg from the training labels. */
 static int plot_labels(trainer *t)
 {
-    const yc_dataset *ds = &t->train_ds;
+    const yc_dataset *ds = t->train_view;
     float *rows = yc_malloc((ds->n_boxes ? ds->n_boxes : 1) * 5 * sizeof *rows, "plot");
     if (!rows)
         return YC_ENOMEM;
@@ -1249,7 +1314,9 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     yc_loader_options lo = {.ds = &t->train_ds, .train = true, .hyp = &t->hyp,
                             .imgsz = t->o.imgsz, .batch = t->o.batch, .rect = t->o.rect,
                             .pad = 0.0, .stride = t->gs, .workers = workers,
-                            .seed = (uint64_t)t->o.seed};
+                            .seed = (uint64_t)t->o.seed,
+                            .tiles = t->o.tile > 0 ? &t->train_tiles : NULL,
+                            .tiles_per_epoch = t->o.tiles_per_epoch};
     if (t->o.rect && t->o.image_weights) {
         yc_warn("--rect is incompatible with --image-weights: rect disabled");
         lo.rect = false;
@@ -1262,7 +1329,8 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         yc_loader_options vo = {.ds = &t->val_ds, .train = false, .hyp = &t->hyp,
                                 .imgsz = t->o.imgsz, .batch = t->o.batch * 2, .rect = true,
                                 .pad = 0.5, .stride = t->gs, .workers = 1,
-                                .seed = (uint64_t)t->o.seed};
+                                .seed = (uint64_t)t->o.seed,
+                                .tiles = t->o.tile > 0 ? &t->val_tiles : NULL};
         if ((st = yc_loader_new(&t->val_loader, &vo)))
             goto done;
     } else if (!t->o.noval) {
@@ -1274,7 +1342,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         if (!t->o.noplots && (st = plot_labels(t)))
             goto done;
         if (!t->o.noautoanchor &&
-            (st = yc_check_anchors(&t->train_ds, t->m, t->hyp.anchor_t, t->o.imgsz,
+            (st = yc_check_anchors(t->train_view, t->m, t->hyp.anchor_t, t->o.imgsz,
                                    (uint64_t)t->o.seed, NULL)))
             goto done;
         if ((st = round_to_half(t->m)))

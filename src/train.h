@@ -58,6 +58,13 @@ typedef struct yc_train_opts {
     int half; /* yc_half_policy */
     /* --recompute: recompute in backward even when storing would fit */
     bool recompute;
+    /* tiled training (tileset.h): window side (--tile; -1 = the dataset yaml's `tile:`, 0 = whole
+     * images), overlap (--tile-overlap) and minimum kept box area (--tile-min-area), negative =
+     * the yaml's value (default 0.2 and 0.1); set to the values used once the run starts */
+    int tile;
+    double tile_overlap, tile_min_area;
+    /* tiles per epoch, a random subset drawn per epoch from the seed (0: all tiles) */
+    int tiles_per_epoch;
     /* optional progress callback and its context */
     yc_train_progress_fn progress;
     void *progress_ctx;

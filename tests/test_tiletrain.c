@@ -253,6 +253,45 @@ START_TEST(test_tile_options)
 }
 END_TEST
 
+/* The dataset yaml's keys tile, tile_overlap, tile_min_area: values, defaults, errors naming the
+ * key and the line. */
+START_TEST(test_yaml_keys)
+{
+    char dir[600], yaml[700];
+    snprintf(dir, sizeof dir, "%s/yaml/images", tmpdir);
+    ck_assert_int_eq(yc_mkdirs(dir), YC_OK);
+    snprintf(yaml, sizeof yaml, "%s/yaml/d.yaml", tmpdir);
+    yc_data_yaml y;
+    write_text("yaml/d.yaml", "train: images\nval: images\nnames: [a]\n");
+    ck_assert_msg(yc_data_yaml_load(yaml, &y) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(y.tile, 0);
+    ck_assert_double_eq(y.tile_overlap, 0.2);
+    ck_assert_double_eq(y.tile_min_area, 0.1);
+    yc_data_yaml_free(&y);
+    write_text("yaml/d.yaml", "train: images\nval: images\nnames: [a]\ntile: 512\n"
+                              "tile_overlap: 0.25\ntile_min_area: 0.3\n");
+    ck_assert_msg(yc_data_yaml_load(yaml, &y) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(y.tile, 512);
+    ck_assert_double_eq(y.tile_overlap, 0.25);
+    ck_assert_double_eq(y.tile_min_area, 0.3);
+    yc_data_yaml_free(&y);
+    write_text("yaml/d.yaml", "train: images\nval: images\nnames: [a]\ntile: null\n");
+    ck_assert_int_eq(yc_data_yaml_load(yaml, &y), YC_OK);
+    ck_assert_int_eq(y.tile, 0);
+    yc_data_yaml_free(&y);
+    write_text("yaml/d.yaml", "train: images\nval: images\nnames: [a]\ntile: 8\n");
+    ck_assert_int_eq(yc_data_yaml_load(yaml, &y), YC_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(yc_last_error(), "tile: must be"));
+    ck_assert_ptr_nonnull(strstr(yc_last_error(), "line 4"));
+    write_text("yaml/d.yaml", "train: images\nval: images\nnames: [a]\ntile_overlap: 1\n");
+    ck_assert_int_eq(yc_data_yaml_load(yaml, &y), YC_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(yc_last_error(), "tile_overlap"));
+    write_text("yaml/d.yaml", "train: images\nval: images\nnames: [a]\ntile_min_area: x\n");
+    ck_assert_int_eq(yc_data_yaml_load(yaml, &y), YC_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(yc_last_error(), "tile_min_area"));
+}
+END_TEST
+
 /* The window of `path` cropped by vips_crop from the whole image. */
 static void vips_window(const char *path, yc_tile_window w, yc_image *out)
 {
@@ -591,6 +630,7 @@ static Suite *tiletrain_suite(void)
     TCase *tc = tcase_create("tiles");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_tile_options);
+    tcase_add_test(tc, test_yaml_keys);
     tcase_add_test(tc, test_tile_list);
     tcase_add_test(tc, test_reader_modes);
     suite_add_tcase(s, tc);
