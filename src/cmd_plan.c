@@ -34,6 +34,8 @@ static void print_usage(void)
           "  -j, --workers N       loader threads (default: physical cores)\n"
           "  -d, --data FILE       dataset yaml: its class count, largest image and validation\n"
           "      --max-image WxH   largest dataset image without --data (default IMGxIMG)\n"
+          "      --tile SIZE       tiled training with SIZE x SIZE windows (default: the\n"
+          "                        dataset yaml's tile:, else none; 0 = whole images)\n"
           "      --noval           no validation graph\n"
           "      --device D        auto, cpu, opencl, opencl:N or a device name substring\n"
           "      --json            one JSON object for scripts\n"
@@ -42,7 +44,7 @@ static void print_usage(void)
 }
 
 enum { OPT_NC = 256, OPT_HALF, OPT_NOHALF, OPT_RECOMPUTE, OPT_MEM, OPT_OPTIM, OPT_MAXIMG, OPT_NOVAL, OPT_DEVICE,
-       OPT_JSON };
+       OPT_JSON, OPT_TILE };
 
 static void print_text(const yc_run_shape *rs, const yc_mem_report *r, const yc_mem_fit *fit,
                        size_t limit, const yc_backend *be)
@@ -130,6 +132,7 @@ int yc_cmd_plan(int argc, char **argv)
         {"optimizer", required_argument, NULL, OPT_OPTIM},
         {"workers", required_argument, NULL, 'j'},
         {"max-image", required_argument, NULL, OPT_MAXIMG},
+        {"tile", required_argument, NULL, OPT_TILE},
         {"noval", no_argument, NULL, OPT_NOVAL},
         {"device", required_argument, NULL, OPT_DEVICE},
         {"json", no_argument, NULL, OPT_JSON},
@@ -138,7 +141,7 @@ int yc_cmd_plan(int argc, char **argv)
     };
     const char *cfg_name = NULL, *device = "auto", *data = NULL;
     int nc = 0, img = 640, batch = 16, workers = 0, c, st;
-    int max_w = 0, max_h = 0;
+    int max_w = 0, max_h = 0, tile = -1;
     size_t mem = 0;
     bool json = false, noval = false, recompute = false;
     yc_half_policy half = YC_HALF_AUTO;
@@ -192,6 +195,13 @@ int yc_cmd_plan(int argc, char **argv)
             if (sscanf(optarg, "%dx%d", &max_w, &max_h) != 2 || max_w < 1 || max_h < 1)
                 return yc_usage_error(cmd, "invalid value '%s' for --max-image: expected WxH, "
                                       "e.g. 1920x1080", optarg);
+            break;
+        case OPT_TILE:
+            if ((st = yc_cli_int(cmd, "--tile", optarg, 0, 16384, &tile)))
+                return st;
+            if (tile > 0 && tile < 32)
+                return yc_usage_error(cmd, "invalid value '%s' for --tile: expected 0 (whole "
+                                      "images) or a window of 32 to 16384 pixels", optarg);
             break;
         case OPT_NOVAL:
             noval = true;
@@ -260,6 +270,7 @@ int yc_cmd_plan(int argc, char **argv)
                        .optimizer = optim,
                        .workers = workers > 0 ? workers : yc_physical_cores(),
                        .max_image_w = max_w ? max_w : img, .max_image_h = max_h ? max_h : img,
+                       .tile = tile >= 0 ? tile : have_yaml ? y.tile : 0,
                        .baseline = baseline};
     size_t avail = be->info.mem_free ? be->info.mem_free : be->info.mem_total;
     size_t limit = mem ? mem : (size_t)(0.9 * (double)avail);
