@@ -13,6 +13,7 @@
 #include "loader.h"
 #include "log.h"
 #include "rundir.h"
+#include "tileset.h"
 #include "util.h"
 #include "val.h"
 
@@ -38,6 +39,9 @@ static void print_usage(void)
           "      --save-txt         save detections to labels/*.txt\n"
           "      --save-conf        with --save-txt, add the confidence\n"
           "      --save-json        save a COCO-style predictions JSON\n"
+          "      --tile SIZE        evaluate SIZE x SIZE windows of the images, each with its\n"
+          "                         clipped labels (default: the dataset yaml's tile:, else\n"
+          "                         whole images; 0 = whole images)\n"
           "      --project DIR      parent of the run directory (default runs/val)\n"
           "      --name NAME        run directory name (default exp; exp2, exp3... when taken)\n"
           "      --exist-ok         reuse an existing run directory\n"
@@ -63,6 +67,7 @@ enum {
     OPT_EXIST,
     OPT_WORKERS,
     OPT_DEVICE,
+    OPT_TILE,
 };
 
 int yc_cmd_val(int argc, char **argv)
@@ -91,12 +96,13 @@ int yc_cmd_val(int argc, char **argv)
         {"exist-ok", no_argument, NULL, OPT_EXIST},
         {"workers", required_argument, NULL, OPT_WORKERS},
         {"device", required_argument, NULL, OPT_DEVICE},
+        {"tile", required_argument, NULL, OPT_TILE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *data = NULL, *weights = NULL, *cfg = NULL, *project = "runs/val", *name = "exp";
     const char *device = "auto";
-    int img = 640, batch = 32, max_det = 300, workers = 8, c, st;
+    int img = 640, batch = 32, max_det = 300, workers = 8, tile = -1, c, st;
     float conf = 0.001f, iou = 0.6f;
     bool single_cls = false, verbose = false, save_txt = false, save_conf = false;
     bool save_json = false, exist_ok = false;
@@ -175,6 +181,13 @@ int yc_cmd_val(int argc, char **argv)
         case OPT_DEVICE:
             device = optarg;
             break;
+        case OPT_TILE:
+            if ((st = yc_cli_int(cmd, "--tile", optarg, 0, 16384, &tile)))
+                return st;
+            if (tile > 0 && tile < 32)
+                return yc_usage_error(cmd, "invalid value '%s' for --tile: expected 0 (whole "
+                                      "images) or a window of 32 to 16384 pixels", optarg);
+            break;
         case 'h':
             print_usage();
             return YC_EXIT_OK;
@@ -199,10 +212,19 @@ int yc_cmd_val(int argc, char **argv)
     yc_infer_model im;
     memset(&im, 0, sizeof im);
     yc_loader *loader = NULL;
+    yc_tileset tiles;
+    memset(&tiles, 0, sizeof tiles);
     yc_val_result res;
     memset(&res, 0, sizeof res);
     if ((st = yc_data_yaml_load(data, &y)))
         goto done;
+    if (tile < 0)
+        tile = y.tile;
+    if (tile > 0 && (save_txt || save_json)) {
+        st = yc_error_status(YC_EUSAGE, "--save-txt and --save-json write whole-image results: "
+                             "with tiles (--tile %d) use yolocl detect --slice", tile);
+        goto done;
+    }
     if (y.n_entries[split] == 0) {
         st = yc_error_status(YC_EUSAGE, "%s has no '%s' images", data, yc_split_name(split));
         goto done;
@@ -238,8 +260,18 @@ int yc_cmd_val(int argc, char **argv)
         nw = batch;
     if (nw < 1)
         nw = 1;
+    const yc_dataset *view = &ds;
+    if (tile > 0) {
+        yc_tile_options to = {.tile = tile, .overlap = y.tile_overlap,
+                              .min_area = y.tile_min_area};
+        if ((st = yc_tileset_make(&ds, &to, &tiles)))
+            goto done;
+        yc_tileset_report(&tiles, prefix);
+        view = &tiles.view;
+    }
     yc_loader_options lo = {.ds = &ds, .train = false, .imgsz = imgsz, .batch = batch,
-                            .rect = true, .pad = 0.5, .stride = im.stride, .workers = nw};
+                            .rect = true, .pad = 0.5, .stride = im.stride, .workers = nw,
+                            .tiles = tile > 0 ? &tiles : NULL};
     if ((st = yc_loader_new(&loader, &lo)))
         goto done;
 
@@ -268,7 +300,7 @@ int yc_cmd_val(int argc, char **argv)
     vo.save_json = save_json;
     vo.json_name = json_name;
     vo.coco91 = m->nc == 80 && names && names[0] && !strcmp(names[0], "person");
-    if ((st = yc_validate(m, loader, &ds, names, &vo, NULL, &res)))
+    if ((st = yc_validate(m, loader, view, names, &vo, NULL, &res)))
         goto done;
     printf("Results saved to %s\n", save_dir);
     if (save_txt)
@@ -276,6 +308,7 @@ int yc_cmd_val(int argc, char **argv)
 done:
     yc_val_result_free(&res);
     yc_loader_free(loader);
+    yc_tileset_free(&tiles);
     yc_dataset_free(&ds);
     yc_infer_model_free(&im);
     yc_backend_free(be);
