@@ -388,7 +388,10 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
         wk->read_order = yc_malloc((size_t)opt->batch * sizeof *wk->read_order, "tile windows");
         status = wk->store && wk->store_tile && wk->pool && wk->read_order ? YC_OK : YC_ENOMEM;
         if (!status)
-            status = yc_tile_reader_new(&wk->reader, opt->tiles->opt.tile, YC_SLICE_DECODE_MAX);
+            status = yc_tile_reader_new(&wk->reader, opt->tiles->opt.tile,
+                                        opt->tile_decode_max == 0  ? YC_SLICE_DECODE_MAX
+                                        : opt->tile_decode_max < 0 ? 0
+                                                                   : opt->tile_decode_max);
     }
     for (int i = 0; !status && i < l->nworkers; i++) {
         l->workers[i].l = l;

@@ -72,6 +72,9 @@ typedef struct yc_loader_options {
     const yc_tileset *tiles;
     /* training with tiles: tiles per epoch (0 or >= the number of tiles: all of them) */
     int tiles_per_epoch;
+    /* with tiles: images at most this many pixels wide and high are decoded whole
+     * (tile_reader.h); 0 = YC_SLICE_DECODE_MAX, negative = none (every image read lazily) */
+    int tile_decode_max;
 } yc_loader_options;
 
 typedef struct yc_loader yc_loader;

@@ -83,12 +83,13 @@ static void box_line(char *buf, size_t len, int cls, double x1, double y1, doubl
              (x2 - x1) / w, (y2 - y1) / h);
 }
 
-/* The dataset under tmpdir/<sub> (images/a.png, images/b.png, labels/...), scanned. */
-static void make_dataset(const char *sub, yc_dataset *ds)
+/* The dataset under tmpdir/<sub> (images/a.<a_ext>, images/b.png, labels/...), scanned. */
+static void make_dataset_as(const char *sub, const char *a_ext, yc_dataset *ds)
 {
-    char dir[600], line[128], text[1024] = "";
+    char dir[600], line[128], text[1024] = "", a_name[16];
     snprintf(dir, sizeof dir, "%s/images", sub);
-    write_image(dir, "a.png", 0, A_W, A_H);
+    snprintf(a_name, sizeof a_name, "a.%s", a_ext);
+    write_image(dir, a_name, 0, A_W, A_H);
     write_image(dir, "b.png", 1, B_W, B_H);
     snprintf(dir, sizeof dir, "%s/%s/labels", tmpdir, sub);
     ck_assert_int_eq(yc_mkdirs(dir), YC_OK);
@@ -114,6 +115,11 @@ static void make_dataset(const char *sub, yc_dataset *ds)
     yc_dataset_options o = {.nc = 2, .no_cache = true, .threads = 1, .quiet = true};
     ck_assert_msg(yc_dataset_load(entries, 1, &o, ds) == YC_OK, "%s", yc_last_error());
     ck_assert_uint_eq(ds->n, 2);
+}
+
+static void make_dataset(const char *sub, yc_dataset *ds)
+{
+    make_dataset_as(sub, "png", ds);
 }
 
 static void make_tiles(const yc_dataset *ds, yc_tileset *ts)
@@ -380,16 +386,24 @@ START_TEST(test_reader_modes)
 }
 END_TEST
 
-/* A loader over the tiles. */
-static yc_loader *tile_loader(const yc_dataset *ds, const yc_tileset *ts, const yc_hyp *hyp,
-                              bool train, int batch, int workers, uint64_t seed, int per_epoch)
+/* A loader over the tiles (decode_max as yc_loader_options.tile_decode_max). */
+static yc_loader *tile_loader_dm(const yc_dataset *ds, const yc_tileset *ts, const yc_hyp *hyp,
+                                 bool train, int batch, int workers, uint64_t seed, int per_epoch,
+                                 int decode_max)
 {
     yc_loader_options o = {.ds = ds, .train = train, .hyp = hyp, .imgsz = 640, .batch = batch,
                            .rect = !train, .pad = 0.5, .stride = 32, .workers = workers,
-                           .seed = seed, .tiles = ts, .tiles_per_epoch = per_epoch};
+                           .seed = seed, .tiles = ts, .tiles_per_epoch = per_epoch,
+                           .tile_decode_max = decode_max};
     yc_loader *l = NULL;
     ck_assert_msg(yc_loader_new(&l, &o) == YC_OK, "%s", yc_last_error());
     return l;
+}
+
+static yc_loader *tile_loader(const yc_dataset *ds, const yc_tileset *ts, const yc_hyp *hyp,
+                              bool train, int batch, int workers, uint64_t seed, int per_epoch)
+{
+    return tile_loader_dm(ds, ts, hyp, train, batch, workers, seed, per_epoch, 0);
 }
 
 /* Validation samples (no augmentation): each is the vips_crop of its window, resized as
@@ -553,6 +567,42 @@ START_TEST(test_train_reproducible)
 }
 END_TEST
 
+/* The same training epoch whether a.png is decoded whole, read through a band (PNG) or through
+ * regions (tiled TIFF): the loader's sorted reads, rewinds and misses give the decoded pixels. */
+START_TEST(test_train_access_modes)
+{
+    yc_dataset ds, dt;
+    yc_tileset ts, tt;
+    make_dataset("modes_png", &ds);
+    make_tiles(&ds, &ts);
+    make_dataset_as("modes_tif", "tif", &dt);
+    make_tiles(&dt, &tt);
+    yc_hyp hyp;
+    yc_hyp_defaults(&hyp);
+    hyp.mixup = 0.5;
+    epoch_dump whole, band, region;
+    yc_loader *l = tile_loader_dm(&ds, &ts, &hyp, true, 3, 2, 9, 0, 0);
+    dump_epoch(l, 1, &whole);
+    yc_loader_free(l);
+    l = tile_loader_dm(&ds, &ts, &hyp, true, 3, 2, 9, 0, -1);
+    dump_epoch(l, 1, &band);
+    yc_loader_free(l);
+    l = tile_loader_dm(&dt, &tt, &hyp, true, 3, 2, 9, 0, -1);
+    dump_epoch(l, 1, &region);
+    yc_loader_free(l);
+    ck_assert_int_eq(whole.ns, 7);
+    ck_assert(dumps_equal(&whole, &band));
+    ck_assert(dumps_equal(&whole, &region));
+    dump_free(&whole);
+    dump_free(&band);
+    dump_free(&region);
+    yc_tileset_free(&ts);
+    yc_tileset_free(&tt);
+    yc_dataset_free(&ds);
+    yc_dataset_free(&dt);
+}
+END_TEST
+
 /* --tiles-per-epoch 3: 3 distinct tiles per epoch in 2 batches, another subset in another epoch,
  * the same subset for the same seed and epoch. */
 START_TEST(test_tiles_per_epoch)
@@ -638,6 +688,7 @@ static Suite *tiletrain_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_val_samples);
     tcase_add_test(tc, test_train_reproducible);
+    tcase_add_test(tc, test_train_access_modes);
     tcase_add_test(tc, test_tiles_per_epoch);
     tcase_add_test(tc, test_corrupt_skipped);
     suite_add_tcase(s, tc);
