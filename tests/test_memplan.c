@@ -225,6 +225,48 @@ START_TEST(report_items_add_up)
 }
 END_TEST
 
+/* The bytes of the item named `what`, 0 when absent. */
+static size_t item_bytes(const yc_mem_report *r, const char *what)
+{
+    for (int i = 0; i < r->nitems; i++)
+        if (!strcmp(r->items[i].what, what))
+            return r->items[i].bytes;
+    return 0;
+}
+
+/* Tiled training (issue 7): with tiles of 640 the loader buffers no longer grow with the largest
+ * image: each thread counts a reader (the larger of a 4096 x 4096 image decoded whole, twice, and
+ * a band of 640 rows of the widest image plus a window) and the windows of its batch plus one. */
+START_TEST(tiles_bound_the_loader_buffers)
+{
+    yc_run_shape rs = shape(BATCH);
+    rs.max_image_w = 30000;
+    rs.max_image_h = 30000;
+    yc_mem_report whole, tiled;
+    ck_assert_msg(yc_memplan(&rs, &whole) == YC_OK, "%s", yc_last_error());
+    rs.tile = 640;
+    ck_assert_msg(yc_memplan(&rs, &tiled) == YC_OK, "%s", yc_last_error());
+    const size_t s2 = (size_t)IMG * IMG, t2 = 3 * (size_t)640 * 640;
+    const size_t whole_decode = 2 * 3 * (size_t)30000 * 30000;
+    const size_t reader = 2 * 3 * (size_t)4096 * 4096; /* > 3 * 640 * 30000 + t2 */
+    ck_assert_uint_eq(item_bytes(&whole, "training loader buffers"), 2 * (21 * s2 + whole_decode));
+    ck_assert_uint_eq(item_bytes(&tiled, "training loader buffers"), 2 * (21 * s2 + reader));
+    ck_assert_uint_eq(item_bytes(&tiled, "training tile windows"), 2 * (BATCH + 1) * t2);
+    ck_assert_uint_eq(item_bytes(&tiled, "validation tile windows"), (2 + 1) * t2);
+    ck_assert_uint_eq(item_bytes(&whole, "training tile windows"), 0);
+    ck_assert_uint_lt(tiled.peak_bytes + ((size_t)8 << 30), whole.peak_bytes);
+    yc_mem_report_free(&whole);
+    yc_mem_report_free(&tiled);
+    /* a very wide image: the band is the larger */
+    rs.max_image_w = 100000;
+    rs.max_image_h = 2000;
+    ck_assert_msg(yc_memplan(&rs, &tiled) == YC_OK, "%s", yc_last_error());
+    size_t band = 3 * (size_t)640 * 100000 + t2;
+    ck_assert_uint_eq(item_bytes(&tiled, "training loader buffers"), 2 * (21 * s2 + band));
+    yc_mem_report_free(&tiled);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("memplan");
@@ -237,6 +279,7 @@ static Suite *suite(void)
     tcase_add_test(tc, nothing_fits_names_the_largest_tensor);
     tcase_add_test(tc, report_items_add_up);
     tcase_add_test(tc, fp16_by_default_on_opencl_only);
+    tcase_add_test(tc, tiles_bound_the_loader_buffers);
     suite_add_tcase(s, tc);
     return s;
 }
