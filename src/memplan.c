@@ -120,18 +120,19 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
     size_t s2 = (size_t)s * (size_t)s, sv2 = (size_t)sv * (size_t)sv;
     size_t tile_store = 0, tile_store_val = 0;
     if (rs->tile > 0) {
-        /* a reader holds one image: decoded whole (twice while an EXIF-rotated one is turned)
-         * up to YC_SLICE_DECODE_MAX a side, or a band of tile rows of the widest image plus the
-         * window being read; the windows of a batch are kept while it is built, plus one read
-         * outside the batch */
+        /* a reader keeps the buffers of an image decoded whole (twice while an EXIF-rotated one
+         * is turned) up to YC_SLICE_DECODE_MAX a side and, when some image is larger, of a band
+         * of tile rows of the widest image plus the window being read; the windows of a batch
+         * are kept while it is built, plus one read outside the batch */
         size_t t2 = 3 * (size_t)rs->tile * (size_t)rs->tile;
         size_t dw = (size_t)(rs->max_image_w < YC_SLICE_DECODE_MAX ? rs->max_image_w
                                                                     : YC_SLICE_DECODE_MAX);
         size_t dh = (size_t)(rs->max_image_h < YC_SLICE_DECODE_MAX ? rs->max_image_h
                                                                     : YC_SLICE_DECODE_MAX);
         size_t whole = 2 * 3 * dw * dh;
-        size_t band = 3 * (size_t)rs->tile * (size_t)rs->max_image_w + t2;
-        decode = whole > band ? whole : band;
+        bool large = rs->max_image_w > YC_SLICE_DECODE_MAX || rs->max_image_h > YC_SLICE_DECODE_MAX;
+        size_t band = large ? 3 * (size_t)rs->tile * (size_t)rs->max_image_w + t2 : 0;
+        decode = whole + band;
         tile_store = ((size_t)rs->batch + 1) * t2;
         tile_store_val = ((size_t)rs->val_batch + 1) * t2;
     }

@@ -28,9 +28,12 @@ struct yc_slice_source {
     yc_vips_chain chain;
     VipsRegion *reg;
     /* YC_SLICE_SEQUENTIAL: rows band_y .. band_y + band_n - 1 of the image, band_cap rows of
-     * w * 3 bytes allocated at band */
+     * w * 3 bytes used at band (band_bytes allocated) */
     uint8_t *band;
+    size_t band_bytes;
     int band_y, band_n, band_cap;
+    /* the caller's buffers full and band came from, given back on free (NULL: owned) */
+    yc_slice_buffers *lent;
 };
 
 /* A libvips failure while `step` ran on `path`: YC_EFORMAT with libvips' message. */
@@ -108,6 +111,20 @@ static int open_lazy(const char *path, VipsImage *header, yc_vips_chain *c,
 
 int yc_slice_source_open(yc_slice_source **out, const char *path, int decode_max, int band_rows)
 {
+    return yc_slice_source_open_lent(out, path, decode_max, band_rows, NULL);
+}
+
+void yc_slice_buffers_free(yc_slice_buffers *b)
+{
+    yc_image_free(&b->full);
+    free(b->band);
+    b->band = NULL;
+    b->band_bytes = 0;
+}
+
+int yc_slice_source_open_lent(yc_slice_source **out, const char *path, int decode_max,
+                              int band_rows, yc_slice_buffers *lend)
+{
     *out = NULL;
     if (band_rows < 1)
         return yc_error_status(YC_EUSAGE, "slice source: band of %d rows", band_rows);
@@ -125,6 +142,16 @@ int yc_slice_source_open(yc_slice_source **out, const char *path, int decode_max
     if (!(s->path = yc_strdup(path, "slice source"))) {
         free(s);
         return YC_ENOMEM;
+    }
+    if (lend) {
+        /* borrow the buffers: they go back to `lend` when the source is freed */
+        s->lent = lend;
+        s->full = lend->full;
+        lend->full = (yc_image)YC_IMAGE_INIT;
+        s->band = lend->band;
+        s->band_bytes = lend->band_bytes;
+        lend->band = NULL;
+        lend->band_bytes = 0;
     }
     VipsImage *header = vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL,
                                                  "fail_on", VIPS_FAIL_ON_ERROR, NULL);
@@ -172,8 +199,15 @@ void yc_slice_source_free(yc_slice_source *s)
     if (s->reg)
         g_object_unref(s->reg);
     yc_vips_chain_free(&s->chain);
-    yc_image_free(&s->full);
-    free(s->band);
+    if (s->lent) {
+        yc_slice_buffers_free(s->lent);
+        s->lent->full = s->full;
+        s->lent->band = s->band;
+        s->lent->band_bytes = s->band_bytes;
+    } else {
+        yc_image_free(&s->full);
+        free(s->band);
+    }
     free(s->path);
     free(s);
 }
@@ -215,8 +249,15 @@ static int read_rect(VipsRegion *reg, VipsRect rect, uint8_t *dst, size_t dst_st
 static int band_fill(yc_slice_source *s, int y0, int y1)
 {
     const size_t row = (size_t)s->w * 3;
-    if (!s->band && !(s->band = yc_malloc((size_t)s->band_cap * row, "slice band")))
-        return YC_ENOMEM;
+    const size_t need = (size_t)s->band_cap * row;
+    if (s->band_bytes < need) {
+        /* only before the first rows are held: nothing to keep */
+        free(s->band);
+        s->band_bytes = 0;
+        if (!(s->band = yc_malloc(need, "slice band")))
+            return YC_ENOMEM;
+        s->band_bytes = need;
+    }
     int next = s->band_y + s->band_n;
     if (y0 >= next) {
         /* nothing held is needed: restart the band at y0 (rows between are read and dropped by

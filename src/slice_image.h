@@ -56,6 +56,28 @@ int yc_slice_source_open(yc_slice_source **out, const char *path, int decode_max
 /* Closes the source (NULL is allowed). */
 void yc_slice_source_free(yc_slice_source *s);
 
+/* Pixel buffers a caller lends to the sources it opens one after the other, so that opening the
+ * next image reuses the memory of the last: the whole image of a YC_SLICE_DECODED source and the
+ * band of a YC_SLICE_SEQUENTIAL one.  Zero-initialise (YC_SLICE_BUFFERS_INIT); free with
+ * yc_slice_buffers_free when no open source holds them. */
+typedef struct yc_slice_buffers {
+    /* the decoded image (its buffer, reused when large enough) */
+    yc_image full;
+    /* the band's buffer, band_bytes allocated */
+    uint8_t *band;
+    size_t band_bytes;
+} yc_slice_buffers;
+
+#define YC_SLICE_BUFFERS_INIT {YC_IMAGE_INIT, NULL, 0}
+
+/* yc_slice_source_open with the buffers of `lend` (NULL: the source allocates its own): the
+ * source takes them while it is open (`lend` is left empty; lend one set to one source at a time)
+ * and yc_slice_source_free gives them back, grown when the image needed more. */
+int yc_slice_source_open_lent(yc_slice_source **out, const char *path, int decode_max,
+                              int band_rows, yc_slice_buffers *lend);
+/* Frees the buffers (not while a source holds them). */
+void yc_slice_buffers_free(yc_slice_buffers *b);
+
 /* Upright size of the image in pixels. */
 int yc_slice_source_width(const yc_slice_source *s);
 int yc_slice_source_height(const yc_slice_source *s);

@@ -13,6 +13,8 @@ struct yc_tile_reader {
     /* the open image (NULL: none) and its path (heap) */
     yc_slice_source *src;
     char *path;
+    /* the pixel buffers lent to every image opened, so that reopening allocates nothing */
+    yc_slice_buffers buffers;
     /* top row of the last window read from a sequential image */
     int last_y;
     /* counters */
@@ -48,6 +50,7 @@ void yc_tile_reader_free(yc_tile_reader *r)
     if (!r)
         return;
     yc_tile_reader_close(r);
+    yc_slice_buffers_free(&r->buffers);
     free(r);
 }
 
@@ -78,7 +81,8 @@ int yc_tile_reader_read(yc_tile_reader *r, const char *path, int img_w, int img_
         yc_tile_reader_close(r);
         if (!(r->path = yc_strdup(path, "tile reader")))
             return YC_ENOMEM;
-        int st = yc_slice_source_open(&r->src, path, r->decode_max, r->band_rows);
+        int st = yc_slice_source_open_lent(&r->src, path, r->decode_max, r->band_rows,
+                                           &r->buffers);
         if (st) {
             yc_tile_reader_close(r);
             return st;

@@ -11,9 +11,11 @@
  *     continue the same pass; a window higher up closes the image and decodes it again from its
  *     first row.  Callers read the windows of an image in ascending rows (the loader sorts each
  *     batch's windows by image and row) to keep one pass per image and batch.
- * So the whole image is never decoded into memory when it is larger than decode_max: host memory
- * is at most 3 x decode_max^2 bytes for a decoded image, or 3 x band_rows x width for a band, or
- * one region of the window for a random-access image, plus libvips' line buffers.
+ * So the whole image is never decoded into memory when it is larger than decode_max.  The pixel
+ * buffers (yc_slice_buffers) are kept from image to image and only grow: host memory is at most
+ * 3 x decode_max^2 bytes for decoded images plus 3 x band_rows x width of the widest sequentially
+ * read image for the band, plus one region of the window for a random-access image and libvips'
+ * line buffers; once they have grown, reading allocates nothing large.
  *
  * Not thread-safe: one reader per thread.  Library functions return yc_status codes with a
  * message (log.h) naming the file. */

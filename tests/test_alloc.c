@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "demo.h"
+#include "image.h"
 #include "log.h"
+#include "tile_reader.h"
 #include "train.h"
 
 /* An allocation of at least this many bytes counts as large. */
@@ -117,12 +119,61 @@ START_TEST(no_large_allocation_after_the_first_step)
 }
 END_TEST
 
+/* A tile reader (tiled training, issue 7) that has read windows of a 1500 x 900 image decoded
+ * whole and through a band (2.9 MB of rows) reads them again, after other images, without a
+ * large allocation: the pixel buffers are kept from image to image. */
+START_TEST(tile_reader_reuses_its_buffers)
+{
+    char tmp[] = "/tmp/yolocl-test-alloc-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(tmp));
+    char a[128], b[128];
+    snprintf(a, sizeof a, "%s/a.png", tmp);
+    snprintf(b, sizeof b, "%s/b.png", tmp);
+    yc_image im = YC_IMAGE_INIT, win = YC_IMAGE_INIT;
+    ck_assert_int_eq(yc_image_reserve(&im, 900, 1500), YC_OK);
+    for (size_t i = 0; i < (size_t)900 * 1500 * 3; i++)
+        im.data[i] = (uint8_t)(i * 7 / 3);
+    ck_assert_msg(yc_image_save(&im, a, 0) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(yc_image_reserve(&im, 700, 800), YC_OK);
+    ck_assert_msg(yc_image_save(&im, b, 0) == YC_OK, "%s", yc_last_error());
+    yc_tile_window w1 = {100, 200, 640, 640}, w2 = {0, 0, 640, 640};
+    for (int decode_max = 4096; decode_max >= 0; decode_max -= 4096) {
+        yc_tile_reader *r = NULL;
+        ck_assert_int_eq(yc_tile_reader_new(&r, 640, decode_max), YC_OK);
+        for (int pass = 0; pass < 3; pass++) {
+            if (pass == 2)
+                atomic_store(&counting, 1);
+            ck_assert_msg(yc_tile_reader_read(r, a, 1500, 900, w1, &win) == YC_OK, "%s",
+                          yc_last_error());
+            ck_assert_msg(yc_tile_reader_read(r, b, 800, 700, w2, &win) == YC_OK, "%s",
+                          yc_last_error());
+            ck_assert_msg(yc_tile_reader_read(r, a, 1500, 900, w2, &win) == YC_OK, "%s",
+                          yc_last_error());
+        }
+        atomic_store(&counting, 0);
+        /* 3 opens in the first pass, 2 in the others (a continues a) */
+        ck_assert_uint_eq(yc_tile_reader_get_stats(r).opens, 7);
+        yc_tile_reader_free(r);
+        ck_assert_msg(atomic_load(&large_allocs) == 0,
+                      "decode_max %d: %ld allocations of at least %d bytes when reopening "
+                      "(largest %zu)",
+                      decode_max, atomic_load(&large_allocs), LARGE, atomic_load(&largest));
+    }
+    yc_image_free(&im);
+    yc_image_free(&win);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("alloc");
     TCase *tc = tcase_create("train");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, no_large_allocation_after_the_first_step);
+    tcase_add_test(tc, tile_reader_reuses_its_buffers);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);

@@ -235,8 +235,8 @@ static size_t item_bytes(const yc_mem_report *r, const char *what)
 }
 
 /* Tiled training (issue 7): with tiles of 640 the loader buffers no longer grow with the largest
- * image: each thread counts a reader (the larger of a 4096 x 4096 image decoded whole, twice, and
- * a band of 640 rows of the widest image plus a window) and the windows of its batch plus one. */
+ * image: each thread counts a reader (a 4096 x 4096 image decoded whole, twice, and a band of 640
+ * rows of the widest image plus a window) and the windows of its batch plus one. */
 START_TEST(tiles_bound_the_loader_buffers)
 {
     yc_run_shape rs = shape(BATCH);
@@ -248,7 +248,7 @@ START_TEST(tiles_bound_the_loader_buffers)
     ck_assert_msg(yc_memplan(&rs, &tiled) == YC_OK, "%s", yc_last_error());
     const size_t s2 = (size_t)IMG * IMG, t2 = 3 * (size_t)640 * 640;
     const size_t whole_decode = 2 * 3 * (size_t)30000 * 30000;
-    const size_t reader = 2 * 3 * (size_t)4096 * 4096; /* > 3 * 640 * 30000 + t2 */
+    const size_t reader = 2 * 3 * (size_t)4096 * 4096 + 3 * (size_t)640 * 30000 + t2;
     ck_assert_uint_eq(item_bytes(&whole, "training loader buffers"), 2 * (21 * s2 + whole_decode));
     ck_assert_uint_eq(item_bytes(&tiled, "training loader buffers"), 2 * (21 * s2 + reader));
     ck_assert_uint_eq(item_bytes(&tiled, "training tile windows"), 2 * (BATCH + 1) * t2);
@@ -257,12 +257,19 @@ START_TEST(tiles_bound_the_loader_buffers)
     ck_assert_uint_lt(tiled.peak_bytes + ((size_t)8 << 30), whole.peak_bytes);
     yc_mem_report_free(&whole);
     yc_mem_report_free(&tiled);
-    /* a very wide image: the band is the larger */
+    /* a very wide image: a 4096 x 2000 decode and a band of the whole width */
     rs.max_image_w = 100000;
     rs.max_image_h = 2000;
     ck_assert_msg(yc_memplan(&rs, &tiled) == YC_OK, "%s", yc_last_error());
-    size_t band = 3 * (size_t)640 * 100000 + t2;
-    ck_assert_uint_eq(item_bytes(&tiled, "training loader buffers"), 2 * (21 * s2 + band));
+    size_t both = 2 * 3 * (size_t)4096 * 2000 + 3 * (size_t)640 * 100000 + t2;
+    ck_assert_uint_eq(item_bytes(&tiled, "training loader buffers"), 2 * (21 * s2 + both));
+    yc_mem_report_free(&tiled);
+    /* images no larger than 4096: no band */
+    rs.max_image_w = 3000;
+    rs.max_image_h = 2000;
+    ck_assert_msg(yc_memplan(&rs, &tiled) == YC_OK, "%s", yc_last_error());
+    ck_assert_uint_eq(item_bytes(&tiled, "training loader buffers"),
+                      2 * (21 * s2 + 2 * 3 * (size_t)3000 * 2000));
     yc_mem_report_free(&tiled);
 }
 END_TEST
