@@ -128,8 +128,8 @@ for fmt in $formats; do
         --workers "$workers" --device cpu --noplots --noautoanchor --patience 0 \
         --project "$dir/runs" --name "$fmt" --exist-ok >"$dir/train-$fmt.log" 2>&1 ||
         { tail -5 "$dir/train-$fmt.log" >&2; fail "train on $fmt failed"; }
-    rate=$(sed 's/\r/\n/g' "$dir/train-$fmt.log" | sed -n 's/.*, \([0-9.]*\) img\/s, elapsed.*/\1/p' |
-        tail -1)
+    rate=$(sed 's/\r/\n/g' "$dir/train-$fmt.log" |
+        sed -n 's/.*, \([0-9.]*\) img\/s, elapsed.*/\1/p' | tail -1)
     w=$(wall "$dir/train-$fmt.log")
     printf '%-6s %-7s %8d %9s %9s %9s  %s\n' "$fmt" train "$tiles" "$w" "$rate" \
         "$(rss_mib "$dir/train-$fmt.log")" "tiles/s of the epoch loop (loader + model)"

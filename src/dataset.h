@@ -65,8 +65,9 @@ const char *yc_split_name(yc_split s);
 /* Reads a dataset yaml.  Keys: path, train, val, test, names (a list, or a mapping of the integers
  * 0..N-1 to names), nc (warned about when it differs from len(names), then ignored), download
  * (ignored with a note), and yolocl's tile, tile_overlap, tile_min_area (tiled training: an
- * integer 32..16384 or null, and two numbers in [0, 1) and [0, 1]).  A relative train/val/test entry that does not exist and starts with ../
- * is retried without it.  Errors name the file, the key and what is wrong. */
+ * integer 32..16384 or null, and two numbers in [0, 1) and [0, 1]).  A relative train/val/test
+ * entry that does not exist and starts with ../ is retried without it.  Errors name the file,
+ * the key and what is wrong. */
 int yc_data_yaml_load(const char *file, yc_data_yaml *out);
 void yc_data_yaml_free(yc_data_yaml *y);
 
