@@ -156,15 +156,24 @@ void yc_tileset_report(const yc_tileset *ts, const char *prefix)
     yc_info("%stiles of %d px (overlap %g, min area %g): %zu tiles from %zu images, %zu of them "
             "larger than a tile\n",
             p, ts->opt.tile, ts->opt.overlap, ts->opt.min_area, ts->n, ds->n, ts->n_tiled);
-    size_t small = 0;
+    size_t small = 0, listed = 0, more = 0, more_tiles = 0;
     for (size_t i = 0; i < ds->n; i++) {
         const yc_sample *s = &ds->samples[i];
-        if (s->w > ts->opt.tile || s->h > ts->opt.tile)
-            yc_info("%s  %s: %dx%d, %zu tiles\n", p, s->image, s->w, s->h,
-                    ts->first[i + 1] - ts->first[i]);
-        else
+        size_t n = ts->first[i + 1] - ts->first[i];
+        if (s->w <= ts->opt.tile && s->h <= ts->opt.tile) {
             small++;
+        } else if (ts->n_tiled <= YC_TILE_REPORT_ALL || listed < YC_TILE_REPORT_FIRST) {
+            yc_info("%s  %s: %dx%d, %zu tiles\n", p, s->image, s->w, s->h, n);
+            listed++;
+        } else {
+            yc_debug("%s  %s: %dx%d, %zu tiles\n", p, s->image, s->w, s->h, n);
+            more++;
+            more_tiles += n;
+        }
     }
+    if (more)
+        yc_info("%s  ... and %zu more images larger than a tile, %zu tiles (-v lists them)\n", p,
+                more, more_tiles);
     if (small)
         yc_info("%s  %zu images no larger than %d px: one tile each, letterboxed whole\n", p,
                 small, ts->opt.tile);

@@ -84,11 +84,18 @@ int yc_tileset_make(const yc_dataset *ds, const yc_tile_options *o, yc_tileset *
  * again. */
 void yc_tileset_free(yc_tileset *ts);
 
+/* Images larger than a tile listed one per line by yc_tileset_report: all of them up to
+ * YC_TILE_REPORT_ALL, else the first YC_TILE_REPORT_FIRST and a summary of the others. */
+#define YC_TILE_REPORT_ALL 50
+#define YC_TILE_REPORT_FIRST 20
+
 /* Prints what the scan found about tiles (yc_info):
  *   "<prefix>tiles of 640 px (overlap 0.2, min area 0.1): 3424 tiles from 3 images, 2 of them
  *    larger than a tile"
- * then one line per image larger than a tile, "<prefix>  PATH: 30000x30000, 3364 tiles", and one
- * summary line for the images no larger than a tile (one tile each, letterboxed whole). */
+ * then one line per image larger than a tile, "<prefix>  PATH: 30000x30000, 3364 tiles" (width x
+ * height; beyond YC_TILE_REPORT_ALL such images, the first YC_TILE_REPORT_FIRST, the others with
+ * yc_debug and one "... and N more" line), and one summary line for the images no larger than a
+ * tile (one tile each, letterboxed whole). */
 void yc_tileset_report(const yc_tileset *ts, const char *prefix);
 
 /* The window of tile t moved by yc_tile_jitter with the uniform draws u, v in [0, 1) (up to
