@@ -312,30 +312,34 @@ check 2 detect $tiny_model --source "$shapes" --slice 8
 expect_stderr "--slice"
 
 # ---------------------------------------------------------------------------------------------
-# train --tile: the tiny model on 160-pixel windows of two generated 288x416 images (6 tiles
-# each: x 0 and 128, y 0, 128 and 256), one epoch, validated per tile
+# train --tile: the tiny model on 160-pixel windows of the demo images (seed 0: train 288x416 and
+# 448x448, val 288x288), one epoch, validated per tile.  Stride 160 - 32 = 128: 288 columns give
+# x 0 and 128, 416 rows y 0, 128 and 256, 448 pixels 0, 128, 256 and 288: 6 + 16 train tiles, 4
+# val tiles
 
 check 0 demo-data "$tmp/tiles" --train 2 --val 1
 # shellcheck disable=SC2086
 check 0 train --data "$tmp/tiles/demo.yaml" $tiny_model --tile 160 --img 160 --epochs 1 \
     --batch 4 --workers 1 --noplots --noautoanchor --project "$tmp/runs" --name tile
-expect_output 'train: tiles of 160 px (overlap 0.2, min area 0.1): 12 tiles from 2 images, 2 of them larger than a tile'
+expect_output 'train: tiles of 160 px (overlap 0.2, min area 0.1): 22 tiles from 2 images, 2 of them larger than a tile'
 expect_output_re 'train:   .*shapes_00000\.jpg: 288x416, 6 tiles$'
-expect_output 'val: tiles of 160 px (overlap 0.2, min area 0.1): 6 tiles from 1 images'
+expect_output_re 'train:   .*shapes_00001\.jpg: 448x448, 16 tiles$'
+expect_output 'val: tiles of 160 px (overlap 0.2, min area 0.1): 4 tiles from 1 images'
+expect_output_re '6/6, .* img/s'
 if [ "$(wc -l <"$tmp/runs/tile/results.csv")" -eq 2 ]; then
     pass
 else
     fail "results.csv should hold a header and one epoch"
 fi
 if grep -q '^tile: 160' "$tmp/runs/tile/opt.yaml"; then pass; else fail "opt.yaml lacks tile"; fi
-# the yaml's tile: key, a subset of tiles per epoch
+# the yaml's tile: key, a subset of tiles per epoch; overlap 0.5 (stride 80): 3 x 5 + 5 x 5 tiles
 cp "$tmp/tiles/demo.yaml" "$tmp/tiles/tiled.yaml"
 printf 'tile: 160\ntile_overlap: 0.5\n' >>"$tmp/tiles/tiled.yaml"
 # shellcheck disable=SC2086
 check 0 train --data "$tmp/tiles/tiled.yaml" $tiny_model --img 160 --epochs 1 --batch 4 \
     --workers 1 --tiles-per-epoch 5 --noplots --noautoanchor --project "$tmp/runs" --name tile2
 expect_output 'train: tiles of 160 px (overlap 0.5, min area 0.1)'
-expect_output 'train: 5 of the'
+expect_output 'train: 5 of the 40 tiles per epoch'
 expect_output_re '2/2, .* img/s'
 # shellcheck disable=SC2086
 check 2 train --data "$tmp/tiles/demo.yaml" $tiny_model --tile 16
