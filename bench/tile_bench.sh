@@ -46,7 +46,9 @@ fail() {
 echo "generating a ${size}x${size} image with $objects objects in $dir"
 t0=$(date +%s)
 vips gaussnoise "$dir/noise.v" "$size" "$size" --mean 110 --sigma 30 || fail "gaussnoise"
-vips sines "$dir/sines.v" "$size" "$size" --hfreq 7 --lfreq 5 || fail "sines"
+# a diagonal wave of about 240 pixels under the noise
+vips sines "$dir/sines.v" "$size" "$size" --hfreq $((size / 300)) --vfreq $((size / 400)) ||
+    fail "sines"
 vips linear "$dir/sines.v" "$dir/wave.v" 35 0 || fail "linear"
 vips add "$dir/noise.v" "$dir/wave.v" "$dir/sum.v" || fail "add"
 vips cast "$dir/sum.v" "$dir/gray.v" uchar || fail "cast"
@@ -143,6 +145,6 @@ for fmt in $formats; do
     n=$(sed -n 's/.* in \([0-9]*\) slices.*/\1/p' "$dir/detect-$fmt.log" | tail -1)
     w=$(wall "$dir/detect-$fmt.log")
     printf '%-6s %-7s %8d %9s %9s %9s  %s\n' "$fmt" detect "$n" "$w" \
-        "$(awk -v n="$n" -v w="$w" 'BEGIN { printf "%.2f", w > 0 ? n / w : 0 }')" \
+        "$(awk -v n="$n" -v w="$w" 'BEGIN { printf "%.2f", (w > 0 ? n / w : 0) }')" \
         "$(rss_mib "$dir/detect-$fmt.log")" "windows per wall second, start-up included"
 done
