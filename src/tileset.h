@@ -90,9 +90,9 @@ void yc_tileset_free(yc_tileset *ts);
 #define YC_TILE_REPORT_FIRST 20
 
 /* Prints what the scan found about tiles (yc_info):
- *   "<prefix>tiles of 640 px (overlap 0.2, min area 0.1): 3424 tiles from 3 images, 2 of them
+ *   "<prefix>tiles of 640 px (overlap 0.2, min area 0.1): 3488 tiles from 3 images, 2 of them
  *    larger than a tile"
- * then one line per image larger than a tile, "<prefix>  PATH: 30000x30000, 3364 tiles" (width x
+ * then one line per image larger than a tile, "<prefix>  PATH: 30000x30000, 3481 tiles" (width x
  * height; beyond YC_TILE_REPORT_ALL such images, the first YC_TILE_REPORT_FIRST, the others with
  * yc_debug and one "... and N more" line), and one summary line for the images no larger than a
  * tile (one tile each, letterboxed whole). */
