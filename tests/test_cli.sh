@@ -332,6 +332,14 @@ else
     fail "results.csv should hold a header and one epoch"
 fi
 if grep -q '^tile: 160' "$tmp/runs/tile/opt.yaml"; then pass; else fail "opt.yaml lacks tile"; fi
+# val --tile: the 4 windows of the val image, each with its clipped labels
+check 0 val --data "$tmp/tiles/demo.yaml" --weights "$tmp/runs/tile/weights/last.safetensors" \
+    --tile 160 --img 160 --device cpu --project "$tmp/runs" --name valtile
+expect_output 'val: tiles of 160 px (overlap 0.2, min area 0.1): 4 tiles from 1 images'
+expect_output_re '^ +all +4 '
+check 2 val --data "$tmp/tiles/demo.yaml" --weights "$tmp/runs/tile/weights/last.safetensors" \
+    --tile 160 --save-txt --device cpu --project "$tmp/runs" --name valtile2
+expect_stderr "detect --slice"
 # the yaml's tile: key, a subset of tiles per epoch; overlap 0.5 (stride 80): 3 x 5 + 5 x 5 tiles
 cp "$tmp/tiles/demo.yaml" "$tmp/tiles/tiled.yaml"
 printf 'tile: 160\ntile_overlap: 0.5\n' >>"$tmp/tiles/tiled.yaml"
