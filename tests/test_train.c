@@ -308,7 +308,9 @@ END_TEST
 
 /* ---- whole runs ------------------------------------------------------------------------------ */
 
-static void run_training(const char *name, int epochs, const char *resume)
+/* A training of yolov5n on the demo data; tile > 0 trains on tiles (tiles_per_epoch of them). */
+static void run_training_tiled(const char *name, int epochs, const char *resume, int tile,
+                               int tiles_per_epoch)
 {
     yc_train_opts o;
     yc_train_opts_defaults(&o);
@@ -325,6 +327,8 @@ static void run_training(const char *name, int epochs, const char *resume)
     o.seed = 1;
     o.save_period = 1;
     o.resume = resume;
+    o.tile = tile;
+    o.tiles_per_epoch = tiles_per_epoch;
     bool interrupted = false;
     int verbosity = yc_verbosity;
     yc_verbosity = 0;
@@ -371,22 +375,25 @@ static int read_train_losses(const char *csv, double *loss, int max)
     return n;
 }
 
-/* 4 epochs straight == the same run resumed from its epoch-1 checkpoint: bit-identical final
- * weights and results.csv. */
-START_TEST(resume_equals_straight_run)
+/* `epochs` epochs straight == the same run resumed from its epoch-1 checkpoint: bit-identical
+ * final weights and results.csv (tile, tiles_per_epoch as run_training_tiled; the resumed run
+ * takes them from the checkpoint, so it is given none). */
+static void check_resume(const char *name, int epochs, int tile, int tiles_per_epoch)
 {
     make_demo();
-    run_training("straight", 4, NULL);
+    char sname[64], rname[64];
+    snprintf(sname, sizeof sname, "%s_straight", name);
+    snprintf(rname, sizeof rname, "%s_resumed", name);
+    run_training_tiled(sname, epochs, NULL, tile, tiles_per_epoch);
     char a[600], b[600], cmd[4096];
-    snprintf(a, sizeof a, "%s/straight", tmpdir);
-    snprintf(b, sizeof b, "%s/resumed", tmpdir);
+    snprintf(a, sizeof a, "%s/%s", tmpdir, sname);
+    snprintf(b, sizeof b, "%s/%s", tmpdir, rname);
     snprintf(cmd, sizeof cmd, "cp -r '%s' '%s' && rm -f '%s/weights/last.safetensors' "
-             "'%s/weights/best.safetensors' '%s/weights/epoch2.safetensors' "
-             "'%s/weights/epoch3.safetensors'", a, b, b, b, b, b);
+             "'%s/weights/best.safetensors' '%s'/weights/epoch[2-9].safetensors", a, b, b, b, b);
     ck_assert_int_eq(system(cmd), 0);
     char ckpt[700];
     snprintf(ckpt, sizeof ckpt, "%s/weights/epoch1.safetensors", b);
-    run_training("resumed", 4, ckpt);
+    run_training_tiled(rname, epochs, ckpt, -1, 0);
 
     char fa[700], fb[700];
     snprintf(fa, sizeof fa, "%s/weights/last.safetensors", a);
@@ -402,10 +409,24 @@ START_TEST(resume_equals_straight_run)
     snprintf(fa, sizeof fa, "%s/results.csv", a);
     snprintf(fb, sizeof fb, "%s/results.csv", b);
     int ea = read_train_losses(fa, la, 8), eb = read_train_losses(fb, lb, 8);
-    ck_assert_int_eq(ea, 4);
-    ck_assert_int_eq(eb, 4);
-    for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(ea, epochs);
+    ck_assert_int_eq(eb, epochs);
+    for (int i = 0; i < epochs; i++)
         ck_assert_msg(la[i] == lb[i], "epoch %d: loss %g straight, %g resumed", i, la[i], lb[i]);
+}
+
+/* 4 epochs straight == the same run resumed from its epoch-1 checkpoint. */
+START_TEST(resume_equals_straight_run)
+{
+    check_resume("whole", 4, 0, 0);
+}
+END_TEST
+
+/* The same with tiles (issue 7): 48-pixel windows of the 64-96 pixel demo images, 16 of them per
+ * epoch; the resumed run restores the tile options from the checkpoint. */
+START_TEST(tiled_resume_equals_straight_run)
+{
+    check_resume("tiled", 3, 48, 16);
 }
 END_TEST
 
@@ -481,6 +502,7 @@ static Suite *suite(void)
     tc = tcase_create("runs");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, resume_equals_straight_run);
+    tcase_add_test(tc, tiled_resume_equals_straight_run);
     tcase_add_test(tc, loss_falls_when_fitting_a_batch);
     suite_add_tcase(s, tc);
     return s;
