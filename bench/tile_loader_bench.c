@@ -1,6 +1,6 @@
 /* The data path of tiled training alone (issue 7): the training loader over the tiles of a
  * dataset's train split, with the default hyperparameters (mosaic on), no model.  Prints the tiles
- * per second and the peak RSS.
+ * per second, the peak RSS and what the threads' readers did.
  *
  *   bench/tile_loader_bench DATA.yaml TILE [BATCHES] [BATCH] [WORKERS] [IMGSZ]
  *
@@ -71,9 +71,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "tile_loader_bench: %s\n", yc_last_error());
         return 1;
     }
-    printf("%d tiles of %d px in %.2f s with %d threads: %.2f tiles/s, peak RSS %.0f MiB\n",
+    yc_tile_reader_stats rs = yc_loader_tile_stats(l);
+    printf("%d tiles of %d px in %.2f s with %d threads: %.2f tiles/s, peak RSS %.0f MiB "
+           "(%zu windows read, %zu image opens, %zu restarts from the first row)\n",
            tiles, tile, dt, workers, dt > 0 ? tiles / dt : 0.0,
-           (double)yc_peak_rss() / (1024.0 * 1024.0));
+           (double)yc_peak_rss() / (1024.0 * 1024.0), rs.windows, rs.opens, rs.rewinds);
     yc_loader_free(l);
     yc_tileset_free(&ts);
     yc_dataset_free(&ds);

@@ -14,7 +14,6 @@
 #include "image.h"
 #include "log.h"
 #include "rng.h"
-#include "tile_reader.h"
 
 typedef struct slot {
     yc_batch b;
@@ -97,6 +96,12 @@ static int load_cb(void *ctx, int index, bool augment, yc_image *img, yc_image *
     return YC_OK;
 }
 
+/* The sample at epoch position pos: the rect order in validation, else the epoch's order. */
+static int sample_at(const yc_loader *l, int pos)
+{
+    return l->have_rb && !l->opt.train ? (int)l->rb.order[pos] : l->order[pos];
+}
+
 /* The window of tile t this epoch: the grid window, jittered in training with draws seeded by the
  * epoch and the tile (the same window whenever the tile is read during the epoch). */
 static yc_tile_window tile_window(const yc_loader *l, int t)
@@ -147,7 +152,7 @@ static int prefetch_tiles(worker *wk, int first, int count)
     const yc_tileset *ts = l->opt.tiles;
     wk->store_n = 0;
     for (int i = 0; i < count; i++) {
-        wk->pool[i] = l->order[first + i];
+        wk->pool[i] = sample_at(l, first + i);
         wk->read_order[i] = wk->pool[i];
     }
     /* insertion sort by (image, top row, left column): batches are small */
@@ -254,7 +259,7 @@ static int build_batch(worker *wk, int k, slot *s)
     size_t plane = 3 * (size_t)h * (size_t)w;
     for (int i = 0; i < count; i++) {
         int pos = first + i;
-        int index = l->have_rb && !o->train ? (int)l->rb.order[pos] : l->order[pos];
+        int index = sample_at(l, pos);
         uint8_t *chw = b->images + (size_t)b->n * plane;
         wk->labels.n = 0;
         if (o->train) {
@@ -450,6 +455,24 @@ void yc_loader_free(yc_loader *l)
 int yc_loader_nbatches(const yc_loader *l)
 {
     return l->nbatches;
+}
+
+yc_tile_reader_stats yc_loader_tile_stats(yc_loader *l)
+{
+    yc_tile_reader_stats sum = {0, 0, 0};
+    pthread_mutex_lock(&l->mu);
+    while (l->busy > 0)
+        pthread_cond_wait(&l->cv, &l->mu);
+    for (int i = 0; i < l->nworkers; i++) {
+        if (!l->workers[i].reader)
+            continue;
+        yc_tile_reader_stats st = yc_tile_reader_get_stats(l->workers[i].reader);
+        sum.opens += st.opens;
+        sum.windows += st.windows;
+        sum.rewinds += st.rewinds;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return sum;
 }
 
 int yc_loader_start(yc_loader *l, int epoch, const int *indices, int first)

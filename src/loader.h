@@ -27,6 +27,7 @@
 #include "augment.h"
 #include "dataset.h"
 #include "hyp.h"
+#include "tile_reader.h"
 #include "tileset.h"
 
 typedef struct yc_batch {
@@ -86,6 +87,10 @@ void yc_loader_free(yc_loader *l);
 
 /* Batches per epoch. */
 int yc_loader_nbatches(const yc_loader *l);
+
+/* With tiles: what the threads' readers did so far, summed (all zero without tiles).  Waits for
+ * the batches being built to finish, so the counts are those of the batches built. */
+yc_tile_reader_stats yc_loader_tile_stats(yc_loader *l);
 
 /* Begins epoch `epoch` at batch `first` (0 normally; later when resuming inside an epoch): the
  * order is a seeded shuffle (training without rect), the rect order, or the dataset order;

@@ -406,6 +406,52 @@ static yc_loader *tile_loader(const yc_dataset *ds, const yc_tileset *ts, const 
     return tile_loader_dm(ds, ts, hyp, train, batch, workers, seed, per_epoch, 0);
 }
 
+/* All batches of one epoch, concatenated (pixels, then targets, then sample indices). */
+typedef struct epoch_dump {
+    uint8_t *px;
+    size_t npx;
+    float *tg;
+    size_t ntg;
+    int samples[64];
+    int ns;
+} epoch_dump;
+
+static void dump_epoch(yc_loader *l, int epoch, epoch_dump *d)
+{
+    memset(d, 0, sizeof *d);
+    ck_assert_int_eq(yc_loader_start(l, epoch, NULL, 0), YC_OK);
+    for (;;) {
+        const yc_batch *b = NULL;
+        ck_assert_int_eq(yc_loader_next(l, &b), YC_OK);
+        if (!b)
+            break;
+        size_t n = (size_t)b->n * 3 * b->h * b->w;
+        d->px = realloc(d->px, d->npx + n);
+        ck_assert_ptr_nonnull(d->px);
+        memcpy(d->px + d->npx, b->images, n);
+        d->npx += n;
+        d->tg = realloc(d->tg, (d->ntg + (size_t)b->nt * 6 + 1) * sizeof *d->tg);
+        ck_assert_ptr_nonnull(d->tg);
+        memcpy(d->tg + d->ntg, b->targets, (size_t)b->nt * 6 * sizeof *d->tg);
+        d->ntg += (size_t)b->nt * 6;
+        for (int i = 0; i < b->n && d->ns < 64; i++)
+            d->samples[d->ns++] = b->sample[i];
+    }
+}
+
+static bool dumps_equal(const epoch_dump *a, const epoch_dump *b)
+{
+    return a->npx == b->npx && !memcmp(a->px, b->px, a->npx) && a->ntg == b->ntg &&
+           !memcmp(a->tg, b->tg, a->ntg * sizeof *a->tg) && a->ns == b->ns &&
+           !memcmp(a->samples, b->samples, (size_t)a->ns * sizeof *a->samples);
+}
+
+static void dump_free(epoch_dump *d)
+{
+    free(d->px);
+    free(d->tg);
+}
+
 /* Validation samples (no augmentation): each is the vips_crop of its window, resized as
  * load_image (long side 640: a.png's windows unchanged, b.png 500x400 -> 640x512 linear) and
  * letterboxed into the rect shape without scaling up; the targets are the view's labels moved
@@ -465,6 +511,24 @@ START_TEST(test_val_samples)
     }
     for (int t = 0; t < 7; t++)
         ck_assert(seen[t]);
+    /* each window read once, each image opened once (b.png's tile first in rect order, then
+     * a.png's) */
+    yc_tile_reader_stats rs = yc_loader_tile_stats(l);
+    ck_assert_uint_eq(rs.windows, 7);
+    ck_assert_uint_eq(rs.opens, 2);
+    yc_loader_free(l);
+    /* in batches of 4 (rect order: b.png's tile, whose h/w is 0.8, then a.png's six), the
+     * windows are read ahead once each, sorted by image: a.png then b.png in the first batch,
+     * a.png again in the second */
+    l = tile_loader(&ds, &ts, &hyp, false, 4, 1, 0, 0);
+    epoch_dump d;
+    dump_epoch(l, 0, &d);
+    ck_assert_int_eq(d.ns, 7);
+    ck_assert_int_eq(d.samples[0], 6);
+    rs = yc_loader_tile_stats(l);
+    ck_assert_uint_eq(rs.windows, 7);
+    ck_assert_uint_eq(rs.opens, 3);
+    dump_free(&d);
     free(chw);
     yc_image_free(&crop);
     yc_image_free(&sized);
@@ -475,51 +539,6 @@ START_TEST(test_val_samples)
 }
 END_TEST
 
-/* All batches of one epoch, concatenated (pixels, then targets, then sample indices). */
-typedef struct epoch_dump {
-    uint8_t *px;
-    size_t npx;
-    float *tg;
-    size_t ntg;
-    int samples[64];
-    int ns;
-} epoch_dump;
-
-static void dump_epoch(yc_loader *l, int epoch, epoch_dump *d)
-{
-    memset(d, 0, sizeof *d);
-    ck_assert_int_eq(yc_loader_start(l, epoch, NULL, 0), YC_OK);
-    for (;;) {
-        const yc_batch *b = NULL;
-        ck_assert_int_eq(yc_loader_next(l, &b), YC_OK);
-        if (!b)
-            break;
-        size_t n = (size_t)b->n * 3 * b->h * b->w;
-        d->px = realloc(d->px, d->npx + n);
-        ck_assert_ptr_nonnull(d->px);
-        memcpy(d->px + d->npx, b->images, n);
-        d->npx += n;
-        d->tg = realloc(d->tg, (d->ntg + (size_t)b->nt * 6 + 1) * sizeof *d->tg);
-        ck_assert_ptr_nonnull(d->tg);
-        memcpy(d->tg + d->ntg, b->targets, (size_t)b->nt * 6 * sizeof *d->tg);
-        d->ntg += (size_t)b->nt * 6;
-        for (int i = 0; i < b->n && d->ns < 64; i++)
-            d->samples[d->ns++] = b->sample[i];
-    }
-}
-
-static bool dumps_equal(const epoch_dump *a, const epoch_dump *b)
-{
-    return a->npx == b->npx && !memcmp(a->px, b->px, a->npx) && a->ntg == b->ntg &&
-           !memcmp(a->tg, b->tg, a->ntg * sizeof *a->tg) && a->ns == b->ns &&
-           !memcmp(a->samples, b->samples, (size_t)a->ns * sizeof *a->samples);
-}
-
-static void dump_free(epoch_dump *d)
-{
-    free(d->px);
-    free(d->tg);
-}
 
 /* Training samples (mosaic, jitter, the whole default augmentation) depend only on (seed, epoch,
  * position): two loaders with different thread counts give the same bytes; another epoch or
@@ -542,6 +561,11 @@ START_TEST(test_train_reproducible)
     dump_epoch(c, 0, &dc);
     dump_epoch(a, 1, &da1);
     ck_assert_int_eq(da.ns, 7);
+    /* mosaic partners come from the batch: every window is read once per epoch (no mixup by
+     * default; loader a ran two epochs) */
+    ck_assert_double_eq(hyp.mixup, 0);
+    ck_assert_uint_eq(yc_loader_tile_stats(a).windows, 14);
+    ck_assert_uint_eq(yc_loader_tile_stats(b).windows, 7);
     ck_assert(dumps_equal(&da, &db));
     ck_assert(!dumps_equal(&da, &dc));
     ck_assert(!dumps_equal(&da, &da1));
