@@ -13,6 +13,8 @@
 #     no compute), validating on a 1280 x 1280 crop of the image;
 #   - `yolocl detect --slice TILE` of the whole image with the weights just trained;
 # and prints for each: the tiles (windows), the wall time, tiles per second and the peak RSS.
+# When bench/tile_loader_bench is built beside YOLOCL, it first measures the data path alone
+# (the training loader without a model) on the same tiles.
 # Targets (issue 7): under 1.5 GiB for training and 1 GiB for detection, whatever the format.
 # KEEP=1 keeps the generated files (in WORKDIR, default a new directory under $TMPDIR).
 # Needs GNU time (Debian package time) and the vips command (libvips-tools); about 5 GiB of disk
@@ -117,6 +119,16 @@ rss_mib() {
     sed -n 's/.*Maximum resident set size (kbytes): \([0-9]*\).*/\1/p' "$1" |
         awk '{ printf "%.0f", $1 / 1024 }'
 }
+
+# the data path alone, when bench/tile_loader_bench was built (make bench/tile_loader_bench)
+loader_bench=$(dirname "$yolocl")/bench/tile_loader_bench
+if [ -x "$loader_bench" ]; then
+    for fmt in $formats; do
+        printf '%s: ' "$fmt"
+        "$loader_bench" "$dir/$fmt.yaml" "$tile" $((tiles / batch)) "$batch" "$workers" |
+            tail -1
+    done
+fi
 
 printf '\n%-6s %-7s %8s %9s %9s %9s  %s\n' format run tiles wall_s tiles/s peak_MiB note
 for fmt in $formats; do
