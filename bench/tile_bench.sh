@@ -16,6 +16,8 @@
 # When bench/tile_loader_bench is built beside YOLOCL, it first measures the data path alone
 # (the training loader without a model) on the same tiles.
 # Targets (issue 7): under 1.5 GiB for training and 1 GiB for detection, whatever the format.
+# MEM (e.g. 1.5G) passes --mem to train: the planner then fits the run under that limit (FP16
+# storage first), which is how a user keeps a run under a memory target.
 # KEEP=1 keeps the generated files (in WORKDIR, default a new directory under $TMPDIR).
 # Needs GNU time (Debian package time) and the vips command (libvips-tools); about 5 GiB of disk
 # at 30000 (the raw image, the TIFF and the JPEG).
@@ -30,6 +32,7 @@ workers=${WORKERS:-2}
 model=${MODEL:-yolov5n}
 formats=${FORMATS:-"tif jpg"}
 seed=${SEED:-1}
+mem=${MEM:-}
 
 [ -x /usr/bin/time ] || { echo "tile_bench: /usr/bin/time (GNU time) is needed" >&2; exit 1; }
 command -v vips >/dev/null 2>&1 || { echo "tile_bench: the vips command is needed" >&2; exit 1; }
@@ -137,6 +140,7 @@ for fmt in $formats; do
     *.yaml) set -- --cfg "$model" ;;
     *) set -- --cfg "$model" --weights "" ;;
     esac
+    [ -n "$mem" ] && set -- "$@" --mem "$mem"
     /usr/bin/time -v "$yolocl" train --data "$dir/$fmt.yaml" "$@" --tile "$tile" \
         --img "$tile" --epochs 1 --tiles-per-epoch "$tiles" --batch "$batch" \
         --workers "$workers" --device cpu --noplots --noautoanchor --patience 0 \
