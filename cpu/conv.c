@@ -40,7 +40,7 @@
 #include "gemm.h"
 
 /* Floats of one column block (4 MiB): output rows are grouped so that CRS x rows*Q stays below. */
-#define YC_CONV_BLOCK ((size_t)1 << 20)
+#define YC_CONV_BLOCK ((size_t)1 << 18)
 
 /* FP16 forward sub-blocks: the x and y sub-block buffers together hold at most this many floats
  * (1 MiB, so that they stay in L2 between conversion and GEMM), unless that leaves fewer than

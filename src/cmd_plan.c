@@ -28,7 +28,7 @@ static void print_usage(void)
           "      --half            FP16 storage of activations\n"
           "      --no-half         never FP16 storage (default: on OpenCL devices that can\n"
           "                        store FP16, on the CPU only when needed to fit)\n"
-          "      --recompute       recompute BatchNorm and SiLU outputs in backward\n"
+          "      --recompute       recompute SiLU outputs in backward\n"
           "      --mem SIZE        memory limit (default: 90% of the device's free memory)\n"
           "      --optimizer NAME  SGD (default), Adam or AdamW\n"
           "  -j, --workers N       loader threads (default: physical cores)\n"

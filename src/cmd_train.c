@@ -54,7 +54,7 @@ static void print_usage(void)
           "      --half, --no-half    FP16 storage of activations: always, or never (default:\n"
           "                           on OpenCL devices that can store FP16; on the CPU\n"
           "                           only when needed to fit the memory limit)\n"
-          "      --recompute          recompute BatchNorm and SiLU outputs in backward instead\n"
+          "      --recompute          recompute SiLU outputs in backward instead\n"
           "                           of storing them (default: only when needed to fit)\n"
           "      --tile SIZE          train on SIZE x SIZE windows of the images, read without\n"
           "                           decoding large images whole (default: the dataset yaml's\n"

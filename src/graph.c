@@ -329,7 +329,7 @@ static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, i
         return yc_error_status(YC_EFORMAT, "%s: input %dx%d is smaller than the %dx%d kernel",
                                prefix, xt->h, xt->w, k, k);
     int y, z = -1, a, status;
-    bool fused = g->mode == YC_GRAPH_TRAIN && g->opt.recompute;
+    bool fused = g->mode == YC_GRAPH_TRAIN; /* see yc_graph_options.recompute */
     if ((status = new_value(g, &y, g->batch, c2, P, Q, "%s.conv", prefix)) ||
         (!fused && (status = new_value(g, &z, g->batch, c2, P, Q, "%s.bn", prefix))) ||
         (status = new_value(g, &a, g->batch, c2, P, Q, "%s.act", prefix)))

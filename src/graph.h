@@ -34,9 +34,10 @@ typedef struct yc_graph_options {
     /* FP16 storage of the input batch and every forward activation but the heads (the backend
      * must support it); gradients stay FP32 */
     bool half;
-    /* recompute in backward instead of storing: BatchNorm outputs always (fused BN+SiLU ops),
-     * and SiLU outputs that own their storage (YC_OP_BN_SILU_APPLY before their first backward
-     * reader); gradients are bit-identical either way */
+    /* recompute in backward instead of storing SiLU outputs that own their storage
+     * (YC_OP_BN_SILU_APPLY before their first backward reader); gradients are bit-identical
+     * either way.  BatchNorm outputs are never stored in training, with or without it: the fused
+     * BN+SiLU ops recompute them in backward, which costs less time than storing them. */
     bool recompute;
 } yc_graph_options;
 

@@ -1846,6 +1846,8 @@ END_TEST
  * 5. Max-pool tie-breaking, worked out by hand.
  * ------------------------------------------------------------------------------------------- */
 
+static void fz_exec(yc_backend *be, const yc_op *op);
+
 /* One plane x (1,1,H,W) pooled with (k, s, p), dy = 1 everywhere; compares y and dx. */
 static void pool_case(yc_backend *be, const char *bname, const char *what, int H, int W, int k, int s, int p,
                       const float *x, const float *ywant, const float *dxwant)
@@ -1865,14 +1867,14 @@ static void pool_case(yc_backend *be, const char *bname, const char *what, int H
     ck_assert_int_eq(yc_tensor_set_f32(be, &tdy, ones), YC_OK);
     yc_op op = {.kind = YC_OP_MAXPOOL, .src = {&tx}, .dst = {&ty}};
     op.p.pool.k = k, op.p.pool.stride = s, op.p.pool.pad = p;
-    ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+    fz_exec(be, &op);
     ck_assert_int_eq(yc_tensor_get_f32(be, &ty, got), YC_OK);
     for (int i = 0; i < P * Q; i++)
         CHECK((isnan(ywant[i]) && isnan(got[i])) || got[i] == ywant[i], "%s on %s: y[%d] = %g, expected %g",
               what, bname, i, (double)got[i], (double)ywant[i]);
     op.kind = YC_OP_MAXPOOL_BWD;
     op.src[0] = &tdy, op.src[1] = &tx, op.dst[0] = &tdx;
-    ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_OK);
+    fz_exec(be, &op);
     ck_assert_int_eq(yc_tensor_get_f32(be, &tdx, got), YC_OK);
     for (int i = 0; i < H * W; i++)
         CHECK(got[i] == dxwant[i], "%s on %s: dx[%d] = %g, expected %g", what, bname, i, (double)got[i],
