@@ -214,8 +214,11 @@ static void gather_f16(const uint16_t *xr, float *d, int q0, int q1, int sw, int
     for (int qa = q0; qa < q1; qa += qc) {
         int qb = q1 - qa < qc ? q1 : qa + qc;
         yc_half_to_float_n(xr + qa * sw + off, buf, (size_t)(qb - 1 - qa) * sw + 1);
-        for (int q = qa; q < qb; q++)
-            d[q] = buf[(q - qa) * sw];
+        if (sw == 2)
+            yc_cpu_gather2(d + qa, buf, qb - qa);
+        else
+            for (int q = qa; q < qb; q++)
+                d[q] = buf[(q - qa) * sw];
     }
 }
 
@@ -245,6 +248,8 @@ static void im2col(const geom *g, const yc_hv *x, size_t xo, float *col, int p0,
                 gather_f16(x->p16 + xr, d, q0, q1, g->sw, off);
             } else if (g->sw == 1) {
                 memcpy(d + q0, x->p + xr + q0 + off, (size_t)(q1 - q0) * sizeof *d);
+            } else if (g->sw == 2) {
+                yc_cpu_gather2(d + q0, x->p + xr + 2 * q0 + off, q1 - q0);
             } else {
                 const float *xrow = x->p + xr;
                 for (int q = q0; q < q1; q++)
@@ -274,8 +279,9 @@ static void col2im(const geom *g, const float *col, int p0, int p1, float *dx, i
                     float *dr = dc + (size_t)ih * g->W;
                     int off = s - g->pw; /* dr[q*sw + off] += src[q] */
                     if (g->sw == 1) {
-                        for (int q = q0; q < q1; q++)
-                            dr[q + off] += src[q];
+                        yc_cpu_add_row(dr + q0 + off, src + q0, q1 - q0);
+                    } else if (g->sw == 2) {
+                        yc_cpu_scatter_add2(dr + 2 * q0 + off, src + q0, q1 - q0);
                     } else {
                         for (int q = q0; q < q1; q++)
                             dr[q * g->sw + off] += src[q];

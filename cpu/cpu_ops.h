@@ -123,6 +123,12 @@ void yc_cpu_conv2d_fwd(const yc_cpu_args *a);
 void yc_cpu_conv2d_bwd_data(const yc_cpu_args *a);
 void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a);
 
+/* colrows.c: d[j] += s[j];  d[j] = x[2j] (reads nothing past x[2n-2]);  d[2j] += s[j]
+ * (touches nothing past d[2n-2]); for j < n, n <= 0 doing nothing. */
+void yc_cpu_add_row(float *d, const float *s, int n);
+void yc_cpu_gather2(float *d, const float *x, int n);
+void yc_cpu_scatter_add2(float *d, const float *s, int n);
+
 /* batchnorm.c: YC_OP_BN_TRAIN, YC_OP_BN_EVAL, YC_OP_BN_BWD, and the fused YC_OP_BN_SILU_TRAIN and
  * YC_OP_BN_SILU_BWD (bit-identical to BN_TRAIN then SILU, and SILU_BWD then BN_BWD, on FP32) and
  * YC_OP_BN_SILU_APPLY (bit-identical to the `a` of BN_SILU_TRAIN, FP16 too, any thread count) */

@@ -566,13 +566,12 @@ static void gemm_block(const struct kernel *kr, const struct gemm_args *g, int m
                 const int mc = imin(mcb, m1 - ic);
                 src = a_at(g, ic, pc, &rs, &ks);
                 pack_block(kr, src, rs, ks, mc, MR, kc, ap);
-                for (int ir = 0; ir < mc; ir += MR) {
-                    float *crow = C + (ic + ir) * ldc + jc;
-                    const float *apan = ap + (ptrdiff_t)ir * kc;
-                    const int mr = imin(MR, mc - ir);
-                    for (int jr = 0; jr < nc; jr += NR)
-                        kr->fn(kc, apan, bp + (ptrdiff_t)jr * kc, crow + jr, ldc, g->alpha, bb, mr,
-                               imin(NR, nc - jr));
+                for (int jr = 0; jr < nc; jr += NR) {
+                    const float *bpan = bp + (ptrdiff_t)jr * kc;
+                    const int nr = imin(NR, nc - jr);
+                    for (int ir = 0; ir < mc; ir += MR)
+                        kr->fn(kc, ap + (ptrdiff_t)ir * kc, bpan, C + (ic + ir) * ldc + jc + jr, ldc, g->alpha,
+                               bb, imin(MR, mc - ir), nr);
                 }
             }
         }
