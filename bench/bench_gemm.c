@@ -1,9 +1,13 @@
-/* yc_sgemm throughput against the machine's FP32 FMA peak.
+/* yc_sgemm throughput against the machine's FP32 FMA peak and, where it is installed, OpenBLAS.
  *
  * Build and run from the source root (not part of make):
  *   gcc -std=c11 -O2 -fopenmp -Wall -Wextra -Icpu -Isrc bench/bench_gemm.c cpu/gemm.c src/fma_peak.c \
- *       -o /tmp/bench_gemm -lm
+ *       -o /tmp/bench_gemm -lm -ldl
  *   OMP_NUM_THREADS=2 /tmp/bench_gemm [rounds]
+ *
+ * OpenBLAS is not a dependency: the program looks for libopenblas.so.0 at run time (dlopen; Debian:
+ * libopenblas0) and, when found, times its cblas_sgemm on the same operands with the same number of
+ * threads in the next column.
  *
  * The peak is src/fma_peak.c's tight loop of independent FMA chains (the widest vector ISA
  * present) run on every OpenMP thread, as `yolocl bench` measures it.  Shared machines are noisy,
@@ -19,6 +23,7 @@
 #include "fma_peak.h"
 #include "gemm.h"
 
+#include <dlfcn.h>
 #include <omp.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -80,26 +85,57 @@ struct entry {
     const char *name, *pass;
     bool ta, tb;
     int M, N, K;
-    double best;
+    /* best GFLOP/s of yc_sgemm and of OpenBLAS (0: not measured) */
+    double best, blas;
 };
 
-/* One round for one entry: GFLOP/s of C = op(A) op(B) with tight (lda = width) operands. */
+/* OpenBLAS's cblas_sgemm (row-major 101, no-transpose 111, transpose 112), NULL when absent. */
+typedef void (*cblas_sgemm_fn)(int order, int ta, int tb, int M, int N, int K, float alpha, const float *A,
+                               int lda, const float *B, int ldb, float beta, float *C, int ldc);
+static cblas_sgemm_fn blas_sgemm;
+
+static void load_openblas(int threads)
+{
+    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return;
+    void (*set_threads)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+    blas_sgemm = (cblas_sgemm_fn)dlsym(h, "cblas_sgemm");
+    if (set_threads)
+        set_threads(threads);
+}
+
+/* C = op(A) op(B) by yolocl (blas false) or OpenBLAS. */
+static void sgemm(bool blas, const struct entry *e, const float *A, int lda, const float *B, int ldb, float *C)
+{
+    if (blas)
+        blas_sgemm(101, e->ta ? 112 : 111, e->tb ? 112 : 111, e->M, e->N, e->K, 1.0f, A, lda, B, ldb, 0.0f, C,
+                   e->N);
+    else
+        yc_sgemm(e->ta, e->tb, e->M, e->N, e->K, 1.0f, A, lda, B, ldb, 0.0f, C, e->N);
+}
+
+/* One round for one entry: GFLOP/s of C = op(A) op(B) with tight (lda = width) operands, by
+ * yc_sgemm and (when loaded) OpenBLAS. */
 static void time_entry(struct entry *e)
 {
     const int M = e->M, N = e->N, K = e->K;
     float *A = alloc_fill((size_t)M * K, 1), *B = alloc_fill((size_t)K * N, 2),
           *C = alloc_fill((size_t)M * N, 3);
     const int lda = e->ta ? M : K, ldb = e->tb ? K : N;
-    yc_sgemm(e->ta, e->tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N);
-    double total = 0.0;
-    for (int reps = 0; total < 0.04 || reps < 2; reps++) {
-        double t0 = omp_get_wtime();
-        yc_sgemm(e->ta, e->tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N);
-        double dt = omp_get_wtime() - t0;
-        total += dt;
-        double gf = 2.0 * M * N * K / dt * 1e-9;
-        if (gf > e->best)
-            e->best = gf;
+    for (int blas = 0; blas <= (blas_sgemm != NULL); blas++) {
+        double *best = blas ? &e->blas : &e->best;
+        sgemm(blas, e, A, lda, B, ldb, C);
+        double total = 0.0;
+        for (int reps = 0; total < 0.04 || reps < 2; reps++) {
+            double t0 = omp_get_wtime();
+            sgemm(blas, e, A, lda, B, ldb, C);
+            double dt = omp_get_wtime() - t0;
+            total += dt;
+            double gf = 2.0 * M * N * K / dt * 1e-9;
+            if (gf > *best)
+                *best = gf;
+        }
     }
     free(A);
     free(B);
@@ -133,6 +169,7 @@ int main(int argc, char **argv)
 {
     const int rounds = argc > 1 ? atoi(argv[1]) : 5;
     const int threads = omp_get_max_threads();
+    load_openblas(threads);
     static char names[NSQUARE][32];
     static struct entry entries[NSQUARE * 4 + NLAYER * 3];
     int n = 0;
@@ -140,14 +177,14 @@ int main(int argc, char **argv)
         snprintf(names[i], sizeof names[i], "square %d", squares[i]);
         for (int t = 0; t < 4; t++)
             entries[n++] =
-                (struct entry){names[i], "", t & 2, t & 1, squares[i], squares[i], squares[i], 0.0};
+                (struct entry){names[i], "", t & 2, t & 1, squares[i], squares[i], squares[i], 0.0, 0.0};
     }
     for (int i = 0; i < NLAYER; i++) {
         const struct layer *l = &layers[i];
         const int ckk = l->cin * l->k * l->k;
-        entries[n++] = (struct entry){l->name, "fwd", false, false, l->cout, l->hw, ckk, 0.0};
-        entries[n++] = (struct entry){l->name, "bwd-d", true, false, ckk, l->hw, l->cout, 0.0};
-        entries[n++] = (struct entry){l->name, "bwd-f", false, true, l->cout, ckk, l->hw, 0.0};
+        entries[n++] = (struct entry){l->name, "fwd", false, false, l->cout, l->hw, ckk, 0.0, 0.0};
+        entries[n++] = (struct entry){l->name, "bwd-d", true, false, ckk, l->hw, l->cout, 0.0, 0.0};
+        entries[n++] = (struct entry){l->name, "bwd-f", false, true, l->cout, ckk, l->hw, 0.0, 0.0};
     }
     const char *isa = "";
     double peak1 = 0.0, peak = 0.0;
@@ -168,12 +205,17 @@ int main(int argc, char **argv)
            peak1, peak, threads, rounds);
     if (busy_rounds)
         printf("warning: the machine was busy for %d of the measurement groups\n", busy_rounds);
-    printf("yc_sgemm kernel: %s; %% is of the %d-thread peak\n\n", yc_sgemm_kernel_name(), threads);
-    printf("%-30s %-6s %-2s %5s %6s %6s %8s %5s\n", "shape", "pass", "op", "M", "N", "K", "GFLOP/s", "peak");
+    printf("yc_sgemm kernel: %s; %% is of the %d-thread peak; OpenBLAS: %s\n\n", yc_sgemm_kernel_name(), threads,
+           blas_sgemm ? "libopenblas.so.0, same threads" : "not found (libopenblas0 not installed)");
+    printf("%-30s %-6s %-2s %5s %6s %6s %8s %5s %8s %5s\n", "shape", "pass", "op", "M", "N", "K", "GFLOP/s", "peak",
+           "OpenBLAS", "peak");
     for (int i = 0; i < n; i++) {
         const struct entry *e = &entries[i];
-        printf("%-30s %-6s %c%c %5d %6d %6d %8.1f %4.0f%%\n", e->name, e->pass, e->ta ? 'T' : 'N',
-               e->tb ? 'T' : 'N', e->M, e->N, e->K, e->best, 100.0 * e->best / peak);
+        printf("%-30s %-6s %c%c %5d %6d %6d %8.1f %4.0f%%", e->name, e->pass, e->ta ? 'T' : 'N', e->tb ? 'T' : 'N',
+               e->M, e->N, e->K, e->best, 100.0 * e->best / peak);
+        if (blas_sgemm)
+            printf(" %8.1f %4.0f%%", e->blas, 100.0 * e->blas / peak);
+        printf("\n");
     }
     return 0;
 }
