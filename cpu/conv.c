@@ -29,9 +29,14 @@
  * over K is blocked the same way): an FP16 result is the rounded FP32 one, except where the
  * multi-threaded GEMM of left-over items splits K differently for a narrower sub-block.
  *
- * Workspace (each buffer rounded up to 64 bytes): T sets of per-thread buffers (a column block, and
- * for FP16 forward the sub-block buffers), then for backward-filter T-1 dW partials of K*CRS floats;
- * one set when every item runs alone; a direct FP32 convolution needs no column block. */
+ * The weights are packed for the GEMM once per op (forward: W[K, CRS]; backward-data: W^T[CRS, K],
+ * gemm.h's yc_sgemm_pack) rather than once per block: a block of a few output rows of a 3x3
+ * convolution is a GEMM small enough for repacking W to cost a fifth of its time.
+ *
+ * Workspace (each buffer rounded up to 64 bytes): the packed weights (forward, backward-data), T
+ * sets of per-thread buffers (a column block, and for FP16 forward the sub-block buffers), then for
+ * backward-filter T-1 dW partials of K*CRS floats; one set when every item runs alone; a direct FP32
+ * convolution needs no column block. */
 #include <omp.h>
 #include <stdbool.h>
 #include <string.h>
@@ -83,6 +88,9 @@ typedef struct plan {
     size_t xs, ys;
     /* floats of one thread's buffers: col + xs + ys */
     size_t per;
+    /* floats of the weights packed once for every GEMM of the op (forward, backward-data; 0 for
+     * backward-filter), at the start of the workspace */
+    size_t pa;
     /* workspace bytes */
     size_t bytes;
 } plan;
@@ -137,12 +145,17 @@ static plan plan_make(yc_op_kind kind, const geom *g, int threads)
         pl.ys = ysub ? round16((size_t)g->K * (size_t)pl.sub) : 0;
     }
     pl.per = pl.col + pl.xs + pl.ys;
+    if (kind == YC_OP_CONV2D)
+        pl.pa = round16(yc_sgemm_packed_floats(g->K, g->crs));
+    else if (kind == YC_OP_CONV2D_BWD_DATA)
+        pl.pa = round16(yc_sgemm_packed_floats(g->direct ? g->C : g->crs, g->K));
     if (pl.T > 1 && pl.items >= pl.T) {
         pl.nfull = pl.items / pl.T * pl.T;
         pl.bytes = ((size_t)pl.T * pl.per + (size_t)(pl.T - 1) * pl.part) * sizeof(float);
     }
     if (pl.nfull < pl.items && pl.per * sizeof(float) > pl.bytes)
         pl.bytes = pl.per * sizeof(float);
+    pl.bytes += pl.pa * sizeof(float);
     return pl;
 }
 
@@ -152,7 +165,7 @@ static bufs bufs_of(const plan *pl, void *ws, int t)
     bufs b = {NULL, NULL, NULL};
     if (!pl->per)
         return b;
-    float *base = (float *)ws + (size_t)t * pl->per;
+    float *base = (float *)ws + pl->pa + (size_t)t * pl->per;
     b.col = pl->col ? base : NULL;
     b.xs = pl->xs ? base + pl->col : NULL;
     b.ys = pl->ys ? base + pl->col + pl->xs : NULL;
@@ -341,8 +354,8 @@ static void add_bias(float *y, size_t ld, int K, int n, const float *b, int T)
 }
 
 /* One block (output rows [p0, p1) of image i); T threads (1: the calling thread only). */
-static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float *w, const float *b,
-                      const yc_hv *y, const bufs *bf, int i, int blk, int T)
+static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float *w, const float *wp,
+                      const float *b, const yc_hv *y, const bufs *bf, int i, int blk, int T)
 {
     int p0, p1, ld = 0;
     block_rows(g, blk, &p0, &p1);
@@ -351,7 +364,7 @@ static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float
     if (!g->y16 && !(g->direct && g->x16)) {
         /* y[K, block] = W[K, CRS] * col[CRS, block] */
         const float *B = columns(g, x, xo, bf->col, p0, p1, T, &ld);
-        yc_sgemm(false, false, g->K, n, g->crs, 1.0f, w, g->crs, B, ld, 0.0f, y->p + yo, g->pq);
+        yc_sgemm_packed(false, g->K, n, g->crs, 1.0f, w, g->crs, wp, B, ld, 0.0f, y->p + yo, g->pq);
         add_bias(y->p + yo, (size_t)g->pq, g->K, n, b, T);
         return;
     }
@@ -368,7 +381,7 @@ static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float
         float *Cj = g->y16 ? bf->ys : y->p + yo + j0;
         if (g->y16)
             ldc = jn;
-        yc_sgemm(false, false, g->K, jn, g->crs, 1.0f, w, g->crs, Bj, ldb, 0.0f, Cj, ldc);
+        yc_sgemm_packed(false, g->K, jn, g->crs, 1.0f, w, g->crs, wp, Bj, ldb, 0.0f, Cj, ldc);
         add_bias(Cj, (size_t)ldc, g->K, jn, b, T);
         if (g->y16) {
 #pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
@@ -384,18 +397,20 @@ void yc_cpu_conv2d_fwd(const yc_cpu_args *a)
     const float *w = a->src[1].p, *b = a->src[2].p;
     geom g = geom_make(a->op, x->n, x->c, x->h, x->w, y->c, y->h, y->w);
     plan pl = plan_make(YC_OP_CONV2D, &g, a->threads);
+    float *wp = a->ws; /* W[K, CRS] packed for the GEMMs */
+    yc_sgemm_pack(false, g.K, g.crs, w, g.crs, wp);
     if (pl.nfull > 0) {
 #pragma omp parallel num_threads(pl.T)
         {
             bufs bf = bufs_of(&pl, a->ws, omp_get_thread_num());
 #pragma omp for schedule(dynamic, 1)
             for (int it = 0; it < pl.nfull; it++)
-                fwd_block(&g, &pl, x, w, b, y, &bf, it / g.nblocks, it % g.nblocks, 1);
+                fwd_block(&g, &pl, x, w, wp, b, y, &bf, it / g.nblocks, it % g.nblocks, 1);
         }
     }
     bufs bf = bufs_of(&pl, a->ws, 0);
     for (int it = pl.nfull; it < pl.items; it++)
-        fwd_block(&g, &pl, x, w, b, y, &bf, it / g.nblocks, it % g.nblocks, pl.T);
+        fwd_block(&g, &pl, x, w, wp, b, y, &bf, it / g.nblocks, it % g.nblocks, pl.T);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -403,25 +418,26 @@ void yc_cpu_conv2d_fwd(const yc_cpu_args *a)
  * ------------------------------------------------------------------------------------------- */
 
 /* Direct conv, one block of columns: dx[C, block] (=|+=) W^T[C, K] * dy[K, block] */
-static void bwd_data_direct(const geom *g, const float *dy, const float *w, float *dx, int blk, int acc)
+static void bwd_data_direct(const geom *g, const float *dy, const float *w, const float *wp, float *dx, int blk,
+                            int acc)
 {
     int p0, p1;
     block_rows(g, blk, &p0, &p1);
     size_t off = (size_t)p0 * g->Q;
-    yc_sgemm(true, false, g->C, (p1 - p0) * g->Q, g->K, 1.0f, w, g->crs, dy + off, g->pq, acc ? 1.0f : 0.0f,
-             dx + off, g->pq);
+    yc_sgemm_packed(true, g->C, (p1 - p0) * g->Q, g->K, 1.0f, w, g->crs, wp, dy + off, g->pq, acc ? 1.0f : 0.0f,
+                    dx + off, g->pq);
 }
 
 /* One whole image, block by block; T threads (1: the calling thread only). */
-static void bwd_data_image(const geom *g, const float *dy, const float *w, float *dx, float *col, int acc,
-                           int T)
+static void bwd_data_image(const geom *g, const float *dy, const float *w, const float *wp, float *dx, float *col,
+                           int acc, int T)
 {
     for (int blk = 0; blk < g->nblocks; blk++) {
         int p0, p1;
         block_rows(g, blk, &p0, &p1);
         int n = (p1 - p0) * g->Q;
         /* col[CRS, block] = W^T[CRS, K] * dy[K, block] */
-        yc_sgemm(true, false, g->crs, n, g->K, 1.0f, w, g->crs, dy + (size_t)p0 * g->Q, g->pq, 0.0f, col, n);
+        yc_sgemm_packed(true, g->crs, n, g->K, 1.0f, w, g->crs, wp, dy + (size_t)p0 * g->Q, g->pq, 0.0f, col, n);
         bool zero = !acc && blk == 0;
         if (T == 1) {
             if (zero)
@@ -445,18 +461,19 @@ void yc_cpu_conv2d_bwd_data(const yc_cpu_args *a)
     int acc = a->op->accumulate;
     geom g = geom_make(a->op, dx->n, dx->c, dx->h, dx->w, dy->c, dy->h, dy->w);
     plan pl = plan_make(YC_OP_CONV2D_BWD_DATA, &g, a->threads);
-    float *ws = a->ws;
+    float *wp = a->ws, *ws = wp + pl.pa; /* W^T[CRS, K] packed for the GEMMs, then the column blocks */
+    yc_sgemm_pack(true, g.direct ? g.C : g.crs, g.K, w, g.crs, wp);
     if (g.direct) {
         /* items are (image, block) pairs; the GEMM is multi-threaded outside the region */
 #pragma omp parallel for num_threads(pl.T) schedule(dynamic, 1) if (pl.nfull > 0)
         for (int it = 0; it < pl.nfull; it++) {
             int i = it / g.nblocks;
-            bwd_data_direct(&g, dy->p + (size_t)i * dy->ns, w, dx->p + (size_t)i * dx->ns, it % g.nblocks,
+            bwd_data_direct(&g, dy->p + (size_t)i * dy->ns, w, wp, dx->p + (size_t)i * dx->ns, it % g.nblocks,
                             acc);
         }
         for (int it = pl.nfull; it < pl.items; it++) {
             int i = it / g.nblocks;
-            bwd_data_direct(&g, dy->p + (size_t)i * dy->ns, w, dx->p + (size_t)i * dx->ns, it % g.nblocks,
+            bwd_data_direct(&g, dy->p + (size_t)i * dy->ns, w, wp, dx->p + (size_t)i * dx->ns, it % g.nblocks,
                             acc);
         }
         return;
@@ -467,11 +484,11 @@ void yc_cpu_conv2d_bwd_data(const yc_cpu_args *a)
             float *col = ws + (size_t)omp_get_thread_num() * pl.col;
 #pragma omp for schedule(dynamic, 1)
             for (int i = 0; i < pl.nfull; i++)
-                bwd_data_image(&g, dy->p + (size_t)i * dy->ns, w, dx->p + (size_t)i * dx->ns, col, acc, 1);
+                bwd_data_image(&g, dy->p + (size_t)i * dy->ns, w, wp, dx->p + (size_t)i * dx->ns, col, acc, 1);
         }
     }
     for (int i = pl.nfull; i < g.N; i++)
-        bwd_data_image(&g, dy->p + (size_t)i * dy->ns, w, dx->p + (size_t)i * dx->ns, ws, acc, pl.T);
+        bwd_data_image(&g, dy->p + (size_t)i * dy->ns, w, wp, dx->p + (size_t)i * dx->ns, ws, acc, pl.T);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -73,6 +73,10 @@ struct gemm_args {
     float alpha;
     const float *A, *B;
     ptrdiff_t lda, ldb;
+    /* op(A) already packed (yc_sgemm_pack), or NULL: K block b (of the KC blocking of K) starts at
+     * apk + b*kcb*mpad, its panel of rows [i, i + MR) at + i*kc */
+    const float *apk;
+    int mpad;
 };
 
 static int imin(int a, int b)
@@ -564,13 +568,18 @@ static void gemm_block(const struct kernel *kr, const struct gemm_args *g, int m
             pack_block(kr, src, rs, ks, nc, NR, kc, bp);
             for (int ic = m0; ic < m1; ic += mcb) {
                 const int mc = imin(mcb, m1 - ic);
-                src = a_at(g, ic, pc, &rs, &ks);
-                pack_block(kr, src, rs, ks, mc, MR, kc, ap);
+                const float *apk = ap;
+                if (g->apk) {
+                    apk = g->apk + (ptrdiff_t)pc * g->mpad + (ptrdiff_t)ic * kc;
+                } else {
+                    src = a_at(g, ic, pc, &rs, &ks);
+                    pack_block(kr, src, rs, ks, mc, MR, kc, ap);
+                }
                 for (int jr = 0; jr < nc; jr += NR) {
                     const float *bpan = bp + (ptrdiff_t)jr * kc;
                     const int nr = imin(NR, nc - jr);
                     for (int ir = 0; ir < mc; ir += MR)
-                        kr->fn(kc, ap + (ptrdiff_t)ir * kc, bpan, C + (ic + ir) * ldc + jc + jr, ldc, g->alpha,
+                        kr->fn(kc, apk + (ptrdiff_t)ir * kc, bpan, C + (ic + ir) * ldc + jc + jr, ldc, g->alpha,
                                bb, imin(MR, mc - ir), nr);
                 }
             }
@@ -725,7 +734,7 @@ __attribute__((target("avx512f"))) static void nt_dot_avx512(const struct gemm_a
 static void run_block(const struct kernel *kr, const struct gemm_args *g, int m0, int m1, int n0, int n1,
                       int k0, int k1, float beta, float *C, ptrdiff_t ldc)
 {
-    if (kr->nt_dot && !g->ta && g->tb && (double)(m1 - m0) * (n1 - n0) <= DOT_MAX_MN && k1 - k0 >= DOT_MIN_K)
+    if (kr->nt_dot && !g->apk && !g->ta && g->tb && (double)(m1 - m0) * (n1 - n0) <= DOT_MAX_MN && k1 - k0 >= DOT_MIN_K)
         kr->nt_dot(g, m0, m1, n0, n1, k0, k1, beta, C, ldc);
     else
         gemm_block(kr, g, m0, m1, n0, n1, k0, k1, beta, C, ldc);
@@ -778,23 +787,21 @@ static void plan(const struct kernel *kr, int M, int N, int K, int T, int nu[3])
     }
 }
 
-void yc_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A, int lda,
-              const float *B, int ldb, float beta, float *C, int ldc)
+/* The task grid and loop of yc_sgemm and yc_sgemm_packed over g (g->apk set: no split-K, whose K
+ * chunks would not match the packed K blocks). */
+static void sgemm_run(const struct kernel *kr, struct gemm_args g, float beta, float *C, int ldc)
 {
-    if (M <= 0 || N <= 0)
-        return;
-    if (K <= 0 || alpha == 0.0f) {
-        scale_c(M, N, beta, C, ldc);
-        return;
-    }
-    const struct kernel kv = kernel_for_rows(get_kernel(), M), *kr = &kv;
-    const struct gemm_args g = {trans_a, trans_b, M, N, K, alpha, A, B, lda, ldb};
+    const int M = g.M, N = g.N, K = g.K;
     int T = omp_in_parallel() ? 1 : omp_get_max_threads();
     const double flops = 2.0 * M * N * K;
     if (flops < GEMM_PARALLEL_MIN_FLOPS * T)
         T = imin(T, (int)(flops / GEMM_PARALLEL_MIN_FLOPS) + 1);
     int nu[3];
     plan(kr, M, N, K, T, nu);
+    if (g.apk && nu[2] > 1) {
+        nu[1] = imin(nu[2], (N + kr->nr - 1) / kr->nr);
+        nu[2] = 1;
+    }
     const int ntask = nu[0] * nu[1] * nu[2];
     if (ntask == 1) {
         run_block(kr, &g, 0, M, 0, N, 0, K, beta, C, ldc);
@@ -835,4 +842,66 @@ void yc_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, cons
         }
     }
     free(part);
+}
+
+void yc_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0 || alpha == 0.0f) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    const struct kernel kv = kernel_for_rows(get_kernel(), M);
+    const struct gemm_args g = {trans_a, trans_b, M, N, K, alpha, A, B, lda, ldb, NULL, 0};
+    sgemm_run(&kv, g, beta, C, ldc);
+}
+
+/* ---- op(A) packed once */
+
+/* Depth of the K blocks gemm_block cuts K into (equal blocks of at most GEMM_KC). */
+static int k_block(int K)
+{
+    const int nkb = (K + GEMM_KC - 1) / GEMM_KC;
+    return (K + nkb - 1) / nkb;
+}
+
+size_t yc_sgemm_packed_floats(int M, int K)
+{
+    if (M <= 0 || K <= 0)
+        return 0;
+    const struct kernel kv = kernel_for_rows(get_kernel(), M);
+    return (size_t)round_up(M, kv.mr) * (size_t)K;
+}
+
+void yc_sgemm_pack(bool trans_a, int M, int K, const float *A, int lda, float *packed)
+{
+    if (M <= 0 || K <= 0)
+        return;
+    const struct kernel kv = kernel_for_rows(get_kernel(), M);
+    const int MR = kv.mr, mpad = round_up(M, MR), kcb = k_block(K);
+    const int nkb = (K + kcb - 1) / kcb, np = mpad / MR;
+    const ptrdiff_t rs = trans_a ? 1 : lda, ks = trans_a ? lda : 1;
+#pragma omp parallel for schedule(static) if (!omp_in_parallel() && (double)M * K > 65536.0)
+    for (int t = 0; t < nkb * np; t++) {
+        const int b = t / np, i = t % np * MR;
+        const int pc = b * kcb, kc = imin(kcb, K - pc);
+        pack_block(&kv, A + i * rs + pc * ks, rs, ks, imin(MR, M - i), MR, kc,
+                   packed + (ptrdiff_t)pc * mpad + (ptrdiff_t)i * kc);
+    }
+}
+
+void yc_sgemm_packed(bool trans_a, int M, int N, int K, float alpha, const float *A, int lda, const float *packed,
+                     const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0 || alpha == 0.0f) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    const struct kernel kv = kernel_for_rows(get_kernel(), M);
+    const struct gemm_args g = {trans_a, false, M, N, K, alpha, A, B, lda, ldb, packed, round_up(M, kv.mr)};
+    sgemm_run(&kv, g, beta, C, ldc);
 }

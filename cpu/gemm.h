@@ -11,9 +11,21 @@
 #define YC_GEMM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 void yc_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
+
+/* op(A) packed once for many products with the same A (a convolution's weights, used for every
+ * block of columns): yc_sgemm_pack writes op(A) (M x K, as for yc_sgemm) into `packed`, which holds
+ * yc_sgemm_packed_floats(M, K) floats (float-aligned); yc_sgemm_packed then computes
+ * C = alpha * op(A) * B + beta * C (B not transposed) from it, bit-identical to yc_sgemm with the same
+ * arguments except that it never splits K across threads.  A and lda are still passed (a fallback
+ * when the thread's packing memory cannot be had reads them). */
+size_t yc_sgemm_packed_floats(int M, int K);
+void yc_sgemm_pack(bool trans_a, int M, int K, const float *A, int lda, float *packed);
+void yc_sgemm_packed(bool trans_a, int M, int N, int K, float alpha, const float *A, int lda, const float *packed,
+                     const float *B, int ldb, float beta, float *C, int ldc);
 
 /* Name of the micro-kernel selected for this CPU ("avx512", "avx2", "generic").  The environment
  * variable YOLOCL_GEMM_KERNEL, read once at the first call, can select a lesser one than the CPU's best

@@ -330,6 +330,46 @@ START_TEST(test_deterministic)
 }
 END_TEST
 
+/* op(A) packed once (yc_sgemm_pack + yc_sgemm_packed, the convolutions' path) gives yc_sgemm's
+ * bits, for both orientations of A, narrow and wide row tiles, several K blocks and edge panels,
+ * on all threads and inside a parallel region (one thread), for shapes yc_sgemm does not split
+ * along K; the packed floats are what
+ * yc_sgemm_packed_floats says (guarded by sentinels). */
+START_TEST(test_packed_a)
+{
+    assert_kernel();
+    static const int dims[][3] = {{32, 300, 288}, {64, 1000, 576}, {128, 600, 1152}, {5, 77, 600},
+                                  {255, 130, 128}, {13, 40, 1}, {96, 1200, 2304}};
+    for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int par = 0; par < 2; par++) {
+                struct gemm_case c = {.ta = ta, .M = dims[s][0], .N = dims[s][1], .K = dims[s][2],
+                                      .alpha = 1.0f, .beta = par ? 0.0f : 1.0f, .pad = 3};
+                case_prepare(&c, 7 + (uint32_t)s);
+                const size_t np = yc_sgemm_packed_floats(c.M, c.K), nc = (size_t)c.M * c.ldc;
+                float *packed = alloc_floats(np + 16), *want = alloc_floats(nc);
+                for (int i = 0; i < 16; i++)
+                    packed[np + i] = SENTINEL;
+                memcpy(want, c.C, nc * sizeof(float));
+                yc_sgemm(c.ta, false, c.M, c.N, c.K, c.alpha, c.A, c.lda, c.B, c.ldb, c.beta, want, c.ldc);
+#pragma omp parallel num_threads(2) if (par)
+#pragma omp single
+                {
+                    yc_sgemm_pack(c.ta, c.M, c.K, c.A, c.lda, packed);
+                    yc_sgemm_packed(c.ta, c.M, c.N, c.K, c.alpha, c.A, c.lda, packed, c.B, c.ldb, c.beta, c.C,
+                                    c.ldc);
+                }
+                for (int i = 0; i < 16; i++)
+                    ck_assert_msg(packed[np + i] == SENTINEL, "packing wrote past %zu floats", np);
+                ck_assert_msg(memcmp(want, c.C, nc * sizeof(float)) == 0, "%dx%dx%d ta %d in parallel %d differs",
+                              c.M, c.N, c.K, ta, par);
+                free(packed);
+                free(want);
+                case_free(&c);
+            }
+}
+END_TEST
+
 /* Called from inside a parallel region each call runs on its own thread; concurrent calls with
  * different shapes (packed and, for NT with K = 2500, unpacked) must not disturb each other. */
 START_TEST(test_in_parallel)
@@ -370,6 +410,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_large);
     tcase_add_test(tc, test_deterministic);
     tcase_add_test(tc, test_in_parallel);
+    tcase_add_test(tc, test_packed_a);
 }
 
 START_TEST(test_default_kernel)
