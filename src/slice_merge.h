@@ -61,11 +61,19 @@ yc_merge_params yc_merge_params_nms(void);
  * box against the box grown so far; matching against the original box keeps the result
  * independent of the absorption order.
  * out: room for n rows, not overlapping in; it gets the kept rows in score-descending order, ties
- * in input order; *n_out their number.  Time O(n^2), memory O(n).
+ * in input order; *n_out their number.
+ * The pairs are found through a uniform grid over the boxes (about one cell per box, no smaller
+ * than the mean box), so a kept box is compared only with the boxes that share a cell with it
+ * and with the few boxes spanning many cells: the result is the greedy pass above, in about
+ * O(n log n) time for boxes spread over an image, O(n^2) at worst (every box covering every
+ * other); memory at most yc_slice_merge_scratch_bytes(n) besides in and out.
  * YC_EUSAGE for an unknown method or metric or a threshold outside [0, 1] (naming it), YC_ENOMEM,
  * or YC_OK (n == 0 gives *n_out = 0). */
 int yc_slice_merge(const float *dets, size_t n, const yc_merge_params *p, float *out,
                    size_t *n_out);
+
+/* The most memory yc_slice_merge allocates for n detections (its order, flags and grid). */
+size_t yc_slice_merge_scratch_bytes(size_t n);
 
 /* The overlap of two boxes (x1, y1, x2, y2) by `metric`, in double; 0 when the denominator is 0
  * (or negative, for malformed boxes). */

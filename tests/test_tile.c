@@ -4,6 +4,7 @@
  * the comment next to its check. */
 #include <check.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -488,6 +489,122 @@ START_TEST(test_merge_ties_empty_errors)
 }
 END_TEST
 
+/* The greedy pass of slice_merge.h written out pair by pair (every kept box against every later
+ * box), the reference for the grid-indexed yc_slice_merge. */
+static size_t merge_brute(const float *d, size_t n, const yc_merge_params *p, float *out)
+{
+    size_t *order = malloc(n * sizeof *order);
+    unsigned char *gone = calloc(n, 1);
+    ck_assert(order && gone);
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    /* insertion sort: score descending, ties in input order (NaN scores last) */
+    for (size_t i = 1; i < n; i++) {
+        size_t v = order[i], j = i;
+        float sv = isnan(d[v * 6 + 4]) ? -INFINITY : d[v * 6 + 4];
+        while (j > 0) {
+            float su = isnan(d[order[j - 1] * 6 + 4]) ? -INFINITY : d[order[j - 1] * 6 + 4];
+            if (!(su < sv))
+                break;
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = v;
+    }
+    size_t k = 0;
+    for (size_t a = 0; a < n; a++) {
+        if (gone[a])
+            continue;
+        const float *da = d + order[a] * 6;
+        float *o = out + k++ * 6;
+        memcpy(o, da, 6 * sizeof *o);
+        for (size_t b = a + 1; b < n; b++) {
+            const float *db = d + order[b] * 6;
+            if (gone[b] || db[5] != da[5] || !(yc_merge_overlap(da, db, p->metric) > p->threshold))
+                continue;
+            gone[b] = 1;
+            if (p->method == YC_MERGE_NMM) {
+                o[0] = fminf(o[0], db[0]);
+                o[1] = fminf(o[1], db[1]);
+                o[2] = fmaxf(o[2], db[2]);
+                o[3] = fmaxf(o[3], db[3]);
+            }
+        }
+    }
+    free(order);
+    free(gone);
+    return k;
+}
+
+static uint64_t lcg(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
+
+START_TEST(test_merge_grid_equals_pairwise)
+{
+    /* Random detections as sliced detection makes them (clusters of overlapping boxes where
+     * windows overlap, a few boxes spanning much of the image, boxes of zero area, repeated
+     * scores, a NaN score and a box with an infinite corner) merged by yc_slice_merge, whose
+     * grid only compares boxes sharing a cell, and by the pairwise pass: identical rows. */
+    const size_t n = 3000;
+    float *d = malloc(n * 6 * sizeof *d), *o1 = malloc(n * 6 * sizeof *o1),
+          *o2 = malloc(n * 6 * sizeof *o2);
+    ck_assert(d && o1 && o2);
+    const yc_merge_params params[4] = {
+        yc_merge_params_nmm(), yc_merge_params_nms(),
+        {.method = YC_MERGE_NMM, .metric = YC_MERGE_IOU, .threshold = 0.0},
+        {.method = YC_MERGE_NMS, .metric = YC_MERGE_IOS, .threshold = 0.3}};
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        uint64_t s = seed;
+        /* seed 6: every box in a 200 x 200 corner (a dense image: most boxes share cells) */
+        double extent = seed == 6 ? 200 : seed == 5 ? 1e5 : 4000;
+        for (size_t i = 0; i < n; i++) {
+            float *r = d + i * 6;
+            double x = (double)(lcg(&s) % 100000) / 1e5 * extent;
+            double y = (double)(lcg(&s) % 100000) / 1e5 * extent;
+            double w = 4 + (double)(lcg(&s) % 60), h = 4 + (double)(lcg(&s) % 60);
+            if (lcg(&s) % 100 == 0) { /* wide: up to the image */
+                w = (double)(lcg(&s) % 100000) / 1e5 * extent;
+                h = (double)(lcg(&s) % 100000) / 1e5 * extent;
+            }
+            if (lcg(&s) % 200 == 0)
+                w = 0;
+            r[0] = (float)x;
+            r[1] = (float)y;
+            r[2] = (float)(x + w);
+            r[3] = (float)(y + h);
+            r[4] = (float)(lcg(&s) % 50) / 50.0f; /* many equal scores */
+            r[5] = (float)(lcg(&s) % 3);
+            if (i > 0 && lcg(&s) % 3 == 0) { /* a neighbour window's copy, shifted a little */
+                const float *q = d + (i - 1) * 6;
+                float dx = (float)(lcg(&s) % 9) - 4.0f, dy = (float)(lcg(&s) % 9) - 4.0f;
+                r[0] = q[0] + dx;
+                r[1] = q[1] + dy;
+                r[2] = q[2] + dx;
+                r[3] = q[3] + dy;
+                r[5] = q[5];
+            }
+        }
+        d[7 * 6 + 4] = NAN;
+        d[11 * 6 + 2] = INFINITY;
+        for (int k = 0; k < 4; k++) {
+            size_t n1 = 0, n2 = merge_brute(d, n, &params[k], o2);
+            ck_assert_int_eq(yc_slice_merge(d, n, &params[k], o1, &n1), YC_OK);
+            ck_assert_msg(n1 == n2, "seed %d params %d: %zu rows, pairwise %zu", (int)seed, k,
+                          n1, n2);
+            ck_assert_msg(memcmp(o1, o2, n1 * 6 * sizeof *o1) == 0,
+                          "seed %d params %d: rows differ", (int)seed, k);
+        }
+    }
+    ck_assert_uint_ge(yc_slice_merge_scratch_bytes(n), n * 16);
+    free(d);
+    free(o1);
+    free(o2);
+}
+END_TEST
+
 static Suite *tile_suite(void)
 {
     Suite *s = suite_create("tile");
@@ -516,6 +633,7 @@ static Suite *tile_suite(void)
     tcase_add_test(tc, test_merge_ios_vs_iou);
     tcase_add_test(tc, test_merge_threshold_and_chain);
     tcase_add_test(tc, test_merge_ties_empty_errors);
+    tcase_add_test(tc, test_merge_grid_equals_pairwise);
     suite_add_tcase(s, tc);
     return s;
 }
