@@ -297,10 +297,7 @@ typedef struct val_state {
     int nworkers;
     worker_buf *workers;
     yc_loss_ctx *loss;
-    yc_val_stats stats;
-    yc_confusion cm;
-    bool have_cm;
-    text_buf json;
+    yc_val_sink *sink;
 } val_state;
 
 static void state_free(val_state *s)
@@ -319,10 +316,7 @@ static void state_free(val_state *s)
     }
     free(s->workers);
     yc_loss_free(s->loss);
-    yc_val_stats_free(&s->stats);
-    if (s->have_cm)
-        yc_confusion_free(&s->cm);
-    free(s->json.p);
+    yc_val_sink_free(s->sink);
 }
 
 /* Makes the eval graph for n x h x w (reusing the current one when the shape is the same). */
@@ -564,7 +558,7 @@ static int plot_batch(const yc_val_options *opt, const yc_batch *b, const yc_dat
 
 /* Appends one image's detections to labels/<stem>.txt. */
 static int save_txt(const yc_val_options *opt, const char *image, const float *dets, int nd,
-                    const yc_val_info *info)
+                    int w0, int h0)
 {
     char stem[512], path[4096], line[256];
     yc_path_stem(image, stem, sizeof stem);
@@ -574,8 +568,7 @@ static int save_txt(const yc_val_options *opt, const char *image, const float *d
         return yc_error_status(YC_EIO, "cannot open %s: %s", path, strerror(errno));
     for (int i = 0; i < nd; i++) {
         const float *d = dets + (size_t)i * 6;
-        yc_format_txt_line(line, sizeof line, d, d[4], (int)d[5], info->w0, info->h0,
-                           opt->save_conf);
+        yc_format_txt_line(line, sizeof line, d, d[4], (int)d[5], w0, h0, opt->save_conf);
         fputs(line, f);
     }
     if (ferror(f) | (fclose(f) != 0))
@@ -709,6 +702,132 @@ int yc_count_label_files(const char *dir)
     return yc_count_files(path, ".txt");
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * The statistics side: one image at a time
+ * ---------------------------------------------------------------------------------------------- */
+
+struct yc_val_sink {
+    /* the options (copied; their strings are the caller's) */
+    yc_val_options opt;
+    yc_val_stats stats;
+    yc_confusion cm;
+    bool have_cm;
+    text_buf json;
+    size_t n_det;
+};
+
+void yc_val_sink_free(yc_val_sink *s)
+{
+    if (!s)
+        return;
+    yc_val_stats_free(&s->stats);
+    if (s->have_cm)
+        yc_confusion_free(&s->cm);
+    free(s->json.p);
+    free(s);
+}
+
+int yc_val_sink_new(yc_val_sink **out, int nc, const yc_val_options *opt)
+{
+    *out = NULL;
+    int st;
+    if (opt->save_dir && (opt->plots || opt->save_txt || opt->save_json)) {
+        if ((st = yc_mkdirs(opt->save_dir)))
+            return st;
+        if (opt->save_txt) {
+            char dir[4096];
+            snprintf(dir, sizeof dir, "%s/labels", opt->save_dir);
+            if ((st = yc_mkdirs(dir)))
+                return st;
+        }
+    }
+    yc_val_sink *s = yc_calloc(1, sizeof *s, "validation statistics");
+    if (!s)
+        return YC_ENOMEM;
+    s->opt = *opt;
+    if ((st = yc_val_stats_init(&s->stats, nc)))
+        goto fail;
+    if (opt->plots && opt->save_dir) {
+        if ((st = yc_confusion_init(&s->cm, nc)))
+            goto fail;
+        s->have_cm = true;
+    }
+    if (opt->save_json && (st = text_str(&s->json, "[")))
+        goto fail;
+    *out = s;
+    return YC_OK;
+fail:
+    yc_val_sink_free(s);
+    return st;
+}
+
+int yc_val_sink_add(yc_val_sink *s, const char *image, int w0, int h0, const float *dets, int nd,
+                    const float *labels, int nl)
+{
+    const yc_val_options *opt = &s->opt;
+    int st = yc_val_stats_add(&s->stats, dets, nd, labels, nl, s->have_cm ? &s->cm : NULL);
+    if (st)
+        return st;
+    s->n_det += (size_t)nd;
+    if (nd == 0)
+        return YC_OK;
+    if (opt->save_txt && opt->save_dir && (st = save_txt(opt, image, dets, nd, w0, h0)))
+        return st;
+    if (opt->save_json && (st = json_add_image(&s->json, image, dets, nd, opt->coco91)))
+        return st;
+    return YC_OK;
+}
+
+int yc_val_sink_metrics(yc_val_sink *s, const char *const *names, yc_val_result *res)
+{
+    const yc_val_options *opt = &s->opt;
+    int st = yc_val_metrics_compute(&s->stats, &res->metrics);
+    if (st)
+        return st;
+    res->n_det = s->n_det;
+    const yc_val_metrics *vm = &res->metrics;
+    if (opt->print) {
+        yc_val_print_header(stdout);
+        bool per_class = (opt->verbose || (vm->nc < 50 && !opt->training)) && vm->nc > 1;
+        yc_val_print_results(stdout, vm, names, per_class);
+        int64_t total = 0;
+        for (int c = 0; c < vm->nc; c++)
+            total += vm->nt[c];
+        if (total == 0)
+            yc_warn("no labels found in the validation set, can not compute metrics without "
+                    "labels");
+        fflush(stdout);
+    }
+    return YC_OK;
+}
+
+int yc_val_sink_save(yc_val_sink *s, const char *const *names, yc_val_result *res)
+{
+    const yc_val_options *opt = &s->opt;
+    const yc_val_metrics *vm = &res->metrics;
+    int st;
+    if (opt->plots && opt->save_dir) {
+        if ((st = plot_confusion(opt, &s->cm, names)))
+            return st;
+        /* val.py plots the curves only when ap_per_class ran (some prediction was correct) */
+        if (vm->ap.n > 0 && (st = plot_curves(opt, &vm->ap, names)))
+            return st;
+    }
+    if (opt->save_json && opt->save_dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", opt->save_dir,
+                 opt->json_name ? opt->json_name : "predictions.json");
+        if ((st = text_str(&s->json, "]")) ||
+            (st = yc_write_file_atomic(path, s->json.p, s->json.n)))
+            return st;
+        if (opt->print)
+            printf("Saving %s...\n", path);
+    }
+    if (opt->save_txt && opt->save_dir)
+        res->n_label_files = yc_count_label_files(opt->save_dir);
+    return YC_OK;
+}
+
 static int validate(val_state *s, yc_loader *loader, const yc_dataset *ds,
                     const char *const *names, const yc_val_options *opt, const yc_loss_params *lp,
                     yc_val_result *res)
@@ -722,29 +841,11 @@ static int validate(val_state *s, yc_loader *loader, const yc_dataset *ds,
                                ds->nc);
     if (opt->max_det < 1)
         return yc_error_status(YC_EUSAGE, "max_det must be at least 1");
-    bool saving = opt->save_dir && (opt->plots || opt->save_txt || opt->save_json);
-    if (saving) {
-        if ((st = yc_mkdirs(opt->save_dir)))
-            return st;
-        if (opt->save_txt) {
-            char dir[4096];
-            snprintf(dir, sizeof dir, "%s/labels", opt->save_dir);
-            if ((st = yc_mkdirs(dir)))
-                return st;
-        }
-    }
-    if ((st = yc_val_stats_init(&s->stats, nc)))
+    if ((st = yc_val_sink_new(&s->sink, nc, opt)))
         return st;
-    if (opt->plots && opt->save_dir) {
-        if ((st = yc_confusion_init(&s->cm, nc)))
-            return st;
-        s->have_cm = true;
-    }
     if (lp && !(s->loss = yc_loss_new(lp)))
         return YC_ENOMEM;
     if ((st = init_workers(s)))
-        return st;
-    if (opt->save_json && (st = text_str(&s->json, "[")))
         return st;
 
     yc_nms_params np = yc_nms_params_val();
@@ -807,16 +908,9 @@ static int validate(val_state *s, yc_loader *loader, const yc_dataset *ds,
             int nd = s->ndet[i];
             memcpy(s->predn, s->dets + (size_t)i * np.max_det * 6, (size_t)nd * 6 * sizeof(float));
             yc_val_scale_to_original(s->predn, (size_t)nd, 6, info);
-            if ((st = yc_val_stats_add(&s->stats, s->predn, nd, s->labels, nl,
-                                       s->have_cm ? &s->cm : NULL)))
-                return st;
-            res->n_det += (size_t)nd;
-            if (nd == 0)
-                continue;
             const char *image = ds->samples[b->sample[i]].image;
-            if (opt->save_txt && opt->save_dir && (st = save_txt(opt, image, s->predn, nd, info)))
-                return st;
-            if (opt->save_json && (st = json_add_image(&s->json, image, s->predn, nd, opt->coco91)))
+            if ((st = yc_val_sink_add(s->sink, image, info->w0, info->h0, s->predn, nd, s->labels,
+                                      nl)))
                 return st;
         }
         if (opt->plots && opt->save_dir && k < 3 &&
@@ -824,53 +918,22 @@ static int validate(val_state *s, yc_loader *loader, const yc_dataset *ds,
             return st;
     }
 
-    if ((st = yc_val_metrics_compute(&s->stats, &res->metrics)))
+    if ((st = yc_val_sink_metrics(s->sink, names, res)))
         return st;
     res->nbatches = nbatches;
     for (int i = 0; i < 3; i++)
         res->loss[i] = nbatches ? loss[i] / nbatches : 0;
-    long seen = s->stats.seen;
+    long seen = res->metrics.seen;
     res->t_pre = seen ? t_pre / (double)seen * 1e3 : 0;
     res->t_inf = seen ? t_inf / (double)seen * 1e3 : 0;
     res->t_nms = seen ? t_nms / (double)seen * 1e3 : 0;
-
-    const yc_val_metrics *vm = &res->metrics;
-    if (opt->print) {
-        yc_val_print_header(stdout);
-        bool per_class = (opt->verbose || (nc < 50 && !opt->training)) && nc > 1;
-        yc_val_print_results(stdout, vm, names, per_class);
-        int64_t total = 0;
-        for (int c = 0; c < vm->nc; c++)
-            total += vm->nt[c];
-        if (total == 0)
-            yc_warn("no labels found in the validation set, can not compute metrics without "
-                    "labels");
-        if (!opt->training)
-            printf("Speed: %.1fms pre-process, %.1fms inference, %.1fms NMS per image at shape "
-                   "(%d, 3, %d, %d)\n",
-                   res->t_pre, res->t_inf, res->t_nms, opt->batch, opt->imgsz, opt->imgsz);
+    if (opt->print && !opt->training) {
+        printf("Speed: %.1fms pre-process, %.1fms inference, %.1fms NMS per image at shape "
+               "(%d, 3, %d, %d)\n",
+               res->t_pre, res->t_inf, res->t_nms, opt->batch, opt->imgsz, opt->imgsz);
         fflush(stdout);
     }
-    if (opt->plots && opt->save_dir) {
-        if ((st = plot_confusion(opt, &s->cm, names)))
-            return st;
-        /* val.py plots the curves only when ap_per_class ran (some prediction was correct) */
-        if (vm->ap.n > 0 && (st = plot_curves(opt, &vm->ap, names)))
-            return st;
-    }
-    if (opt->save_json && opt->save_dir) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", opt->save_dir,
-                 opt->json_name ? opt->json_name : "predictions.json");
-        if ((st = text_str(&s->json, "]")) ||
-            (st = yc_write_file_atomic(path, s->json.p, s->json.n)))
-            return st;
-        if (opt->print)
-            printf("Saving %s...\n", path);
-    }
-    if (opt->save_txt && opt->save_dir)
-        res->n_label_files = yc_count_label_files(opt->save_dir);
-    return YC_OK;
+    return yc_val_sink_save(s->sink, names, res);
 }
 
 int yc_val_detect_batch(yc_model *m, const uint8_t *images, int n, int h, int w,

@@ -117,6 +117,36 @@ int yc_validate(yc_model *m, yc_loader *loader, const yc_dataset *ds, const char
                 const yc_val_options *opt, const yc_loss_params *lp, yc_val_result *res);
 
 /* ------------------------------------------------------------------------------------------------
+ * The statistics side of yc_validate, fed one image at a time by callers that detect by other
+ * means (whole-image validation by slices, val_full.h): val.py's statistics and confusion matrix,
+ * saved predictions, the results table and the plots, as yc_validate makes them
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef struct yc_val_sink yc_val_sink;
+
+/* A sink for a validation of nc classes (1 with single_cls) with opt (copied; its strings must
+ * outlive the sink): creates save_dir (and save_dir/labels with save_txt) when something is
+ * saved.  YC_ENOMEM or a directory error. */
+int yc_val_sink_new(yc_val_sink **out, int nc, const yc_val_options *opt);
+/* Frees the sink (NULL is allowed). */
+void yc_val_sink_free(yc_val_sink *s);
+
+/* One image, in validation order: `image` is its path (for labels/<stem>.txt and the JSON's
+ * image_id), w0 x h0 its size in pixels; dets: nd rows (x1, y1, x2, y2, conf, cls) in image
+ * pixels sorted by confidence, best first (classes 0 with single_cls); labels: nl rows
+ * (cls, x1, y1, x2, y2) in image pixels.  As yc_val_stats_add, plus the saved predictions. */
+int yc_val_sink_add(yc_val_sink *s, const char *image, int w0, int h0, const float *dets, int nd,
+                    const float *labels, int nl);
+
+/* The end of a validation, first part: res->metrics and res->n_det (the other fields are left
+ * to the caller) and, with opt->print, the results table on stdout.  The caller prints its speed
+ * line after it, as val.py does, then calls yc_val_sink_save. */
+int yc_val_sink_metrics(yc_val_sink *s, const char *const *names, yc_val_result *res);
+/* Second part: the curves and the confusion matrix (opt->plots), the JSON (opt->save_json) and
+ * res->n_label_files (opt->save_txt). */
+int yc_val_sink_save(yc_val_sink *s, const char *const *names, yc_val_result *res);
+
+/* ------------------------------------------------------------------------------------------------
  * Pieces, exposed for tests and for detect
  * ---------------------------------------------------------------------------------------------- */
 
