@@ -203,7 +203,8 @@ int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int
     if (!d->g || d->gh != h || d->gw != w) {
         yc_graph_free(d->g);
         d->g = NULL;
-        if ((st = yc_graph_new(&d->g, m, 1, h, w, YC_GRAPH_EVAL)) || (st = yc_graph_alloc(d->g))) {
+        if ((st = yc_graph_new(&d->g, m, 1, h, w, YC_GRAPH_EVAL)) ||
+            (st = d->opt.arena ? yc_graph_alloc_in(d->g, d->opt.arena) : yc_graph_alloc(d->g))) {
             yc_graph_free(d->g);
             d->g = NULL;
             return yc_error_context(st, "building the %dx%d inference graph", h, w);
@@ -263,17 +264,17 @@ int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int
     np.agnostic = d->opt.agnostic;
     np.classes = d->opt.classes;
     np.n_classes = d->opt.n_classes;
-    np.multi_label = false;
+    np.multi_label = d->opt.val_mode;
     int nd = 0;
     if ((st = yc_nms(d->rows, rows, m->no, &np, d->nms, d->dets, &nd)))
         return st;
     double t3 = yc_now();
 
-    /* scale_boxes(im.shape[2:], det[:, :4], im0.shape).round() */
+    /* scale_boxes(im.shape[2:], det[:, :4], im0.shape).round() (val.py does not round) */
     double gain, pw, ph;
     yc_letterbox_gain_pad(h, w, img->h, img->w, &gain, &pw, &ph);
     yc_scale_boxes(d->dets, (size_t)nd, 6, gain, pw, ph, img->h, img->w);
-    for (int i = 0; i < nd; i++)
+    for (int i = 0; i < nd && !d->opt.val_mode; i++)
         for (int k = 0; k < 4; k++)
             d->dets[(size_t)i * 6 + k] = nearbyintf(d->dets[(size_t)i * 6 + k]);
     if (times) {

@@ -79,6 +79,13 @@ typedef struct yc_detect_options {
      * of padding only to the next stride multiple (auto=True, detect.py): every input then has
      * one shape and the inference graph is planned once (sliced detection); false by default */
     bool fixed_shape;
+    /* val.py's NMS and boxes instead of detect.py's: every class above conf_thres of a box is a
+     * detection (multi_label), and boxes are not rounded to whole pixels; false by default (whole
+     * image validation by slices, val_full.h) */
+    bool val_mode;
+    /* an activation arena the inference graph is placed in (shared with other graphs, e.g. the
+     * trainer's), or NULL for one of the detector's own */
+    struct yc_arena *arena;
 } yc_detect_options;
 
 /* detect.py's defaults: 640x640, conf 0.25, IoU 0.45, max_det 1000. */
@@ -99,7 +106,7 @@ void yc_detector_free(yc_detector *d);
 const yc_detect_options *yc_detector_options(const yc_detector *d);
 
 /* Detects objects in `img` (the decoded image, RGB): letterbox, forward, NMS, boxes scaled back to
- * img's pixels and rounded (half to even) as detect.py.  *dets points to *n rows (x1, y1, x2, y2,
+ * img's pixels and rounded (half to even) as detect.py (not rounded with val_mode).  *dets points to *n rows (x1, y1, x2, y2,
  * conf, cls), best first, valid until the next call.  in_h/in_w (may be NULL) receive the
  * letterboxed input size; times may be NULL. */
 int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int *n, int *in_h,

@@ -182,7 +182,8 @@ int yc_slice_detect_image(yc_detector *d, yc_slice_source *src, const char *path
         return st;
     info->raw = scratch->n;
     double t0 = yc_now();
-    st = yc_slice_dets_merge(scratch, &o->merge, yc_detector_options(d)->max_det, out);
+    int max_det = o->max_det > 0 ? o->max_det : yc_detector_options(d)->max_det;
+    st = yc_slice_dets_merge(scratch, &o->merge, max_det, out);
     info->times.nms += (yc_now() - t0) * 1e3;
     return st;
 }

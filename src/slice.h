@@ -10,7 +10,8 @@
  *      (yc_slice_read_thumbnail; an image decoded whole is passed as it is and the letterbox
  *      reduces it, as normal detection), is run too and its boxes scaled to image pixels;
  *   4. all detections are merged with yc_slice_merge (slice_merge.h: NMM with IoS 0.5 as SAHI by
- *      default, or NMS with IoU) and the best max_det are kept.
+ *      default, or NMS with IoU) and the best max_det are kept (the slice options' max_det, else
+ *      the detector's).
  *
  * One window at a time goes through the model (batch 1), and the detector should be made with
  * fixed_shape so that every window and the full pass share one inference graph planned for the
@@ -42,13 +43,16 @@ typedef struct yc_slice_options {
     /* annotated images larger than this on either side are written as tiled pyramidal TIFF
      * (<stem>.tif), others in the source's format as detect does (YC_SLICE_PLAIN_MAX) */
     int plain_max;
+    /* detections kept per image after merging; 0: the detector's max_det (which also bounds
+     * each window's) */
+    int max_det;
 } yc_slice_options;
 
 /* Default plain_max: annotated images up to 8192 x 8192 keep the source's format. */
 #define YC_SLICE_PLAIN_MAX 8192
 
 /* tile 640, overlap 0.2, NMM IoS 0.5, no full pass, decode_max YC_SLICE_DECODE_MAX, plain_max
- * YC_SLICE_PLAIN_MAX. */
+ * YC_SLICE_PLAIN_MAX, max_det 0. */
 void yc_slice_options_default(yc_slice_options *o);
 
 /* Detections of one image in image pixels, gathered from its windows. */
