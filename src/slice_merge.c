@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,12 +35,17 @@ double yc_merge_overlap(const float a[4], const float b[4], yc_merge_metric metr
     return den > 0.0 ? inter / den : 0.0;
 }
 
+/* Row indices and processing positions (32 bits: the grid's entries stay small). */
+typedef uint32_t pos_t;
+/* the most detections merged at once: the grid's entry count fits pos_t */
+#define MERGE_MAX_N ((size_t)(UINT32_MAX / 8))
+
 /* A row's place in the processing order. */
 typedef struct order_key {
     /* score of the row */
     float score;
     /* row index in the input */
-    size_t index;
+    pos_t index;
 } order_key;
 
 /* qsort order: score descending, then input index ascending (a stable order). */
@@ -67,9 +73,9 @@ typedef struct grid {
     size_t gx, gy;
     /* CSR: the boxes (processing positions, ascending) of cell c are
      * entry[start[c]] .. entry[start[c + 1] - 1] */
-    size_t *start, *entry;
+    pos_t *start, *entry;
     /* positions of the wide boxes, ascending */
-    size_t *wide;
+    pos_t *wide;
     size_t n_wide;
 } grid;
 
@@ -129,8 +135,8 @@ size_t yc_slice_merge_scratch_bytes(size_t n)
 {
     size_t side = (size_t)grid_side(n) + 1, cells = side * side;
     /* order, gone, seen; start and the fill cursors; entries; wide */
-    return n * (sizeof(order_key) + 1 + sizeof(size_t)) + 2 * (cells + 1) * sizeof(size_t) +
-           (GRID_ENTRIES_PER_BOX * n + 1) * sizeof(size_t) + n * sizeof(size_t);
+    return n * (sizeof(order_key) + 1 + sizeof(pos_t)) + 2 * (cells + 1) * sizeof(pos_t) +
+           (GRID_ENTRIES_PER_BOX * n + 1) * sizeof(pos_t) + n * sizeof(pos_t);
 }
 
 /* Builds the grid of the n boxes in processing order key: about sqrt(n) cells a side, no
@@ -182,7 +188,7 @@ static int grid_build(grid *g, const float *dets, const order_key *key, size_t n
                     g->start[y * g->gx + x + 1]++;
     for (size_t c = 0; c < cells; c++)
         g->start[c + 1] += g->start[c];
-    size_t *fill = yc_malloc((cells ? cells : 1) * sizeof *fill, "slice merge grid");
+    pos_t *fill = yc_malloc((cells ? cells : 1) * sizeof *fill, "slice merge grid");
     if (!fill) {
         grid_free(g);
         return YC_ENOMEM;
@@ -190,12 +196,12 @@ static int grid_build(grid *g, const float *dets, const order_key *key, size_t n
     memcpy(fill, g->start, cells * sizeof *fill);
     for (size_t k = 0; k < n; k++) {
         if (!box_cells(g, dets + key[k].index * YC_MERGE_DET_STRIDE, &x0, &x1, &y0, &y1)) {
-            g->wide[g->n_wide++] = k;
+            g->wide[g->n_wide++] = (pos_t)k;
             continue;
         }
         for (size_t y = y0; y <= y1; y++)
             for (size_t x = x0; x <= x1; x++)
-                g->entry[fill[y * g->gx + x]++] = k;
+                g->entry[fill[y * g->gx + x]++] = (pos_t)k;
     }
     free(fill);
     return YC_OK;
@@ -209,16 +215,16 @@ typedef struct merge_pass {
     /* per position: removed (absorbed or suppressed) */
     unsigned char *gone;
     /* per position: the last kept position + 1 that examined it */
-    size_t *seen;
+    pos_t *seen;
 } merge_pass;
 
 /* Kept position a against position b (b > a, not gone): removes b when it matches, growing the
  * kept row o with NMM. */
 static void consider(merge_pass *m, size_t a, size_t b, float *o)
 {
-    if (m->gone[b] || m->seen[b] == a + 1)
+    if (m->gone[b] || m->seen[b] == (pos_t)(a + 1))
         return;
-    m->seen[b] = a + 1;
+    m->seen[b] = (pos_t)(a + 1);
     const float *da = m->dets + m->key[a].index * YC_MERGE_DET_STRIDE;
     const float *db = m->dets + m->key[b].index * YC_MERGE_DET_STRIDE;
     if (db[5] != da[5] || !(yc_merge_overlap(da, db, m->p->metric) > m->p->threshold))
@@ -245,15 +251,18 @@ int yc_slice_merge(const float *dets, size_t n, const yc_merge_params *p, float 
                                p->threshold);
     if (n == 0)
         return YC_OK;
+    if (n > MERGE_MAX_N)
+        return yc_error_status(YC_EUSAGE, "slice merge: %zu detections, at most %zu", n,
+                               MERGE_MAX_N);
     order_key *key = yc_calloc(n, sizeof *key, "slice merge order");
     unsigned char *gone = yc_calloc(n, 1, "slice merge flags");
-    size_t *seen = yc_calloc(n, sizeof *seen, "slice merge flags");
+    pos_t *seen = yc_calloc(n, sizeof *seen, "slice merge flags");
     grid g;
     memset(&g, 0, sizeof g);
     int st = key && gone && seen ? YC_OK : YC_ENOMEM;
     if (!st) {
         for (size_t i = 0; i < n; i++)
-            key[i] = (order_key){.score = dets[i * YC_MERGE_DET_STRIDE + 4], .index = i};
+            key[i] = (order_key){.score = dets[i * YC_MERGE_DET_STRIDE + 4], .index = (pos_t)i};
         /* NaN scores would break the comparison's ordering: they sort last, as -infinity */
         for (size_t i = 0; i < n; i++)
             if (isnan(key[i].score))

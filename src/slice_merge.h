@@ -67,8 +67,8 @@ yc_merge_params yc_merge_params_nms(void);
  * and with the few boxes spanning many cells: the result is the greedy pass above, in about
  * O(n log n) time for boxes spread over an image, O(n^2) at worst (every box covering every
  * other); memory at most yc_slice_merge_scratch_bytes(n) besides in and out.
- * YC_EUSAGE for an unknown method or metric or a threshold outside [0, 1] (naming it), YC_ENOMEM,
- * or YC_OK (n == 0 gives *n_out = 0). */
+ * YC_EUSAGE for an unknown method or metric, a threshold outside [0, 1] (naming it) or more than
+ * 2^29 - 1 detections, YC_ENOMEM, or YC_OK (n == 0 gives *n_out = 0). */
 int yc_slice_merge(const float *dets, size_t n, const yc_merge_params *p, float *out,
                    size_t *n_out);
 
