@@ -15,6 +15,7 @@
 #include "model.h"
 #include "modelcfg.h"
 #include "util.h"
+#include "val_full.h"
 
 static void print_usage(void)
 {
@@ -36,6 +37,8 @@ static void print_usage(void)
           "      --max-image WxH   largest dataset image without --data (default IMGxIMG)\n"
           "      --tile SIZE       tiled training with SIZE x SIZE windows (default: the\n"
           "                        dataset yaml's tile:, else none; 0 = whole images)\n"
+          "      --val-full        with tiles: validation per whole image by slices (see\n"
+          "                        yolocl-val(1)) in place of the validation loader\n"
           "      --noval           no validation graph\n"
           "      --device D        auto, cpu, opencl, opencl:N or a device name substring\n"
           "      --json            one JSON object for scripts\n"
@@ -44,7 +47,7 @@ static void print_usage(void)
 }
 
 enum { OPT_NC = 256, OPT_HALF, OPT_NOHALF, OPT_RECOMPUTE, OPT_MEM, OPT_OPTIM, OPT_MAXIMG, OPT_NOVAL, OPT_DEVICE,
-       OPT_JSON, OPT_TILE };
+       OPT_JSON, OPT_TILE, OPT_VAL_FULL };
 
 static void print_text(const yc_run_shape *rs, const yc_mem_report *r, const yc_mem_fit *fit,
                        size_t limit, const yc_backend *be)
@@ -133,6 +136,7 @@ int yc_cmd_plan(int argc, char **argv)
         {"workers", required_argument, NULL, 'j'},
         {"max-image", required_argument, NULL, OPT_MAXIMG},
         {"tile", required_argument, NULL, OPT_TILE},
+        {"val-full", no_argument, NULL, OPT_VAL_FULL},
         {"noval", no_argument, NULL, OPT_NOVAL},
         {"device", required_argument, NULL, OPT_DEVICE},
         {"json", no_argument, NULL, OPT_JSON},
@@ -143,7 +147,8 @@ int yc_cmd_plan(int argc, char **argv)
     int nc = 0, img = 640, batch = 16, workers = 0, c, st;
     int max_w = 0, max_h = 0, tile = -1;
     size_t mem = 0;
-    bool json = false, noval = false, recompute = false;
+    bool json = false, noval = false, recompute = false, val_full = false;
+    int val_w = 0, val_h = 0;
     yc_half_policy half = YC_HALF_AUTO;
     yc_optim_kind optim = YC_OPTIM_SGD;
     opterr = 0;
@@ -206,6 +211,9 @@ int yc_cmd_plan(int argc, char **argv)
         case OPT_NOVAL:
             noval = true;
             break;
+        case OPT_VAL_FULL:
+            val_full = true;
+            break;
         case OPT_DEVICE:
             device = optarg;
             break;
@@ -247,6 +255,10 @@ int yc_cmd_plan(int argc, char **argv)
             for (size_t k = 0; k < sets[i].n; k++) {
                 max_w = sets[i].samples[k].w > max_w ? sets[i].samples[k].w : max_w;
                 max_h = sets[i].samples[k].h > max_h ? sets[i].samples[k].h : max_h;
+                if (i == 1) {
+                    val_w = sets[i].samples[k].w > val_w ? sets[i].samples[k].w : val_w;
+                    val_h = sets[i].samples[k].h > val_h ? sets[i].samples[k].h : val_h;
+                }
             }
         }
         noval = noval || sets[1].n == 0;
@@ -272,6 +284,19 @@ int yc_cmd_plan(int argc, char **argv)
                        .max_image_w = max_w ? max_w : img, .max_image_h = max_h ? max_h : img,
                        .tile = tile >= 0 ? tile : have_yaml ? y.tile : 0,
                        .baseline = baseline};
+    if (val_full && rs.tile == 0) {
+        st = yc_error_status(YC_EUSAGE, "--val-full needs tiles: --tile SIZE or tile: in the "
+                             "dataset yaml");
+        goto done;
+    }
+    if (val_full && !noval) {
+        yc_val_options vo;
+        yc_val_options_default(&vo);
+        rs.val_full_bytes = yc_val_full_host_bytes(
+            m, img, rs.tile, have_yaml ? y.tile_overlap : 0.2, vo.max_det,
+            val_w ? val_w : rs.max_image_w, val_h ? val_h : rs.max_image_h, YC_SLICE_DECODE_MAX,
+            be->iface->buffer_host_ptr != NULL);
+    }
     size_t avail = be->info.mem_free ? be->info.mem_free : be->info.mem_total;
     size_t limit = mem ? mem : (size_t)(0.9 * (double)avail);
     yc_mem_report r;

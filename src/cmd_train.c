@@ -63,6 +63,8 @@ static void print_usage(void)
           "      --tile-min-area F    keep a box in a window when this fraction of it is inside\n"
           "                           (default 0.1)\n"
           "      --tiles-per-epoch N  a random subset of N tiles per epoch (default: all)\n"
+          "      --val-full           with tiles: validate whole images, detected by slices\n"
+          "                           merged as detect --slice (default: per tile)\n"
           "      --project DIR        save to DIR/NAME (default runs/train)\n"
           "      --name NAME          run name (default exp; exp2, exp3... when taken)\n"
           "      --exist-ok           reuse an existing DIR/NAME\n"
@@ -78,6 +80,7 @@ enum {
     OPT_DEVICE, OPT_PROJECT, OPT_NAME, OPT_EXIST_OK, OPT_CACHE, OPT_EVOLVE, OPT_MEM, OPT_HALF,
     OPT_NOHALF,
     OPT_RECOMPUTE, OPT_TILE, OPT_TILE_OVERLAP, OPT_TILE_MIN_AREA, OPT_TILES_PER_EPOCH,
+    OPT_VAL_FULL,
 };
 
 /* A number in [0, 1] (below 1 when `below_one`) as a double: --tile-overlap, --tile-min-area. */
@@ -142,6 +145,7 @@ int yc_cmd_train(int argc, char **argv)
         {"tile-overlap", required_argument, NULL, OPT_TILE_OVERLAP},
         {"tile-min-area", required_argument, NULL, OPT_TILE_MIN_AREA},
         {"tiles-per-epoch", required_argument, NULL, OPT_TILES_PER_EPOCH},
+        {"val-full", no_argument, NULL, OPT_VAL_FULL},
         {"evolve", optional_argument, NULL, OPT_EVOLVE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -302,6 +306,9 @@ int yc_cmd_train(int argc, char **argv)
             if ((st = yc_cli_int(cmd, "--tiles-per-epoch", optarg, 1, 2147483647,
                                  &o.tiles_per_epoch)))
                 return st;
+            break;
+        case OPT_VAL_FULL:
+            o.val_full = true;
             break;
         case OPT_CACHE:
             yc_info("note: --cache has no effect: yolocl streams images from disk with bounded "

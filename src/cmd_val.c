@@ -16,6 +16,7 @@
 #include "tileset.h"
 #include "util.h"
 #include "val.h"
+#include "val_full.h"
 
 static void print_usage(void)
 {
@@ -42,6 +43,14 @@ static void print_usage(void)
           "      --tile SIZE        evaluate SIZE x SIZE windows of the images, each with its\n"
           "                         clipped labels (default: the dataset yaml's tile:, else\n"
           "                         whole images; 0 = whole images)\n"
+          "      --val-full         with tiles: evaluate whole images, detected by SIZE x SIZE\n"
+          "                         slices merged as detect --slice does\n"
+          "      --slice-overlap X  with --val-full: overlap of the slices (default the\n"
+          "                         dataset yaml's tile_overlap, 0.2)\n"
+          "      --slice-merge M    with --val-full: nmm (default) or nms\n"
+          "      --slice-thres X    with --val-full: merge overlap threshold (default 0.5)\n"
+          "      --slice-full       with --val-full: add a pass on the whole image reduced to\n"
+          "                         --img\n"
           "      --project DIR      parent of the run directory (default runs/val)\n"
           "      --name NAME        run directory name (default exp; exp2, exp3... when taken)\n"
           "      --exist-ok         reuse an existing run directory\n"
@@ -68,6 +77,11 @@ enum {
     OPT_WORKERS,
     OPT_DEVICE,
     OPT_TILE,
+    OPT_VAL_FULL,
+    OPT_SLICE_OVERLAP,
+    OPT_SLICE_MERGE,
+    OPT_SLICE_THRES,
+    OPT_SLICE_FULL,
 };
 
 int yc_cmd_val(int argc, char **argv)
@@ -97,6 +111,11 @@ int yc_cmd_val(int argc, char **argv)
         {"workers", required_argument, NULL, OPT_WORKERS},
         {"device", required_argument, NULL, OPT_DEVICE},
         {"tile", required_argument, NULL, OPT_TILE},
+        {"val-full", no_argument, NULL, OPT_VAL_FULL},
+        {"slice-overlap", required_argument, NULL, OPT_SLICE_OVERLAP},
+        {"slice-merge", required_argument, NULL, OPT_SLICE_MERGE},
+        {"slice-thres", required_argument, NULL, OPT_SLICE_THRES},
+        {"slice-full", no_argument, NULL, OPT_SLICE_FULL},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -105,7 +124,11 @@ int yc_cmd_val(int argc, char **argv)
     int img = 640, batch = 32, max_det = 300, workers = 8, tile = -1, c, st;
     float conf = 0.001f, iou = 0.6f;
     bool single_cls = false, verbose = false, save_txt = false, save_conf = false;
-    bool save_json = false, exist_ok = false;
+    bool save_json = false, exist_ok = false, val_full = false, slice_opts = false;
+    bool overlap_given = false;
+    yc_slice_options so;
+    yc_slice_options_default(&so);
+    float fval;
     yc_split split = YC_SPLIT_VAL;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":d:w:c:b:h", opts, NULL)) != -1) {
@@ -188,6 +211,39 @@ int yc_cmd_val(int argc, char **argv)
                 return yc_usage_error(cmd, "invalid value '%s' for --tile: expected 0 (whole "
                                       "images) or a window of 32 to 16384 pixels", optarg);
             break;
+        case OPT_VAL_FULL:
+            val_full = true;
+            break;
+        case OPT_SLICE_OVERLAP:
+            if ((st = yc_cli_float(cmd, "--slice-overlap", optarg, 0, 1, &fval)))
+                return st;
+            if (fval >= 1)
+                return yc_usage_error(cmd, "--slice-overlap %s must be below 1", optarg);
+            so.overlap = strtod(optarg, NULL);
+            overlap_given = slice_opts = true;
+            break;
+        case OPT_SLICE_MERGE:
+            if (!strcmp(optarg, "nmm")) {
+                so.merge.method = YC_MERGE_NMM;
+                so.merge.metric = YC_MERGE_IOS;
+            } else if (!strcmp(optarg, "nms")) {
+                so.merge.method = YC_MERGE_NMS;
+                so.merge.metric = YC_MERGE_IOU;
+            } else {
+                return yc_usage_error(cmd, "--slice-merge '%s': use nmm or nms", optarg);
+            }
+            slice_opts = true;
+            break;
+        case OPT_SLICE_THRES:
+            if ((st = yc_cli_float(cmd, "--slice-thres", optarg, 0, 1, &fval)))
+                return st;
+            so.merge.threshold = strtod(optarg, NULL);
+            slice_opts = true;
+            break;
+        case OPT_SLICE_FULL:
+            so.full = true;
+            slice_opts = true;
+            break;
         case 'h':
             print_usage();
             return YC_EXIT_OK;
@@ -199,6 +255,11 @@ int yc_cmd_val(int argc, char **argv)
         return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (!data || !weights)
         return yc_usage_error(cmd, "--data and --weights are required");
+    if (slice_opts && !val_full)
+        return yc_usage_error(cmd, "--slice-overlap, --slice-merge, --slice-thres and "
+                                   "--slice-full need --val-full");
+    if (val_full && tile == 0)
+        return yc_usage_error(cmd, "--val-full needs tiles: --tile SIZE (not 0)");
     if ((st = yc_cli_run_name(cmd, project, name)))
         return st;
     if (conf > 0.001f)
@@ -220,9 +281,15 @@ int yc_cmd_val(int argc, char **argv)
         goto done;
     if (tile < 0)
         tile = y.tile;
-    if (tile > 0 && (save_txt || save_json)) {
+    if (val_full && tile <= 0) {
+        st = yc_error_status(YC_EUSAGE, "--val-full needs tiles: --tile SIZE or tile: in %s",
+                             data);
+        goto done;
+    }
+    if (tile > 0 && !val_full && (save_txt || save_json)) {
         st = yc_error_status(YC_EUSAGE, "--save-txt and --save-json write whole-image results: "
-                             "with tiles (--tile %d) use yolocl detect --slice", tile);
+                             "with tiles (--tile %d) add --val-full, or use yolocl detect "
+                             "--slice", tile);
         goto done;
     }
     if (y.n_entries[split] == 0) {
@@ -261,7 +328,7 @@ int yc_cmd_val(int argc, char **argv)
     if (nw < 1)
         nw = 1;
     const yc_dataset *view = &ds;
-    if (tile > 0) {
+    if (tile > 0 && !val_full) {
         yc_tile_options to = {.tile = tile, .overlap = y.tile_overlap,
                               .min_area = y.tile_min_area};
         if ((st = yc_tileset_make(&ds, &to, &tiles)))
@@ -272,7 +339,7 @@ int yc_cmd_val(int argc, char **argv)
     yc_loader_options lo = {.ds = &ds, .train = false, .imgsz = imgsz, .batch = batch,
                             .rect = true, .pad = 0.5, .stride = im.stride, .workers = nw,
                             .tiles = tile > 0 ? &tiles : NULL};
-    if ((st = yc_loader_new(&loader, &lo)))
+    if (!val_full && (st = yc_loader_new(&loader, &lo)))
         goto done;
 
     char save_dir[4096];
@@ -300,8 +367,16 @@ int yc_cmd_val(int argc, char **argv)
     vo.save_json = save_json;
     vo.json_name = json_name;
     vo.coco91 = m->nc == 80 && names && names[0] && !strcmp(names[0], "person");
-    if ((st = yc_validate(m, loader, view, names, &vo, NULL, &res)))
+    if (val_full) {
+        so.tile = tile;
+        if (!overlap_given)
+            so.overlap = y.tile_overlap;
+        vo.batch = 1;
+        if ((st = yc_validate_full(m, im.stride, &ds, names, &vo, &so, &res)))
+            goto done;
+    } else if ((st = yc_validate(m, loader, view, names, &vo, NULL, &res))) {
         goto done;
+    }
     printf("Results saved to %s\n", save_dir);
     if (save_txt)
         printf("%d labels saved to %s/labels\n", res.n_label_files, save_dir);

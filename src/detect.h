@@ -106,9 +106,9 @@ void yc_detector_free(yc_detector *d);
 const yc_detect_options *yc_detector_options(const yc_detector *d);
 
 /* Detects objects in `img` (the decoded image, RGB): letterbox, forward, NMS, boxes scaled back to
- * img's pixels and rounded (half to even) as detect.py (not rounded with val_mode).  *dets points to *n rows (x1, y1, x2, y2,
- * conf, cls), best first, valid until the next call.  in_h/in_w (may be NULL) receive the
- * letterboxed input size; times may be NULL. */
+ * img's pixels and rounded (half to even) as detect.py (not rounded with val_mode).  *dets points
+ * to *n rows (x1, y1, x2, y2, conf, cls), best first, valid until the next call.  in_h/in_w (may
+ * be NULL) receive the letterboxed input size; times may be NULL. */
 int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int *n, int *in_h,
                     int *in_w, yc_detect_times *times);
 

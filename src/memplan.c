@@ -82,7 +82,11 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
     }
     if (!st && rs->val_batch > 0) {
         yc_graph_options go = {.mode = YC_GRAPH_EVAL};
-        st = plan_graph(m, rs->val_batch, sv, sv, &go, &r->val_plan, &val_ws, &val_heads, NULL);
+        if (rs->val_full_bytes > 0)
+            st = plan_graph(m, 1, s, s, &go, &r->val_plan, &val_ws, &val_heads, NULL);
+        else
+            st = plan_graph(m, rs->val_batch, sv, sv, &go, &r->val_plan, &val_ws, &val_heads,
+                            NULL);
     }
     if (st) {
         yc_mem_report_free(r);
@@ -142,7 +146,10 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
         add(r, "training loader buffers", workers * (21 * s2 + decode), false);
         add(r, "training tile windows", workers * tile_store, false);
     }
-    if (rs->val_batch > 0) {
+    if (rs->val_batch > 0 && rs->val_full_bytes > 0) {
+        /* one image at a time, one window at a time (staging included) */
+        add(r, "whole-image validation buffers", rs->val_full_bytes, false);
+    } else if (rs->val_batch > 0) {
         /* the trainer's validation loader has one thread: two slots */
         add(r, "validation loader ring", 2 * (size_t)rs->val_batch * 3 * sv2, false);
         add(r, "validation loader buffers", 6 * sv2 + decode, false);
@@ -159,7 +166,7 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
         if (rs->train)
             add(r, "input and head staging (training)",
                 (size_t)rs->batch * 3 * s2 * sizeof(float) + 2 * train_heads, false);
-        if (rs->val_batch > 0)
+        if (rs->val_batch > 0 && rs->val_full_bytes == 0)
             add(r, "input and head staging (validation)",
                 (size_t)rs->val_batch * 3 * sv2 * sizeof(float) + val_heads, false);
     }

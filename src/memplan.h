@@ -37,6 +37,10 @@ typedef struct yc_run_shape {
      * image up to that size, or a band of `tile` rows of the widest image) and the windows of
      * the batch it builds, in place of a whole decoded image */
     int tile;
+    /* validation by whole images (val_full.h) in place of the validation loader: its host bytes
+     * as yc_val_full_host_bytes gives them (> 0); the validation graph is then one window,
+     * batch 1 at imgsz x imgsz.  0: validation by batches (val_batch) */
+    size_t val_full_bytes;
     /* memory the process holds already (libraries, the dataset index): counted in the peak */
     size_t baseline;
 } yc_run_shape;

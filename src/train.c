@@ -33,6 +33,7 @@
 #include "step.h"
 #include "util.h"
 #include "val.h"
+#include "val_full.h"
 #include "weights.h"
 #include "yamltree.h"
 
@@ -180,6 +181,7 @@ static char *opts_json(const yc_train_opts *o)
     json_num(f, "tile_overlap", o->tile_overlap, &first);
     json_num(f, "tile_min_area", o->tile_min_area, &first);
     json_num(f, "tiles_per_epoch", o->tiles_per_epoch, &first);
+    json_bool(f, "val_full", o->val_full, &first);
     fputc('}', f);
     if (fclose(f) != 0) {
         free(buf);
@@ -246,6 +248,7 @@ static int opts_from_json(const char *text, yc_train_opts *o, opt_strings *keep)
     o->tile_overlap = get_num(root, "tile_overlap", &v) ? -1 : v;
     o->tile_min_area = get_num(root, "tile_min_area", &v) ? -1 : v;
     o->tiles_per_epoch = get_num(root, "tiles_per_epoch", &v) ? 0 : (int)v;
+    o->val_full = get_bool(root, "val_full");
     yc_error_clear();
     o->rect = get_bool(root, "rect");
     o->nosave = get_bool(root, "nosave");
@@ -513,6 +516,9 @@ static int setup_tiles(trainer *t)
     yc_tile_options to = {.tile = o->tile, .overlap = o->tile_overlap,
                           .min_area = o->tile_min_area};
     int st = yc_tile_options_check(&to, "tiles");
+    if (!st && o->val_full && o->tile == 0)
+        st = yc_error_status(YC_EUSAGE, "--val-full validates tiled runs per whole image: it "
+                             "needs --tile SIZE or tile: in %s", o->data);
     if (st || o->tile == 0)
         return st;
     if (o->rect) {
@@ -530,7 +536,10 @@ static int setup_tiles(trainer *t)
     if (o->tiles_per_epoch > 0 && (size_t)o->tiles_per_epoch < t->train_tiles.n)
         yc_info("train: %d of the %zu tiles per epoch, drawn at random each epoch\n",
                 o->tiles_per_epoch, t->train_tiles.n);
-    if (t->val_ds.n > 0) {
+    if (t->val_ds.n > 0 && o->val_full) {
+        yc_info("val: whole images, detected by slices of %d px (overlap %g) merged as detect "
+                "--slice\n", o->tile, o->tile_overlap);
+    } else if (t->val_ds.n > 0) {
         if ((st = yc_tileset_make(&t->val_ds, &to, &t->val_tiles)))
             return yc_error_context(st, "val");
         yc_tileset_report(&t->val_tiles, "val: ");
@@ -762,8 +771,19 @@ static int validate(trainer *t, yc_model *model, bool final, epoch_results *res,
     if (final && t->nc == 80 && strcmp(t->names[0], "person") == 0)
         vo.iou_thres = 0.65; /* YOLOv5 re-validates COCO's best weights at 0.65 */
     yc_val_result vr;
-    int st = yc_validate(model, t->val_loader, t->val_view, (const char *const *)t->names, &vo,
+    int st;
+    if (t->o.val_full) {
+        yc_slice_options so;
+        yc_slice_options_default(&so);
+        so.tile = t->o.tile;
+        so.overlap = t->o.tile_overlap;
+        vo.batch = 1;
+        st = yc_validate_full(model, t->gs, &t->val_ds, (const char *const *)t->names, &vo, &so,
+                              &vr);
+    } else {
+        st = yc_validate(model, t->val_loader, t->val_view, (const char *const *)t->names, &vo,
                          &t->lp, &vr);
+    }
     if (st)
         return yc_error_context(st, "validation");
     res->r[0] = vr.metrics.mp;
@@ -915,10 +935,13 @@ static int fit_memory(trainer *t)
         max_w = t->train_ds.samples[i].w > max_w ? t->train_ds.samples[i].w : max_w;
         max_h = t->train_ds.samples[i].h > max_h ? t->train_ds.samples[i].h : max_h;
     }
+    int val_w = 0, val_h = 0;
     for (size_t i = 0; t->have_val_ds && i < t->val_ds.n; i++) {
-        max_w = t->val_ds.samples[i].w > max_w ? t->val_ds.samples[i].w : max_w;
-        max_h = t->val_ds.samples[i].h > max_h ? t->val_ds.samples[i].h : max_h;
+        val_w = t->val_ds.samples[i].w > val_w ? t->val_ds.samples[i].w : val_w;
+        val_h = t->val_ds.samples[i].h > val_h ? t->val_ds.samples[i].h : val_h;
     }
+    max_w = val_w > max_w ? val_w : max_w;
+    max_h = val_h > max_h ? val_h : max_h;
     int img = o->imgsz;
     if (o->multi_scale) /* the largest multi-scale size */
         img = (int)((o->imgsz * 1.5 + t->gs - 1) / t->gs) * t->gs;
@@ -930,6 +953,13 @@ static int fit_memory(trainer *t)
                        .recompute = o->recompute};
     rs.val_batch = val ? 2 : 0; /* yc_memfit doubles the micro-batch for validation */
     yc_backend *be = t->m->be;
+    if (val && o->val_full) {
+        yc_val_options vo;
+        yc_val_options_default(&vo);
+        rs.val_full_bytes = yc_val_full_host_bytes(t->m, o->imgsz, o->tile, o->tile_overlap,
+                                                   vo.max_det, val_w, val_h, YC_SLICE_DECODE_MAX,
+                                                   be->iface->buffer_host_ptr != NULL);
+    }
     /* OpenCL cannot tell free memory on most GPUs (mem_free 0): then the total */
     size_t avail = be->info.mem_free ? be->info.mem_free : be->info.mem_total;
     size_t limit = o->mem ? o->mem : (size_t)(0.9 * (double)avail);
@@ -1324,7 +1354,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     }
     if ((st = yc_loader_new(&t->train_loader, &lo)))
         goto done;
-    if (t->val_ds.n > 0) {
+    if (t->val_ds.n > 0 && !t->o.val_full) {
         /* one thread: a letterbox is far cheaper than the inference that consumes it */
         yc_loader_options vo = {.ds = &t->val_ds, .train = false, .hyp = &t->hyp,
                                 .imgsz = t->o.imgsz, .batch = t->o.batch * 2, .rect = true,
@@ -1333,7 +1363,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                                 .tiles = t->o.tile > 0 ? &t->val_tiles : NULL};
         if ((st = yc_loader_new(&t->val_loader, &vo)))
             goto done;
-    } else if (!t->o.noval) {
+    } else if (t->val_ds.n == 0 && !t->o.noval) {
         st = yc_error_status(YC_EFORMAT, "%s: no usable validation images (use --noval to train "
                              "without validation)", t->o.data);
         goto done;

@@ -65,6 +65,9 @@ typedef struct yc_train_opts {
     double tile_overlap, tile_min_area;
     /* tiles per epoch, a random subset drawn per epoch from the seed (0: all tiles) */
     int tiles_per_epoch;
+    /* with tiles: validate per whole image (val_full.h: the images detected by slices of the
+     * tile grid, merged as detect --slice) instead of per tile; no validation losses then */
+    bool val_full;
     /* optional progress callback and its context */
     yc_train_progress_fn progress;
     void *progress_ctx;
