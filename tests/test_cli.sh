@@ -340,6 +340,55 @@ expect_output_re '^ +all +4 '
 check 2 val --data "$tmp/tiles/demo.yaml" --weights "$tmp/runs/tile/weights/last.safetensors" \
     --tile 160 --save-txt --device cpu --project "$tmp/runs" --name valtile2
 expect_stderr "detect --slice"
+# val --val-full: the val image whole (3 labels), detected in its 4 windows and merged; whole-image
+# predictions may be saved
+check 0 val --data "$tmp/tiles/demo.yaml" --weights "$tmp/runs/tile/weights/last.safetensors" \
+    --tile 160 --img 160 --val-full --save-txt --save-conf --device cpu --project "$tmp/runs" \
+    --name valfull
+expect_output_re '^ +all +1 +3 '
+expect_output 'per window at shape (1, 3, 160, 160), 4 windows of 160 px'
+expect_output '1 labels saved to'
+if awk 'NF != 6 || $2 < 0 || $2 > 1 || $3 < 0 || $3 > 1 { bad = 1 } END { exit bad }' \
+    "$tmp/runs/valfull/labels/shapes_00000.txt"; then
+    pass
+else
+    fail "labels/shapes_00000.txt: expected class, x y w h normalised to the image, conf"
+fi
+# overlap 0.5 (stride 80): x and y start at 0, 80 and 288 - 160 = 128: 9 windows
+check 0 val --data "$tmp/tiles/demo.yaml" --weights "$tmp/runs/tile/weights/last.safetensors" \
+    --tile 160 --img 160 --val-full --slice-overlap 0.5 --slice-merge nms --slice-thres 0.6 \
+    --device cpu --project "$tmp/runs" --name valfull2
+expect_output '9 windows of 160 px'
+check 2 val --data "$tmp/tiles/demo.yaml" --weights "$tmp/runs/tile/weights/last.safetensors" \
+    --tile 160 --slice-merge nms --device cpu --project "$tmp/runs" --name valfull3
+expect_stderr "need --val-full"
+check 2 val --data "$tmp/tiles/demo.yaml" --weights "$tmp/runs/tile/weights/last.safetensors" \
+    --val-full --device cpu --project "$tmp/runs" --name valfull3
+expect_stderr "--val-full needs tiles"
+check 2 val --data "$tmp/tiles/demo.yaml" --weights "$tmp/runs/tile/weights/last.safetensors" \
+    --tile 160 --val-full --slice-merge wbf --device cpu --project "$tmp/runs" --name valfull3
+expect_stderr "--slice-merge 'wbf': use nmm or nms"
+# train --val-full: every epoch's validation per whole image (no validation losses)
+# shellcheck disable=SC2086
+check 0 train --data "$tmp/tiles/demo.yaml" $tiny_model --tile 160 --img 160 --epochs 1 \
+    --batch 4 --workers 1 --noplots --noautoanchor --val-full --project "$tmp/runs" \
+    --name tilefull
+expect_output 'val: whole images, detected by slices of 160 px (overlap 0.2) merged as detect --slice'
+expect_output_re '^ +all +1 +3 '
+if grep -q '^val_full: true' "$tmp/runs/tilefull/opt.yaml"; then pass; else fail "opt.yaml lacks val_full"; fi
+if awk -F, 'NR == 2 && $9 + 0 == 0 && $10 + 0 == 0 && $11 + 0 == 0 { ok = 1 } END { exit !ok }' \
+    "$tmp/runs/tilefull/results.csv"; then
+    pass
+else
+    fail "results.csv: one epoch with zero validation losses expected"
+fi
+# shellcheck disable=SC2086
+check 2 train --data "$tmp/tiles/demo.yaml" $tiny_model --val-full --epochs 1
+expect_stderr "--val-full"
+check 0 plan --cfg yolov5n --img 320 --tile 320 --max-image 6000x6000 --val-full --device cpu
+expect_output 'whole-image validation buffers'
+check 2 plan --cfg yolov5n --img 320 --max-image 6000x6000 --val-full --device cpu
+expect_stderr "--val-full needs tiles"
 # the yaml's tile: key, a subset of tiles per epoch; overlap 0.5 (stride 80): 3 x 5 + 5 x 5 tiles
 cp "$tmp/tiles/demo.yaml" "$tmp/tiles/tiled.yaml"
 printf 'tile: 160\ntile_overlap: 0.5\n' >>"$tmp/tiles/tiled.yaml"
