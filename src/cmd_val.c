@@ -47,7 +47,9 @@ static void print_usage(void)
           "                         slices merged as detect --slice does\n"
           "      --slice-overlap X  with --val-full: overlap of the slices (default the\n"
           "                         dataset yaml's tile_overlap, 0.2)\n"
-          "      --slice-merge M    with --val-full: nmm (default) or nms\n"
+          "      --slice-merge M    with --val-full: nms-ios (default; suppression by\n"
+          "                         intersection over the smaller box), nms (by IoU) or nmm\n"
+          "                         (merging by intersection over the smaller box), as detect\n"
           "      --slice-thres X    with --val-full: merge overlap threshold (default 0.5)\n"
           "      --slice-full       with --val-full: add a pass on the whole image reduced to\n"
           "                         --img\n"
@@ -128,6 +130,7 @@ int yc_cmd_val(int argc, char **argv)
     bool overlap_given = false;
     yc_slice_options so;
     yc_slice_options_default(&so);
+    so.merge = yc_merge_params_nms_ios();
     float fval;
     yc_split split = YC_SPLIT_VAL;
     opterr = 0;
@@ -229,8 +232,11 @@ int yc_cmd_val(int argc, char **argv)
             } else if (!strcmp(optarg, "nms")) {
                 so.merge.method = YC_MERGE_NMS;
                 so.merge.metric = YC_MERGE_IOU;
+            } else if (!strcmp(optarg, "nms-ios")) {
+                so.merge.method = YC_MERGE_NMS;
+                so.merge.metric = YC_MERGE_IOS;
             } else {
-                return yc_usage_error(cmd, "--slice-merge '%s': use nmm or nms", optarg);
+                return yc_usage_error(cmd, "--slice-merge '%s': use nms-ios, nms or nmm", optarg);
             }
             slice_opts = true;
             break;

@@ -19,6 +19,11 @@ yc_merge_params yc_merge_params_nms(void)
     return (yc_merge_params){.method = YC_MERGE_NMS, .metric = YC_MERGE_IOU, .threshold = 0.5};
 }
 
+yc_merge_params yc_merge_params_nms_ios(void)
+{
+    return (yc_merge_params){.method = YC_MERGE_NMS, .metric = YC_MERGE_IOS, .threshold = 0.5};
+}
+
 static double box_area(const float *b)
 {
     double w = (double)b[2] - b[0], h = (double)b[3] - b[1];
@@ -227,7 +232,8 @@ static void consider(merge_pass *m, size_t a, size_t b, float *o)
     m->seen[b] = (pos_t)(a + 1);
     const float *da = m->dets + m->key[a].index * YC_MERGE_DET_STRIDE;
     const float *db = m->dets + m->key[b].index * YC_MERGE_DET_STRIDE;
-    if (db[5] != da[5] || !(yc_merge_overlap(da, db, m->p->metric) > m->p->threshold))
+    if ((!m->p->agnostic && db[5] != da[5]) ||
+        !(yc_merge_overlap(da, db, m->p->metric) > m->p->threshold))
         return;
     m->gone[b] = 1;
     if (m->p->method == YC_MERGE_NMM) {

@@ -9,11 +9,13 @@
  *
  * Detections are rows of YC_MERGE_DET_STRIDE floats (x1, y1, x2, y2, conf, cls) as yc_nms writes
  * them, boxes in pixels with x1 <= x2 and y1 <= y2, cls an integral class id.  Boxes of different
- * classes are never compared.  Overlaps are computed in double from the float inputs; output rows
- * are input values (merged corners are minima and maxima of input corners). */
+ * classes are never compared unless the merge is class-agnostic.  Overlaps are computed in double
+ * from the float inputs; output rows are input values (merged corners are minima and maxima of
+ * input corners). */
 #ifndef YC_SLICE_MERGE_H
 #define YC_SLICE_MERGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* floats per detection row: x1, y1, x2, y2, conf, cls */
@@ -44,20 +46,28 @@ typedef struct yc_merge_params {
     /* boxes match when metric > threshold (strictly; SAHI merges at equality too), in [0, 1];
      * a zero denominator (a box of zero area) gives metric 0, so such a box never matches */
     double threshold;
+    /* compare boxes of different classes too (class-agnostic, as with --single-cls); the kept
+     * box's class is the output's */
+    bool agnostic;
 } yc_merge_params;
 
 /* SAHI's default postprocessing: NMM, IoS, threshold 0.5. */
 yc_merge_params yc_merge_params_nmm(void);
 /* Class-aware NMS by IoU with threshold 0.5. */
 yc_merge_params yc_merge_params_nms(void);
+/* Class-aware NMS by IoS with threshold 0.5: a box mostly inside a better one (the part of an
+ * object a slice saw cut by its border) or mostly covering one is dropped, and no box grows.  The
+ * default of whole-image validation (val_full.h), where NMM at val.py's confidence threshold of
+ * 0.001 lets the best box of an object absorb low-scored boxes around it and grow past it. */
+yc_merge_params yc_merge_params_nms_ios(void);
 
 /* Merges n detections of one image.
  * The detections are ordered by score (conf) descending, equal scores in input order.  Then,
  * greedily in that order, each detection not yet removed is kept, and every later detection of
- * the same class not yet removed whose metric with the kept detection's original box is
- * > threshold is removed (NMS) or absorbed (NMM).  With NMM the output box is the enclosing box
- * of the kept box and all boxes it absorbed (min of x1, y1, max of x2, y2); its score and class
- * are those of the kept detection, the highest of the group.  SAHI instead re-tests each absorbed
+ * the same class (of any class when agnostic) not yet removed whose metric with the kept
+ * detection's original box is > threshold is removed (NMS) or absorbed (NMM).  With NMM the
+ * output box is the enclosing box of the kept box and all boxes it absorbed (min of x1, y1, max
+ * of x2, y2); its score and class are those of the kept detection, the highest of the group.  SAHI instead re-tests each absorbed
  * box against the box grown so far; matching against the original box keeps the result
  * independent of the absorption order.
  * out: room for n rows, not overlapping in; it gets the kept rows in score-descending order, ties

@@ -537,8 +537,8 @@ static int setup_tiles(trainer *t)
         yc_info("train: %d of the %zu tiles per epoch, drawn at random each epoch\n",
                 o->tiles_per_epoch, t->train_tiles.n);
     if (t->val_ds.n > 0 && o->val_full) {
-        yc_info("val: whole images, detected by slices of %d px (overlap %g) merged as detect "
-                "--slice\n", o->tile, o->tile_overlap);
+        yc_info("val: whole images, detected by slices of %d px (overlap %g), merged by NMS "
+                "(intersection over the smaller box 0.5)\n", o->tile, o->tile_overlap);
     } else if (t->val_ds.n > 0) {
         if ((st = yc_tileset_make(&t->val_ds, &to, &t->val_tiles)))
             return yc_error_context(st, "val");
@@ -777,6 +777,7 @@ static int validate(trainer *t, yc_model *model, bool final, epoch_results *res,
         yc_slice_options_default(&so);
         so.tile = t->o.tile;
         so.overlap = t->o.tile_overlap;
+        so.merge = yc_merge_params_nms_ios();
         vo.batch = 1;
         st = yc_validate_full(model, t->gs, &t->val_ds, (const char *const *)t->names, &vo, &so,
                               &vr);

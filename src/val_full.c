@@ -128,6 +128,7 @@ static int validate_full(full_state *s, yc_model *m, int stride, const yc_datase
     dopt.arena = opt->arena;
     yc_slice_options sopt = *so;
     sopt.max_det = INT_MAX;
+    sopt.merge.agnostic = opt->single_cls;
     int st;
     if ((st = yc_detector_new(&s->det, &im, &dopt)) ||
         (st = yc_val_sink_new(&s->sink, nc, opt)))

@@ -11,10 +11,12 @@
  *   windows  letterboxed to imgsz x imgsz (auto=False: one inference graph, batch 1), eval
  *            forward, val.py's NMS (conf_thres, iou_thres, multi-label, at most max_det per
  *            window, class-agnostic with single_cls), boxes scaled back to the window unrounded;
- *   merge    the slice options' method and threshold (NMM, IoS 0.5 by default, as detect),
+ *   merge    the slice options' method, metric and threshold (yolocl val and train use
+ *            yc_merge_params_nms_ios: NMM, detect's default, lets the best box of an object
+ *            absorb the low-scored boxes around it at conf 0.001 and grow past the object),
  *            optionally with the reduced whole image (full); every merged detection is kept (at
- *            most windows x max_det per image), best first; with single_cls the classes are
- *            set to 0 after merging;
+ *            most windows x max_det per image), best first; with single_cls the merge is
+ *            class-agnostic and the classes are set to 0 after it;
  *   labels   the image's boxes of the dataset, (x, y, w, h) * (w0, h0, w0, h0) in float32, then
  *            corners.
  * Validation losses are not computed (res->loss is zero).  Speeds are per window.

@@ -367,13 +367,13 @@ check 2 val --data "$tmp/tiles/demo.yaml" --weights "$tmp/runs/tile/weights/last
 expect_stderr "--val-full needs tiles"
 check 2 val --data "$tmp/tiles/demo.yaml" --weights "$tmp/runs/tile/weights/last.safetensors" \
     --tile 160 --val-full --slice-merge wbf --device cpu --project "$tmp/runs" --name valfull3
-expect_stderr "--slice-merge 'wbf': use nmm or nms"
+expect_stderr "--slice-merge 'wbf': use nms-ios, nms or nmm"
 # train --val-full: every epoch's validation per whole image (no validation losses)
 # shellcheck disable=SC2086
 check 0 train --data "$tmp/tiles/demo.yaml" $tiny_model --tile 160 --img 160 --epochs 1 \
     --batch 4 --workers 1 --noplots --noautoanchor --val-full --project "$tmp/runs" \
     --name tilefull
-expect_output 'val: whole images, detected by slices of 160 px (overlap 0.2) merged as detect --slice'
+expect_output 'val: whole images, detected by slices of 160 px (overlap 0.2), merged by NMS (intersection over the smaller box 0.5)'
 expect_output_re '^ +all +1 +3 '
 if grep -q '^val_full: true' "$tmp/runs/tilefull/opt.yaml"; then pass; else fail "opt.yaml lacks val_full"; fi
 if awk -F, 'NR == 2 && $9 + 0 == 0 && $10 + 0 == 0 && $11 + 0 == 0 { ok = 1 } END { exit !ok }' \

@@ -392,6 +392,18 @@ START_TEST(test_merge_classes)
         check_det(out, 120, 105, 260, 195, 0.9f, 0);
         check_det(out + 6, 100, 100, 200, 200, 0.7f, 1);
     }
+    /* class-agnostic: the 0.9 box of class 0 takes the other (IoS 80 x 90 / 10000 = 0.72 > 0.5):
+     * NMM grows it to (100, 100)-(260, 200), NMS keeps it as it is */
+    for (int i = 0; i < 2; i++) {
+        ps[i] = i ? yc_merge_params_nms() : yc_merge_params_nmm();
+        ps[i].metric = YC_MERGE_IOS;
+        ps[i].agnostic = true;
+        ck_assert_uint_eq(merge(d, 2, ps[i], out), 1);
+        if (i)
+            check_det(out, 120, 105, 260, 195, 0.9f, 0);
+        else
+            check_det(out, 100, 100, 260, 200, 0.9f, 0);
+    }
 }
 END_TEST
 
@@ -520,7 +532,8 @@ static size_t merge_brute(const float *d, size_t n, const yc_merge_params *p, fl
         memcpy(o, da, 6 * sizeof *o);
         for (size_t b = a + 1; b < n; b++) {
             const float *db = d + order[b] * 6;
-            if (gone[b] || db[5] != da[5] || !(yc_merge_overlap(da, db, p->metric) > p->threshold))
+            if (gone[b] || (!p->agnostic && db[5] != da[5]) ||
+                !(yc_merge_overlap(da, db, p->metric) > p->threshold))
                 continue;
             gone[b] = 1;
             if (p->method == YC_MERGE_NMM) {
@@ -552,10 +565,11 @@ START_TEST(test_merge_grid_equals_pairwise)
     float *d = malloc(n * 6 * sizeof *d), *o1 = malloc(n * 6 * sizeof *o1),
           *o2 = malloc(n * 6 * sizeof *o2);
     ck_assert(d && o1 && o2);
-    const yc_merge_params params[4] = {
+    const yc_merge_params params[5] = {
         yc_merge_params_nmm(), yc_merge_params_nms(),
         {.method = YC_MERGE_NMM, .metric = YC_MERGE_IOU, .threshold = 0.0},
-        {.method = YC_MERGE_NMS, .metric = YC_MERGE_IOS, .threshold = 0.3}};
+        {.method = YC_MERGE_NMS, .metric = YC_MERGE_IOS, .threshold = 0.3},
+        {.method = YC_MERGE_NMM, .metric = YC_MERGE_IOS, .threshold = 0.5, .agnostic = true}};
     for (uint64_t seed = 1; seed <= 6; seed++) {
         uint64_t s = seed;
         /* seed 6: every box in a 200 x 200 corner (a dense image: most boxes share cells) */
@@ -589,7 +603,7 @@ START_TEST(test_merge_grid_equals_pairwise)
         }
         d[7 * 6 + 4] = NAN;
         d[11 * 6 + 2] = INFINITY;
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 5; k++) {
             size_t n1 = 0, n2 = merge_brute(d, n, &params[k], o2);
             ck_assert_int_eq(yc_slice_merge(d, n, &params[k], o1, &n1), YC_OK);
             ck_assert_msg(n1 == n2, "seed %d params %d: %zu rows, pairwise %zu", (int)seed, k,
