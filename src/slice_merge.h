@@ -67,9 +67,9 @@ yc_merge_params yc_merge_params_nms_ios(void);
  * the same class (of any class when agnostic) not yet removed whose metric with the kept
  * detection's original box is > threshold is removed (NMS) or absorbed (NMM).  With NMM the
  * output box is the enclosing box of the kept box and all boxes it absorbed (min of x1, y1, max
- * of x2, y2); its score and class are those of the kept detection, the highest of the group.  SAHI instead re-tests each absorbed
- * box against the box grown so far; matching against the original box keeps the result
- * independent of the absorption order.
+ * of x2, y2); its score and class are those of the kept detection, the highest of the group.
+ * SAHI instead re-tests each absorbed box against the box grown so far; matching against the
+ * original box keeps the result independent of the absorption order.
  * out: room for n rows, not overlapping in; it gets the kept rows in score-descending order, ties
  * in input order; *n_out their number.
  * The pairs are found through a uniform grid over the boxes (about one cell per box, no smaller

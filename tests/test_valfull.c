@@ -200,8 +200,10 @@ static void write_image(const char *name, char *img, size_t len)
             p[1] = (uint8_t)(x ^ y);
             p[2] = (uint8_t)((x * y) >> 4);
         }
-    static const int rects[][7] = {{40, 30, 90, 70, 230, 40, 40},     {150, 200, 210, 250, 30, 200, 60},
-                                   {300, 120, 380, 180, 20, 40, 220}, {450, 290, 500, 340, 250, 250, 250}};
+    static const int rects[][7] = {{40, 30, 90, 70, 230, 40, 40},
+                                   {150, 200, 210, 250, 30, 200, 60},
+                                   {300, 120, 380, 180, 20, 40, 220},
+                                   {450, 290, 500, 340, 250, 250, 250}};
     for (size_t r = 0; r < sizeof rects / sizeof rects[0]; r++)
         for (int y = rects[r][1]; y <= rects[r][3]; y++)
             for (int x = rects[r][0]; x <= rects[r][2]; x++) {
@@ -331,7 +333,8 @@ START_TEST(test_validate_full_own_detections)
     ck_assert_int_eq(yc_image_save(&small, img, 0), YC_OK);
     yc_image_free(&small);
     ck_assert_int_eq(yc_validate_full(im.m, im.stride, &ds, NULL, &vo, &so, &res), YC_EFORMAT);
-    ck_assert_ptr_nonnull(strstr(yc_last_error(), "a.jpg is 120x100, the label scan found 520x360"));
+    ck_assert_ptr_nonnull(
+        strstr(yc_last_error(), "a.jpg is 120x100, the label scan found 520x360"));
     /* no window size */
     so.tile = 0;
     ck_assert_int_eq(yc_validate_full(im.m, im.stride, &ds, NULL, &vo, &so, &res), YC_EUSAGE);
