@@ -799,26 +799,36 @@ static int save_checkpoint(trainer *t, const char *path, int epoch, int next_bat
 
 /* Turns the error `st` that stops the run into a message saying so, what is left on disk (the
  * last good checkpoint: the run's last.safetensors, never overwritten by a failed or non-finite
- * save) and what to do. */
-static int training_stopped(trainer *t, int st, const char *todo)
+ * save) and what to do: `fix`, then --resume when `resumable` (the failure came from outside the
+ * training: disk, memory, files) and there is a checkpoint, else a new start. */
+static int training_stopped(trainer *t, int st, const char *fix, bool resumable)
 {
     char why[1200];
     snprintf(why, sizeof why, "%s", yc_last_error());
     yc_ckpt_meta meta;
-    char have[2600];
-    if (yc_file_exists(t->last) && yc_checkpoint_read_meta(t->last, &meta) == YC_OK) {
+    char have[2600], then[2600];
+    bool saved = yc_file_exists(t->last) && yc_checkpoint_read_meta(t->last, &meta) == YC_OK;
+    if (saved) {
         snprintf(have, sizeof have, "the last good checkpoint is %s (epoch %d)", t->last,
                  meta.epoch);
         yc_ckpt_meta_free(&meta);
     } else {
         snprintf(have, sizeof have, "no checkpoint was saved yet");
     }
-    return yc_error_status(st, "%s: training stopped; %s: %s", why, have, todo);
+    if (saved && resumable)
+        snprintf(then, sizeof then, "continue with: yolocl train --resume %s", t->save_dir);
+    else if (saved)
+        snprintf(then, sizeof then, "start again, or fine-tune from that checkpoint with "
+                 "--weights");
+    else
+        snprintf(then, sizeof then, "start the training again");
+    return yc_error_status(st, "%s: training stopped; %s: %s, then %s", why, have, fix, then);
 }
 
-/* What to do after the loss or the gradients stopped being finite. */
-#define YC_TODO_NAN "lower lr0 (or warmup_bias_lr) in the hyp file or check the labels, then " \
-                    "start again or fine-tune from the checkpoint with --weights"
+/* What to fix after the loss or the gradients stopped being finite. */
+#define YC_FIX_NAN "lower lr0 (or warmup_bias_lr) in the hyp file or check the labels"
+/* ... and after a file could not be written. */
+#define YC_FIX_DISK "free disk space (or fix the error above)"
 
 /* Saves the checkpoints of a completed epoch: best and the --save-period one first, last.safetensors
  * last, so that last (what --resume continues from) is only replaced once the others are on
@@ -838,14 +848,11 @@ static int save_epoch(trainer *t, int epoch, double fi)
         st = save_checkpoint(t, t->last, epoch, 0, false);
     if (!st)
         return YC_OK;
-    char todo[2600];
     if (st == YC_EIO)
-        snprintf(todo, sizeof todo, "free disk space (or fix the error above), then continue "
-                 "with: yolocl train --resume %s", t->save_dir);
-    else
-        snprintf(todo, sizeof todo, "%s", st == YC_ENOMEM ? "free memory, then continue with "
-                 "yolocl train --resume" : YC_TODO_NAN);
-    return training_stopped(t, st, todo);
+        return training_stopped(t, st, YC_FIX_DISK, true);
+    if (st == YC_ENOMEM)
+        return training_stopped(t, st, "free memory", true);
+    return training_stopped(t, st, YC_FIX_NAN, false);
 }
 
 /* train_batch{ni}.jpg: the augmented batch with its labels. */
@@ -1101,8 +1108,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 st = yc_error_status(YC_EIO, "epoch %d, batch %d: none of its images could be "
                                      "loaded (see the warnings above): are the dataset's files "
                                      "still there?", epoch, i);
-                st = training_stopped(t, st, "make the images readable again, then continue "
-                                      "with: yolocl train --resume");
+                st = training_stopped(t, st, "make the images readable again", true);
                 break;
             }
             if (ni <= nw)
@@ -1129,7 +1135,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             if (!isfinite(res.total)) {
                 yc_error_status(YC_ERR, "the loss is %g at epoch %d, batch %d (step %ld)",
                                 res.total, epoch, i, ni);
-                st = training_stopped(t, YC_ERR, YC_TODO_NAN);
+                st = training_stopped(t, YC_ERR, YC_FIX_NAN, false);
                 break;
             }
             double items[3] = {res.box, res.obj, res.cls};
@@ -1141,7 +1147,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 if ((st = yc_optim_step(t->opt, MAX_GRAD_NORM))) {
                     if (!isfinite(t->opt->last_grad_norm)) {
                         yc_error_context(st, "epoch %d, batch %d (step %ld)", epoch, i, ni);
-                        st = training_stopped(t, st, YC_TODO_NAN);
+                        st = training_stopped(t, st, YC_FIX_NAN, false);
                     }
                     break;
                 }
@@ -1187,10 +1193,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                                         results.r[5], results.r[6], lr[0],        lr[1],
                                         lr[2]};
         if ((st = yc_results_append(t->csv, epoch, row))) {
-            char todo[2600];
-            snprintf(todo, sizeof todo, "free disk space (or fix the error above), then continue "
-                     "with: yolocl train --resume %s", t->save_dir);
-            st = training_stopped(t, st, todo);
+            st = training_stopped(t, st, YC_FIX_DISK, true);
             break;
         }
         if ((!o->nosave || final_epoch) && (st = save_epoch(t, epoch, fi)))
