@@ -76,9 +76,8 @@ static long draw(uint64_t *s, long lo, long hi)
 static int usage(const char *msg)
 {
     fprintf(stderr, "fault_kill: %s\nUsage: fault_kill [--log FILE] [--after TEXT | --after-file "
-                    "PATH] [--dir DIR] (--at MIN:MAX | --in-write [--nth N] [--delay-us MAX]) [--seed N] "
-                    "-- "
-                    "COMMAND [ARG]...\n", msg);
+                    "PATH] [--dir DIR]\n    (--at MIN:MAX | --in-write [--nth N] [--delay-us MAX]) "
+                    "[--seed N] -- COMMAND [ARG]...\n", msg);
     return 1;
 }
 

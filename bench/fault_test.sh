@@ -43,9 +43,15 @@ epochs=${EPOCHS:-8}
 img=${IMG:-160}
 seed=${SEED:-1}
 
-command -v stdbuf >/dev/null 2>&1 || { echo "fault_test: stdbuf (coreutils) is needed" >&2; exit 1; }
+if ! command -v stdbuf >/dev/null 2>&1; then
+    echo "fault_test: stdbuf (coreutils) is needed" >&2
+    exit 1
+fi
 for p in "$yolocl" "$killer" "$checker"; do
-    [ -x "$p" ] || { echo "fault_test: $p is not built (make bench/fault_kill bench/ckpt_check)" >&2; exit 1; }
+    if [ ! -x "$p" ]; then
+        echo "fault_test: $p is not built (make bench/fault_kill bench/ckpt_check)" >&2
+        exit 1
+    fi
 done
 work=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/yolocl-fault.XXXXXX")} || exit 1
 mkdir -p "$work" || exit 1
@@ -128,6 +134,11 @@ check_finished() {
     runs_done=$((runs_done + 1))
 }
 
+# resumed_from EPOCH LOG: the run in LOG says it continues $dir's last checkpoint at EPOCH
+resumed_from() {
+    grep -q "Resuming training from $dir/weights/last.safetensors from epoch $1\$" "$2"
+}
+
 kills=0 in_write=0 at_end=0 resumes=0 runs_done=0 run=0 i=0
 prev_epoch=-1
 fresh=yes
@@ -161,10 +172,11 @@ while [ "$kills" -lt "$n" ] && [ "$failures" -eq 0 ]; do
         res=$("$killer" --log "$log" "$clock_opt" "$clock_arg" --dir "$dir/weights" $mode \
             --seed $((seed * 1000 + i)) -- stdbuf -oL "$yolocl" train --resume "$dir")
         kstatus=$?
-        if grep -q "Resuming training from $dir/weights/last.safetensors from epoch $expect\$" "$log"; then
+        if resumed_from "$expect" "$log"; then
             resumes=$((resumes + 1))
         else
-            fail "resume $i did not continue from epoch $expect: $(grep -m1 -e Resuming -e error "$log")"
+            fail "resume $i did not continue from epoch $expect:" \
+                "$(grep -m1 -e Resuming -e error "$log")"
         fi
     fi
     fresh=no
@@ -208,7 +220,7 @@ if [ "$failures" -eq 0 ] && [ "$fresh" = no ]; then
     expect=$((prev_epoch + 1))
     "$yolocl" train --resume "$dir" >"$work/final.log" 2>&1
     st=$?
-    if [ "$st" -eq 0 ] && grep -q "Resuming training from $dir/weights/last.safetensors from epoch $expect\$" "$work/final.log"; then
+    if [ "$st" -eq 0 ] && resumed_from "$expect" "$work/final.log"; then
         resumes=$((resumes + 1))
         check_finished "$dir"
         echo "run$run resumed from epoch $expect to the end"
@@ -217,5 +229,6 @@ if [ "$failures" -eq 0 ] && [ "$fresh" = no ]; then
     fi
 fi
 echo "fault_test: $runs_done runs finished, each with results.csv equal to the uninterrupted run's"
-echo "fault_test: $kills kills ($in_write inside checkpoint writes, $at_end at the end of a run), $resumes successful resumes, $torn torn checkpoints"
+echo "fault_test: $kills kills ($in_write inside checkpoint writes, $at_end at the end of a run)," \
+    "$resumes successful resumes, $torn torn checkpoints"
 [ "$failures" -eq 0 ] && [ "$kills" -ge "$n" ] && [ "$resumes" -eq "$kills" ] && [ "$torn" -eq 0 ]

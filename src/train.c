@@ -830,9 +830,9 @@ static int training_stopped(trainer *t, int st, const char *fix, bool resumable)
 /* ... and after a file could not be written. */
 #define YC_FIX_DISK "free disk space (or fix the error above)"
 
-/* Saves the checkpoints of a completed epoch: best and the --save-period one first, last.safetensors
- * last, so that last (what --resume continues from) is only replaced once the others are on
- * disk; a run killed before that repeats the epoch.  A failure stops the run, the previous
+/* Saves the checkpoints of a completed epoch: best and the --save-period one first,
+ * last.safetensors last, so that last (what --resume continues from) is only replaced once the
+ * others are on disk; a run killed before that repeats the epoch.  A failure stops the run, the previous
  * checkpoints left intact. */
 static int save_epoch(trainer *t, int epoch, double fi)
 {

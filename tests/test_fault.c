@@ -148,7 +148,7 @@ static yc_model *tiny_model(yc_backend **be)
     return m;
 }
 
-/* ---- checkpoints ------------------------------------------------------------------------------ */
+/* ---- checkpoints ----------------------------------------------------------------------------- */
 
 /* A checkpoint write cut short by a file size limit (EFBIG, as ENOSPC would): a message naming
  * the file and the cause, the previous file byte for byte, no temporary file left; weights that
@@ -165,7 +165,8 @@ START_TEST(failed_checkpoint_write_keeps_the_previous_one)
     ck_assert_int_eq(yc_ema_new(&e, m, 0), YC_OK);
     char path[512];
     snprintf(path, sizeof path, "%s/last.safetensors", tmpdir);
-    yc_ckpt_meta meta = {.epoch = 4, .last_opt_step = 9, .names_json = "[\"a\", \"b\", \"c\", \"d\"]",
+    yc_ckpt_meta meta = {.epoch = 4, .last_opt_step = 9,
+                         .names_json = "[\"a\", \"b\", \"c\", \"d\"]",
                          .opt_json = "{\"epochs\": 9}", .hyp_json = "{\"lr0\": 0.01}"};
     ck_assert_msg(yc_checkpoint_save(path, e->ema, m, o, &meta) == YC_OK, "%s", yc_last_error());
     size_t len0;
