@@ -10,12 +10,13 @@
 # and 8 validation images), trains yolov5n on it at IMG (160) pixels for EPOCHS (8) epochs with a
 # checkpoint every epoch (--save-period 1: best, epochN and last per epoch) once without
 # interruption as the reference, then runs the same training under bench/fault_kill N times,
-# killing it in turn
-#   - at a random moment 0-4 s after the run started (a resumed one: after its "Resuming" line),
-#   - inside a checkpoint write: while the 1st-4th temporary file of the run is in weights/,
-#     0-3 ms after it appeared (a write lasts 20-500 ms, mostly its fsync),
-#   - at the end of the run: 0-500 ms after "epochs completed", in the final stripping of best
-#     and last and the final validation,
+# killing it (in a cycle of five)
+#   - twice at a random moment 0-4 s after the run started (a resumed one: after its "Resuming"
+#     line),
+#   - twice inside a checkpoint write: while the 1st-4th temporary file of the run is in
+#     weights/, 0-3 ms after it appeared (a write lasts 20-500 ms, mostly its fsync),
+#   - once at the end of the run: 0-500 ms after "epochs completed", in the final stripping of
+#     best and last and the final validation,
 # and after each kill checks that
 #   - every checkpoint in weights/ is whole (bench/ckpt_check: header, every tensor inside the
 #     file, every float finite, resume state present) and last.safetensors did not go back,
@@ -30,7 +31,7 @@
 #
 # The runs' output is line-buffered (stdbuf -oL) so that the clocks start when the lines are
 # printed.  Prints one line per kill and ends with
-#   fault_test: N kills (K inside checkpoint writes, F at the end of a run), N successful
+#   fault_test: N kills (K inside checkpoint writes, F after the last epoch), N successful
 #   resumes, 0 torn checkpoints
 # Exits 1 on any failure.  KEEP=1 keeps the work directory (WORK, default a new one under
 # $TMPDIR); SEED (1) seeds the kill moments.
@@ -154,12 +155,11 @@ while [ "$kills" -lt "$n" ] && [ "$failures" -eq 0 ]; do
         expect=$((prev_epoch + 1))
         clock_opt=--after clock_arg=Resuming
     fi
-    end=no
-    case $((i % 3)) in
-    0) mode="--in-write --nth $((1 + (seed + i) % 4)) --delay-us 3000" ;;
-    1) mode="--at 0:4000" ;;
-    2) mode="--at 0:500"
-       if [ "$fresh" = no ]; then clock_arg="epochs completed" end=yes; fi ;;
+    case $((i % 5)) in
+    0 | 3) mode="--in-write --nth $((1 + (seed + i) % 4)) --delay-us 3000" ;;
+    1 | 2) mode="--at 0:4000" ;;
+    4) mode="--at 0:500"
+       if [ "$fresh" = no ]; then clock_arg="epochs completed"; fi ;;
     esac
     log=$work/kill$i.log
     if [ "$fresh" = yes ]; then
@@ -184,9 +184,12 @@ while [ "$kills" -lt "$n" ] && [ "$failures" -eq 0 ]; do
     0)
         kills=$((kills + 1))
         case $res in *"during the write"*) in_write=$((in_write + 1)) ;; esac
-        [ "$end" = yes ] && at_end=$((at_end + 1))
         pid=$(printf '%s\n' "$res" | sed -n 's/^killed \([0-9]*\) .*/\1/p')
         check_run "$dir" "$pid"
+        # killed after the last epoch: in the final stripping, validation and plots
+        if [ "$last_epoch" = -1 ] || [ "$last_epoch" = $((epochs - 1)) ]; then
+            at_end=$((at_end + 1))
+        fi
         echo "kill $kills: run$run, $res; last.safetensors at epoch $last_epoch"
         if [ "$last_epoch" = -1 ]; then
             # killed after the final checkpoint was in place: the run is complete
@@ -229,6 +232,6 @@ if [ "$failures" -eq 0 ] && [ "$fresh" = no ]; then
     fi
 fi
 echo "fault_test: $runs_done runs finished, each with results.csv equal to the uninterrupted run's"
-echo "fault_test: $kills kills ($in_write inside checkpoint writes, $at_end at the end of a run)," \
+echo "fault_test: $kills kills ($in_write inside checkpoint writes, $at_end after the last epoch)," \
     "$resumes successful resumes, $torn torn checkpoints"
 [ "$failures" -eq 0 ] && [ "$kills" -ge "$n" ] && [ "$resumes" -eq "$kills" ] && [ "$torn" -eq 0 ]
