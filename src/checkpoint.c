@@ -1,6 +1,7 @@
 /* Training checkpoints (see checkpoint.h). */
 #include "checkpoint.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,32 @@ static void free_host(host_model *h)
         free(h->state);
     }
     memset(h, 0, sizeof *h);
+}
+
+/* A checkpoint never holds weights that are not finite: it would replace the last good one
+ * with a model that cannot be trained further or used.  Checks the parameters and the BN
+ * statistics of a host view. */
+static int check_finite(const yc_model *m, const host_model *h, const char *which)
+{
+    for (int i = 0; i < m->nparams; i++) {
+        const yc_param *p = &m->params[i];
+        const float *v = h->params + p->offset;
+        for (size_t k = 0; k < p->numel; k++)
+            if (!isfinite(v[k]))
+                return yc_error_status(YC_ERR, "the %s tensor %s holds %g: weights that are not "
+                                       "finite are not saved", which, p->name, v[k]);
+    }
+    for (int i = 0; i < m->nstate; i++) {
+        const yc_state *s = &m->state[i];
+        if (s->kind == YC_STATE_NUM_BATCHES)
+            continue;
+        const float *v = h->state + s->offset;
+        for (int k = 0; k < s->numel; k++)
+            if (!isfinite(v[k]))
+                return yc_error_status(YC_ERR, "the %s tensor %s holds %g: weights that are not "
+                                       "finite are not saved", which, s->name, v[k]);
+    }
+    return YC_OK;
 }
 
 /* Names live until the write: one pool sized exactly for them. */
@@ -176,9 +203,13 @@ int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *mo
     if (!st)
         st = read_model(ema, &he);
     if (!st)
+        st = check_finite(ema, &he, "EMA");
+    if (!st)
         st = add_state_dict(w, &np, "", ema, &he);
     if (!st && model) {
         st = read_model(model, &hm);
+        if (!st)
+            st = check_finite(model, &hm, "model");
         if (!st)
             st = add_state_dict(w, &np, "resume.model.", model, &hm);
     }

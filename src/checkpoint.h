@@ -42,7 +42,9 @@ typedef struct yc_ckpt_meta {
 
 void yc_ckpt_meta_free(yc_ckpt_meta *meta);
 
-/* Writes a checkpoint.  `model` and `optim` may be NULL (a final checkpoint). */
+/* Writes a checkpoint (atomically: a failed write leaves the file at `path` as it was).
+ * `model` and `optim` may be NULL (a final checkpoint).  Fails without writing when a parameter
+ * or BN statistic of `ema` or `model` is not finite (NaN, Inf). */
 int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *model,
                        const yc_optim *optim, const yc_ckpt_meta *meta);
 

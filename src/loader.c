@@ -8,6 +8,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,8 @@ typedef struct worker {
     int store_n;
     int *pool;
     int *read_order;
+    /* the sample whose image failed to load in the sample being built (-1: none) */
+    int failed;
 } worker;
 
 struct yc_loader {
@@ -64,7 +67,13 @@ struct yc_loader {
     slot *slots;
     int nworkers;
     worker *workers;
+    /* per sample: its image (or window) failed to load, so it is skipped from then on; per image
+     * of opt.ds: the failure was reported */
+    atomic_uchar *bad, *warned;
 };
+
+/* Replacement draws for a training sample whose images cannot be loaded. */
+#define MAX_REPLACEMENTS 16
 
 /* splitmix64: decorrelates (seed, epoch) into one generator seed. */
 static uint64_t mix64(uint64_t x)
@@ -76,16 +85,32 @@ static uint64_t mix64(uint64_t x)
 }
 
 /* yc_sample_loader: image `index` resized as load_image, and its labels in xywhn. */
+/* A sample known to fail: fails at once (the reason was reported with the first failure). */
+static int known_bad(worker *wk, int index)
+{
+    const yc_loader *l = wk->l;
+    if (!atomic_load_explicit(&l->bad[index], memory_order_relaxed))
+        return YC_OK;
+    wk->failed = index;
+    return yc_error_status(YC_EIO, "%s failed to load before", l->ds->samples[index].image);
+}
+
 static int load_cb(void *ctx, int index, bool augment, yc_image *img, yc_image *tmp,
                    yc_load_info *info, yc_labels *labels)
 {
-    const worker *wk = ctx;
+    worker *wk = ctx;
     const yc_loader *l = wk->l;
     const yc_dataset *ds = l->opt.ds;
     const yc_sample *s = &ds->samples[index];
-    int status = yc_load_image(s->image, l->opt.imgsz, augment, tmp, img, info);
+    int status = known_bad(wk, index);
     if (status)
         return status;
+    status = yc_load_image(s->image, l->opt.imgsz, augment, tmp, img, info);
+    if (status) {
+        if (status != YC_ENOMEM)
+            wk->failed = index;
+        return status;
+    }
     labels->n = 0;
     if ((status = yc_labels_reserve(labels, (int)s->n_boxes)))
         return status;
@@ -131,10 +156,15 @@ static int tile_load_cb(void *ctx, int index, bool augment, yc_image *img, yc_im
     for (int i = 0; i < wk->store_n && !src; i++)
         if (wk->store_tile[i] == index)
             src = &wk->store[i];
-    int status;
+    int status = known_bad(wk, index);
+    if (status)
+        return status;
     if (!src) {
-        if ((status = yc_tile_reader_read(wk->reader, s->image, s->w, s->h, win, tmp)))
+        if ((status = yc_tile_reader_read(wk->reader, s->image, s->w, s->h, win, tmp))) {
+            if (status != YC_ENOMEM)
+                wk->failed = index;
             return status;
+        }
         src = tmp;
     }
     if ((status = yc_load_resize(src, l->opt.imgsz, augment, img, info)))
@@ -173,6 +203,8 @@ static int prefetch_tiles(worker *wk, int first, int count)
     }
     for (int i = 0; i < count; i++) {
         int t = wk->read_order[i];
+        if (atomic_load_explicit(&l->bad[t], memory_order_relaxed))
+            continue;
         const yc_sample *s = &ts->ds->samples[ts->tiles[t].sample];
         int st = yc_tile_reader_read(wk->reader, s->image, s->w, s->h, tile_window(l, t),
                                      &wk->store[wk->store_n]);
@@ -221,7 +253,87 @@ static int ensure_capacity(slot *s, int n, int h, int w, int nt)
     return YC_OK;
 }
 
-/* Builds batch k into slot s.  Images that fail are skipped with a warning. */
+/* Flags the sample that made the last attempt fail (the failing image, which may be a mosaic
+ * partner, else the sample itself) and warns once per image. */
+static void report_failure(worker *wk, int index)
+{
+    yc_loader *l = wk->l;
+    const yc_loader_options *o = &l->opt;
+    int bad = wk->failed >= 0 ? wk->failed : index;
+    if (atomic_exchange(&l->bad[bad], 1))
+        return;
+    int image = o->tiles ? (int)o->tiles->tiles[bad].sample : bad;
+    if (atomic_exchange(&l->warned[image], 1))
+        return;
+    const char *then = o->train ? "replacement samples take its place"
+                                : "left out of the validation";
+    if (o->tiles) {
+        const yc_tile_window *tw = &o->tiles->tiles[bad].win;
+        yc_warn("skipping tile %d (%dx%d at %d,%d) of %s and any other of its tiles that fails: "
+                "%s; %s", bad, tw->w, tw->h, tw->x, tw->y, l->ds->samples[bad].image,
+                yc_last_error(), then);
+    } else {
+        yc_warn("skipping %s from now on: %s; %s", l->ds->samples[bad].image, yc_last_error(),
+                then);
+    }
+}
+
+/* A training sample for epoch position pos in place of one that failed (attempt >= 1): drawn
+ * from the epoch's samples with a generator seeded by the epoch, the position and the attempt,
+ * so the replacement does not depend on thread timing. */
+static int replacement(const yc_loader *l, int pos, int attempt)
+{
+    yc_rng rng;
+    yc_rng_seed(&rng, mix64(l->epoch_seed ^ 0x5EB1ACEull),
+                (uint64_t)pos * (MAX_REPLACEMENTS + 1) + (uint64_t)attempt);
+    return sample_at(l, (int)yc_rng_below(&rng, (uint32_t)l->n));
+}
+
+/* Builds the sample of epoch position pos into chw and wk->labels (validation: with *vi).  A
+ * sample whose image (or a mosaic partner's) cannot be loaded is skipped with a warning; in
+ * training a replacement sample is drawn in its place, up to MAX_REPLACEMENTS times.  Returns
+ * YC_OK with the sample used in *used, YC_ENOMEM, or YC_EIO when no sample could be built. */
+static int build_sample(worker *wk, const yc_sample_params *sp, yc_sample_loader load, int pos,
+                        int h, int w, uint8_t *chw, yc_val_info *vi, int *used)
+{
+    yc_loader *l = wk->l;
+    const yc_loader_options *o = &l->opt;
+    int index = sample_at(l, pos);
+    for (int attempt = 0; attempt <= (o->train ? MAX_REPLACEMENTS : 0); attempt++) {
+        if (attempt > 0)
+            index = replacement(l, pos, attempt);
+        wk->labels.n = 0;
+        wk->failed = -1;
+        int status;
+        if (o->train) {
+            yc_rng rng;
+            yc_rng_seed(&rng, attempt ? mix64(l->epoch_seed + (uint64_t)attempt) : l->epoch_seed,
+                        (uint64_t)pos);
+            int oh, ow;
+            status = yc_train_sample(&wk->scratch, sp, index, load, wk, &rng, chw, &oh, &ow,
+                                     &wk->labels);
+            if (!status && (oh != h || ow != w))
+                status = yc_error_status(YC_ERR, "internal: sample %dx%d in a %dx%d batch", oh, ow,
+                                         h, w);
+        } else {
+            status = yc_val_sample(&wk->scratch, index, h, w, load, wk, chw, &wk->labels, vi);
+        }
+        if (status == YC_ENOMEM)
+            return status;
+        if (!status) {
+            *used = index;
+            return YC_OK;
+        }
+        report_failure(wk, index);
+    }
+    if (o->train)
+        yc_warn("no sample could be built for position %d of the epoch after %d replacements: "
+                "the batch is one image short", pos, MAX_REPLACEMENTS);
+    return YC_EIO;
+}
+
+/* Builds batch k into slot s.  Images that fail are skipped with a warning (training: replaced,
+ * see build_sample). */
 static int build_batch(worker *wk, int k, slot *s)
 {
     yc_loader *l = wk->l;
@@ -258,35 +370,13 @@ static int build_batch(worker *wk, int k, slot *s)
     b->nt = 0;
     size_t plane = 3 * (size_t)h * (size_t)w;
     for (int i = 0; i < count; i++) {
-        int pos = first + i;
-        int index = sample_at(l, pos);
+        int index;
         uint8_t *chw = b->images + (size_t)b->n * plane;
-        wk->labels.n = 0;
-        if (o->train) {
-            yc_rng rng;
-            yc_rng_seed(&rng, l->epoch_seed, (uint64_t)pos);
-            int oh, ow;
-            status = yc_train_sample(&wk->scratch, &sp, index, load, wk, &rng, chw, &oh, &ow,
-                                     &wk->labels);
-            if (!status && (oh != h || ow != w))
-                status = yc_error_status(YC_ERR, "internal: sample %dx%d in a %dx%d batch", oh, ow,
-                                         h, w);
-        } else {
-            status = yc_val_sample(&wk->scratch, index, h, w, load, wk, chw, &wk->labels,
-                                   &b->info[b->n]);
-        }
+        status = build_sample(wk, &sp, load, first + i, h, w, chw, &b->info[b->n], &index);
         if (status == YC_ENOMEM)
             return status;
-        if (status) {
-            if (o->tiles) {
-                const yc_tile_window *tw = &o->tiles->tiles[index].win;
-                yc_warn("skipping tile %d (%dx%d at %d,%d) of %s: %s", index, tw->w, tw->h, tw->x,
-                        tw->y, l->ds->samples[index].image, yc_last_error());
-            } else {
-                yc_warn("skipping %s: %s", l->ds->samples[index].image, yc_last_error());
-            }
+        if (status)
             continue;
-        }
         if ((status = ensure_capacity(s, count, h, w, b->nt + wk->labels.n)))
             return status;
         for (int j = 0; j < wk->labels.n; j++) {
@@ -368,7 +458,9 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
     l->order = yc_malloc((size_t)l->total * sizeof *l->order, "loader");
     l->slots = yc_calloc((size_t)l->nslots, sizeof *l->slots, "loader");
     l->workers = yc_calloc((size_t)l->nworkers, sizeof *l->workers, "loader");
-    int status = l->order && l->slots && l->workers ? YC_OK : YC_ENOMEM;
+    l->bad = yc_calloc((size_t)l->total, sizeof *l->bad, "loader");
+    l->warned = yc_calloc(opt->ds->n, sizeof *l->warned, "loader");
+    int status = l->order && l->slots && l->workers && l->bad && l->warned ? YC_OK : YC_ENOMEM;
     if (!status && (l->opt.rect || !opt->train)) {
         status = yc_dataset_rect_batches(l->ds, opt->batch, opt->imgsz, opt->stride,
                                          opt->train ? 0.0 : opt->pad, &l->rb);
@@ -449,6 +541,8 @@ void yc_loader_free(yc_loader *l)
     free(l->slots);
     free(l->order);
     free(l->pool);
+    free(l->bad);
+    free(l->warned);
     free(l);
 }
 

@@ -17,7 +17,15 @@
  * augmentation draws from a generator seeded by (seed, epoch, position in the epoch), so a run
  * and its resumed continuation see the same data whatever the thread count.  Memory is bounded:
  * workers + 1 batches of uint8 pixels (one per thread being built, one held by the consumer) plus
- * per-thread scratch, all sized at creation and reused from epoch to epoch. */
+ * per-thread scratch, all sized at creation and reused from epoch to epoch.
+ *
+ * Images that disappear or turn out corrupt after the label scan (a sample's own image, a mosaic
+ * or mixup partner, or a tile's window) are skipped for the rest of the run with one warning
+ * naming the file.  In training the sample is drawn again in its place (a replacement sample from
+ * the epoch's samples, seeded by the epoch, the position and the attempt, so reproducible), so
+ * batches stay full; YOLOv5 stops with an exception instead.  After 16 failed replacement draws
+ * the batch is left one image short (a batch left empty stops the training).  Validation leaves the image out (its labels are not
+ * counted) rather than count another image twice. */
 #ifndef YC_LOADER_H
 #define YC_LOADER_H
 
@@ -33,7 +41,8 @@
 typedef struct yc_batch {
     /* batch number within the epoch */
     int index;
-    /* images in the batch (images that failed to load are left out, with a warning) */
+    /* images in the batch (training: the batch size but in the last batch, failed samples being
+     * replaced; validation: images that failed to load are left out) */
     int n;
     /* image size of every image in the batch */
     int h, w;

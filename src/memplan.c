@@ -2,6 +2,7 @@
 #include "memplan.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,13 @@ static int try_fit(const yc_run_shape *base, bool half, bool recompute, int batc
         rs.val_batch = 2 * batch;
     yc_mem_report r;
     int st = yc_memplan(&rs, &r);
+    if (st == YC_ENOMEM && batch > 1) {
+        /* a tensor larger than the device's largest allocation: this batch does not fit, a
+         * smaller one may */
+        yc_error_clear();
+        *peak = SIZE_MAX;
+        return YC_OK;
+    }
     if (st)
         return st;
     *peak = r.peak_bytes;
@@ -313,6 +321,12 @@ int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int n
             h = false;
         else
             rc = false;
+    }
+    if (st == YC_ENOMEM) {
+        char why[1200];
+        snprintf(why, sizeof why, "%s", yc_last_error());
+        return yc_error_status(st, "%s: even batch 1 does not fit: use a smaller --img, a smaller "
+                               "model, or a device that allows larger allocations", why);
     }
     if (st)
         return st;

@@ -50,11 +50,17 @@ int yc_run_dir(const char *project, const char *name, bool exist_ok, const char 
 
 int yc_results_append(const char *path, int epoch, const double values[YC_RESULTS_NCOLS])
 {
-    bool fresh = !yc_file_exists(path);
     FILE *f = fopen(path, "a");
     if (!f)
         return yc_error_status(YC_EIO, "cannot open %s: %s", path, strerror(errno));
-    if (fresh) {
+    /* a new file, or one emptied by yc_results_truncate, starts with the header */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0) {
+        int e = errno;
+        fclose(f);
+        return yc_error_status(YC_EIO, "cannot stat %s: %s", path, strerror(e));
+    }
+    if (sb.st_size == 0) {
         fprintf(f, "%20s", "epoch");
         for (int i = 0; i < YC_RESULTS_NCOLS; i++)
             fprintf(f, ",%20s", yc_results_columns[i]);
@@ -79,13 +85,16 @@ int yc_results_truncate(const char *path, int epochs)
     int st = yc_read_file(path, &text, &len);
     if (st)
         return st;
-    /* keep the header and rows whose first field (the epoch) is < epochs */
+    /* keep the header and rows whose first field (the epoch) is < epochs; a last line without
+     * its newline is a write cut short (a full disk) and goes too, a torn header included */
     size_t keep = 0;
     char *line = text;
     bool header = true;
     while (line < text + len) {
-        char *nl = strchr(line, '\n');
-        size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        if (!nl)
+            break;
+        size_t n = (size_t)(nl - line) + 1;
         if (!header && strtol(line, NULL, 10) >= epochs)
             break;
         header = false;

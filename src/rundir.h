@@ -15,12 +15,13 @@ int yc_run_dir(const char *project, const char *name, bool exist_ok, const char 
 #define YC_RESULTS_NCOLS 13
 extern const char *const yc_results_columns[YC_RESULTS_NCOLS];
 
-/* Appends one epoch's row (writing the header first when the file is new): header fields
+/* Appends one epoch's row (writing the header first when the file is new or empty): header fields
  * '%20s', values '%20.5g', comma-separated; flushed and fsynced. */
 int yc_results_append(const char *path, int epoch, const double values[YC_RESULTS_NCOLS]);
 
 /* Keeps only the rows of epochs < `epochs` (used when resuming after an interruption that
- * happened after a row was written but before its checkpoint). */
+ * happened after a row was written but before its checkpoint), and drops a last line that lacks
+ * its newline (a write cut short by a full disk or a crash). */
 int yc_results_truncate(const char *path, int epochs);
 
 #endif

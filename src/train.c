@@ -818,6 +818,64 @@ static int save_checkpoint(trainer *t, const char *path, int epoch, int next_bat
                               &meta);
 }
 
+/* Turns the error `st` that stops the run into a message saying so, what is left on disk (the
+ * last good checkpoint: the run's last.safetensors, never overwritten by a failed or non-finite
+ * save) and what to do: `fix`, then --resume when `resumable` (the failure came from outside the
+ * training: disk, memory, files) and there is a checkpoint, else a new start. */
+static int training_stopped(trainer *t, int st, const char *fix, bool resumable)
+{
+    char why[1200];
+    snprintf(why, sizeof why, "%s", yc_last_error());
+    yc_ckpt_meta meta;
+    char have[2600], then[2600];
+    bool saved = yc_file_exists(t->last) && yc_checkpoint_read_meta(t->last, &meta) == YC_OK;
+    if (saved) {
+        snprintf(have, sizeof have, "the last good checkpoint is %s (epoch %d)", t->last,
+                 meta.epoch);
+        yc_ckpt_meta_free(&meta);
+    } else {
+        snprintf(have, sizeof have, "no checkpoint was saved yet");
+    }
+    if (saved && resumable)
+        snprintf(then, sizeof then, "continue with: yolocl train --resume %s", t->save_dir);
+    else if (saved)
+        snprintf(then, sizeof then, "start again, or fine-tune from that checkpoint with "
+                 "--weights");
+    else
+        snprintf(then, sizeof then, "start the training again");
+    return yc_error_status(st, "%s: training stopped; %s: %s, then %s", why, have, fix, then);
+}
+
+/* What to fix after the loss or the gradients stopped being finite. */
+#define YC_FIX_NAN "lower lr0 (or warmup_bias_lr) in the hyp file or check the labels"
+/* ... and after a file could not be written. */
+#define YC_FIX_DISK "free disk space (or fix the error above)"
+
+/* Saves the checkpoints of a completed epoch: best and the --save-period one first,
+ * last.safetensors last, so that last (what --resume continues from) is only replaced once the
+ * others are on disk; a run killed before that repeats the epoch.  A failure stops the run, the previous
+ * checkpoints left intact. */
+static int save_epoch(trainer *t, int epoch, double fi)
+{
+    int st = YC_OK;
+    if (t->best_fitness == fi)
+        st = save_checkpoint(t, t->best, epoch, 0, false);
+    if (!st && t->o.save_period > 0 && epoch % t->o.save_period == 0) {
+        char path[2400];
+        if (!(st = path_fmt(path, sizeof path, "%s/epoch%d.safetensors", t->wdir, epoch)))
+            st = save_checkpoint(t, path, epoch, 0, false);
+    }
+    if (!st)
+        st = save_checkpoint(t, t->last, epoch, 0, false);
+    if (!st)
+        return YC_OK;
+    if (st == YC_EIO)
+        return training_stopped(t, st, YC_FIX_DISK, true);
+    if (st == YC_ENOMEM)
+        return training_stopped(t, st, "free memory", true);
+    return training_stopped(t, st, YC_FIX_NAN, false);
+}
+
 /* train_batch{ni}.jpg: the augmented batch with its labels. */
 static int plot_batch(trainer *t, const yc_batch *b, long ni)
 {
@@ -1077,8 +1135,13 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             if (!b)
                 break;
             long ni = (long)i + (long)nb * epoch;
-            if (b->n == 0)
-                continue;
+            if (b->n == 0) {
+                st = yc_error_status(YC_EIO, "epoch %d, batch %d: none of its images could be "
+                                     "loaded (see the warnings above): are the dataset's files "
+                                     "still there?", epoch, i);
+                st = training_stopped(t, st, "make the images readable again", true);
+                break;
+            }
             if (ni <= nw)
                 accumulate = yc_optim_warmup(t->opt, ni, nw, lf, t->hyp.warmup_bias_lr,
                                              t->hyp.warmup_momentum, t->hyp.momentum,
@@ -1101,9 +1164,9 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             if (st)
                 break;
             if (!isfinite(res.total)) {
-                st = yc_error_status(YC_ERR, "the loss is %g at epoch %d, batch %d (step %ld): "
-                                     "training stopped; the last good checkpoint is %s",
-                                     res.total, epoch, i, ni, t->last);
+                yc_error_status(YC_ERR, "the loss is %g at epoch %d, batch %d (step %ld)",
+                                res.total, epoch, i, ni);
+                st = training_stopped(t, YC_ERR, YC_FIX_NAN, false);
                 break;
             }
             double items[3] = {res.box, res.obj, res.cls};
@@ -1112,8 +1175,14 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             seen_batches++;
             images += b->n;
             if (ni - last_opt_step >= accumulate) {
-                if ((st = yc_optim_step(t->opt, MAX_GRAD_NORM)) || (st = yc_model_zero_grad(m)) ||
-                    (st = yc_ema_update(t->ema, m)))
+                if ((st = yc_optim_step(t->opt, MAX_GRAD_NORM))) {
+                    if (!isfinite(t->opt->last_grad_norm)) {
+                        yc_error_context(st, "epoch %d, batch %d (step %ld)", epoch, i, ni);
+                        st = training_stopped(t, st, YC_FIX_NAN, false);
+                    }
+                    break;
+                }
+                if ((st = yc_model_zero_grad(m)) || (st = yc_ema_update(t->ema, m)))
                     break;
                 last_opt_step = ni;
                 t->last_opt_step = ni;
@@ -1154,20 +1223,12 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                                         results.r[1], results.r[2], results.r[3], results.r[4],
                                         results.r[5], results.r[6], lr[0],        lr[1],
                                         lr[2]};
-        if ((st = yc_results_append(t->csv, epoch, row)))
+        if ((st = yc_results_append(t->csv, epoch, row))) {
+            st = training_stopped(t, st, YC_FIX_DISK, true);
             break;
-        if (!o->nosave || final_epoch) {
-            if ((st = save_checkpoint(t, t->last, epoch, 0, false)))
-                break;
-            if (t->best_fitness == fi && (st = save_checkpoint(t, t->best, epoch, 0, false)))
-                break;
-            if (o->save_period > 0 && epoch % o->save_period == 0) {
-                char path[2400];
-                snprintf(path, sizeof path, "%s/epoch%d.safetensors", t->wdir, epoch);
-                if ((st = save_checkpoint(t, path, epoch, 0, false)))
-                    break;
-            }
         }
+        if ((!o->nosave || final_epoch) && (st = save_epoch(t, epoch, fi)))
+            break;
         if (early)
             break;
     }
@@ -1197,33 +1258,41 @@ static int plot_labels(trainer *t)
     return st;
 }
 
+/* Rewrites checkpoint `path` as a final one (EMA weights only: strip_optimizer), through the
+ * EMA model. */
+static int strip_checkpoint(trainer *t, const char *path)
+{
+    yc_ckpt_meta meta;
+    int st = yc_checkpoint_read_meta(path, &meta);
+    if (st)
+        return st;
+    yc_ckpt_meta_free(&meta);
+    if ((st = yc_checkpoint_load_weights(path, t->ema->ema)))
+        return st;
+    return save_checkpoint(t, path, -1, 0, true);
+}
+
 /* The end of training: final checkpoints without training state (strip_optimizer), best
- * re-validated with plots, results.png. */
+ * re-validated with plots, results.png.  last.safetensors is stripped at the very end, so that a
+ * run stopped anywhere in here (killed, a full disk) still has a resumable last checkpoint and
+ * --resume runs the end again. */
 static int finish(trainer *t)
 {
     int st = YC_OK;
-    const char *paths[2] = {t->last, t->best};
-    for (int i = 0; i < 2 && !st; i++) {
-        if (!yc_file_exists(paths[i]))
-            continue;
-        yc_ckpt_meta meta;
-        if ((st = yc_checkpoint_read_meta(paths[i], &meta)))
-            break;
-        yc_ckpt_meta_free(&meta);
-        if ((st = yc_checkpoint_load_weights(paths[i], t->ema->ema)))
-            break;
-        st = save_checkpoint(t, paths[i], -1, 0, true);
-    }
-    if (!st && yc_file_exists(t->best)) {
-        yc_info("\nValidating %s...\n", t->best);
-        epoch_results res;
-        st = validate(t, t->ema->ema, true, &res, NULL);
+    if (yc_file_exists(t->best)) {
+        if (!(st = strip_checkpoint(t, t->best))) {
+            yc_info("\nValidating %s...\n", t->best);
+            epoch_results res;
+            st = validate(t, t->ema->ema, true, &res, NULL);
+        }
     }
     if (!st && !t->o.noplots) {
         char png[2400];
         snprintf(png, sizeof png, "%s/results.png", t->save_dir);
         st = yc_plot_results(t->csv, png);
     }
+    if (!st && yc_file_exists(t->last))
+        st = strip_checkpoint(t, t->last);
     if (!st)
         yc_info("Results saved to %s\n", t->save_dir);
     return st;
@@ -1271,6 +1340,11 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
             goto done;
         }
         snprintf(t->save_dir, sizeof t->save_dir, "%s", dir);
+        /* the temporary files of checkpoint and results writes a killed run left behind */
+        int stale = yc_atomic_remove_stale(wdir) + yc_atomic_remove_stale(dir);
+        if (stale)
+            yc_info("removed %d temporary file%s an interrupted write left in %s\n", stale,
+                    stale == 1 ? "" : "s", dir);
         free(dir);
         free(wdir);
         t->start_epoch = meta.epoch + 1;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,12 +108,15 @@ int yc_atomic_commit(yc_atomic_file *af)
     if (!af->f)
         return yc_error_status(YC_EIO, "atomic write: file not open");
     if (fflush(af->f) != 0 || ferror(af->f)) {
-        status = yc_error_status(YC_EIO, "cannot write %s: %s", af->tmp, strerror(errno));
+        status = yc_error_status(YC_EIO, "cannot write %s (through %s): %s", af->final, af->tmp,
+                                 strerror(errno));
     } else if (fsync(fileno(af->f)) != 0) {
-        status = yc_error_status(YC_EIO, "cannot sync %s to disk: %s", af->tmp, strerror(errno));
+        status = yc_error_status(YC_EIO, "cannot sync %s (through %s) to disk: %s", af->final,
+                                 af->tmp, strerror(errno));
     }
     if (fclose(af->f) != 0 && status == YC_OK)
-        status = yc_error_status(YC_EIO, "cannot close %s: %s", af->tmp, strerror(errno));
+        status = yc_error_status(YC_EIO, "cannot close %s (through %s): %s", af->final, af->tmp,
+                                 strerror(errno));
     af->f = NULL;
     if (status == YC_OK && rename(af->tmp, af->final) != 0)
         status = yc_error_status(YC_EIO, "cannot rename %s to %s: %s", af->tmp, af->final,
@@ -150,6 +154,35 @@ int yc_write_file_atomic(const char *path, const void *data, size_t size)
         return yc_error_status(YC_EIO, "cannot write %s: %s", path, strerror(e));
     }
     return yc_atomic_commit(&af);
+}
+
+int yc_atomic_remove_stale(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *tag = strstr(e->d_name, ".tmp.");
+        if (!tag || tag == e->d_name)
+            continue;
+        const char *digits = tag + 5;
+        char *end;
+        errno = 0;
+        long pid = strtol(digits, &end, 10);
+        if (end == digits || *end || errno || pid <= 0 || (pid_t)pid != pid)
+            continue;
+        /* a live process (ours included) may still be writing it */
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char *path = yc_path_join(dir, e->d_name);
+        if (path && unlink(path) == 0)
+            removed++;
+        free(path);
+    }
+    closedir(d);
+    return removed;
 }
 
 char *yc_path_join(const char *a, const char *b)

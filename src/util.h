@@ -29,6 +29,10 @@ int yc_atomic_commit(yc_atomic_file *af);
 void yc_atomic_abort(yc_atomic_file *af);
 /* Convenience: the whole file in one call. */
 int yc_write_file_atomic(const char *path, const void *data, size_t size);
+/* Removes the temporary files (NAME.tmp.PID) that writes killed before their rename left in `dir`:
+ * those whose process PID no longer exists.  Returns how many were removed (0 when dir cannot be
+ * read). */
+int yc_atomic_remove_stale(const char *dir);
 
 /* "a/b" (heap); b is returned copied when it is absolute or a is empty. */
 char *yc_path_join(const char *a, const char *b);

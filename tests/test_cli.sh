@@ -406,9 +406,39 @@ check 2 train --data "$tmp/tiles/demo.yaml" $tiny_model --tile 160 --tile-overla
 expect_stderr "--tile-overlap"
 
 # ---------------------------------------------------------------------------------------------
+# A full disk (a file size limit with SIGXFSZ ignored, so no root is needed): the first
+# checkpoint cannot be written; the run stops with status 1 naming the file and the cause, and
+# leaves no temporary file
+
+check 0 demo-data "$tmp/fault" --train 4 --val 2
+last_cmd="(ulimit -f 64; trap '' XFSZ; yolocl train ...)"
+# shellcheck disable=SC2086
+(
+    trap '' XFSZ
+    ulimit -f 64 && exec "$YOLOCL" train --data "$tmp/fault/demo.yaml" $tiny_model --img 64 \
+        --epochs 1 --batch 2 --workers 1 --noplots --noautoanchor --project "$tmp/runs" \
+        --name fulldisk
+) >"$tmp/out" 2>"$tmp/err" </dev/null
+last_status=$?
+expect_status 1
+expect_stderr "$tmp/runs/fulldisk/weights/"
+expect_stderr "File too large"
+expect_stderr "training stopped; no checkpoint was saved yet: free disk space"
+left=
+for f in "$tmp/runs/fulldisk/weights"/*.tmp.*; do
+    [ -e "$f" ] && left="$left $f"
+done
+if [ -z "$left" ]; then pass; else fail "temporary files left:$left"; fi
+
+# ---------------------------------------------------------------------------------------------
 # The man pages (need mandoc; groff is checked too where installed)
 
 for man_page in "$top"/man/*.1; do
+    # every page says how the command ends and what its messages mean
+    last_cmd="sections of $man_page"
+    for section in "EXIT STATUS" DIAGNOSTICS; do
+        if grep -q "^\.SH $section\$" "$man_page"; then pass; else fail "no $section section"; fi
+    done
     if command -v mandoc >/dev/null 2>&1; then
         last_cmd="mandoc -Tlint -W warning $man_page"
         last_status=0

@@ -185,6 +185,56 @@ START_TEST(nothing_fits_names_the_largest_tensor)
 }
 END_TEST
 
+/* A device whose largest allocation (an OpenCL device's CL_DEVICE_MAX_MEM_ALLOC_SIZE) is smaller
+ * than a tensor of the requested batch: the fit takes the largest batch whose tensors all fit
+ * instead of failing; when not even batch 1 fits, the error names the tensor and what to do. */
+START_TEST(largest_allocation_limits_the_batch)
+{
+    size_t saved = be->info.max_alloc;
+    yc_run_shape rs = shape(BATCH);
+    yc_mem_report r;
+    rs.batch = 4;
+    rs.val_batch = 8;
+    ck_assert_int_eq(yc_memplan(&rs, &r), YC_OK);
+    int largest = -1;
+    ck_assert_int_eq(yc_plan_largest(&r.train_plan, &largest, 1), 1);
+    be->info.max_alloc = r.train_plan.blocks[largest].size;
+    yc_mem_report_free(&r);
+    /* the batches whose plans stay within the allocation limit */
+    int expect = 0;
+    for (int b = 1; b <= BATCH; b++) {
+        rs.batch = b;
+        rs.val_batch = 2 * b;
+        if (yc_memplan(&rs, &r) == YC_OK) {
+            expect = b;
+            yc_mem_report_free(&r);
+        }
+    }
+    ck_assert_int_ge(expect, 1);
+    ck_assert_int_lt(expect, BATCH);
+    rs = shape(BATCH);
+    yc_mem_fit f;
+    int st = yc_memfit(&rs, (size_t)1 << 40, YC_HALF_AUTO, NOMINAL, 256, &f);
+    ck_assert_msg(st == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(f.micro_batch, expect);
+    /* below batch 1's largest tensor */
+    rs.batch = 1;
+    rs.val_batch = 2;
+    rs.half = rs.recompute = true;
+    ck_assert_int_eq(yc_memplan(&rs, &r), YC_OK);
+    ck_assert_int_eq(yc_plan_largest(&r.train_plan, &largest, 1), 1);
+    be->info.max_alloc = r.train_plan.blocks[largest].size / 2;
+    yc_mem_report_free(&r);
+    rs = shape(BATCH);
+    ck_assert_int_eq(yc_memfit(&rs, (size_t)1 << 40, YC_HALF_AUTO, NOMINAL, 256, &f), YC_ENOMEM);
+    const char *e = yc_last_error();
+    ck_assert_msg(strstr(e, "largest allocation") && strstr(e, "even batch 1") &&
+                      strstr(e, "--img"),
+                  "%s", e);
+    be->info.max_alloc = saved;
+}
+END_TEST
+
 START_TEST(fp16_by_default_on_opencl_only)
 {
     /* the CPU backend: FP16 only when needed */
@@ -284,6 +334,7 @@ static Suite *suite(void)
     tcase_add_test(tc, micro_batch_keeps_the_nominal_batch);
     tcase_add_test(tc, autobatch_is_the_largest_batch_that_fits);
     tcase_add_test(tc, nothing_fits_names_the_largest_tensor);
+    tcase_add_test(tc, largest_allocation_limits_the_batch);
     tcase_add_test(tc, report_items_add_up);
     tcase_add_test(tc, fp16_by_default_on_opencl_only);
     tcase_add_test(tc, tiles_bound_the_loader_buffers);
