@@ -70,9 +70,9 @@ static int convert_sequence(convert_state *st, yaml_node_t *src, int depth, yc_y
     for (long i = 0; i < count; i++) {
         yaml_node_t *item = yaml_document_get_node(st->doc, src->data.sequence.items.start[i]);
         int status = convert(st, item, depth + 1, &dst->items[i]);
+        dst->n++;
         if (status)
             return status;
-        dst->n++;
     }
     return YC_OK;
 }
