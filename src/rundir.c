@@ -84,8 +84,9 @@ int yc_results_truncate(const char *path, int epochs)
     char *line = text;
     bool header = true;
     while (line < text + len) {
-        char *nl = strchr(line, '\n');
-        size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        /* memchr, not strchr: a NUL byte (a block zeroed by a crash) must not stop the scan */
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = nl ? (size_t)(nl - line) + 1 : (size_t)(text + len - line);
         if (!header && strtol(line, NULL, 10) >= epochs)
             break;
         header = false;
