@@ -319,7 +319,7 @@ static void put_scalar(yc_strbuf *b, const yc_yaml_node *n)
     if (!control) {
         yc_strbuf_puts(b, "'");
         for (const char *c = v; *c; c++)
-            yc_strbuf_put(b, c, 1 + (*c == '\''));
+            yc_strbuf_put(b, *c == '\'' ? "''" : c, 1 + (*c == '\''));
         yc_strbuf_puts(b, "'");
         return;
     }
