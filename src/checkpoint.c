@@ -319,7 +319,8 @@ int yc_checkpoint_read_meta(const char *path, yc_ckpt_meta *meta)
     meta->opt_json = meta_dup(f, "opt");
     meta->hyp_json = meta_dup(f, "hyp");
     bool oom = (yc_st_meta(f, "names") && !meta->names_json) ||
-               (yc_st_meta(f, "opt") && !meta->opt_json) || (yc_st_meta(f, "hyp") && !meta->hyp_json);
+               (yc_st_meta(f, "opt") && !meta->opt_json) ||
+               (yc_st_meta(f, "hyp") && !meta->hyp_json);
     yc_st_close(f);
     if (oom) {
         yc_ckpt_meta_free(meta);

@@ -352,7 +352,9 @@ static void put_flow(yc_strbuf *b, const yc_yaml_node *n)
         if (i)
             yc_strbuf_puts(b, ", ");
         if (map) {
-            yc_yaml_node key = {.kind = YC_YAML_SCALAR, .value = n->keys[i]};
+            /* keys are strings: an empty one is written '' (plain, it would read back "null") */
+            yc_yaml_node key = {.kind = YC_YAML_SCALAR, .value = n->keys[i],
+                                .quoted = !n->keys[i][0]};
             put_scalar(b, &key);
             yc_strbuf_puts(b, ": ");
         }
@@ -368,7 +370,9 @@ static void put_block(yc_strbuf *b, const yc_yaml_node *n, int indent)
         for (int k = 0; k < indent; k++)
             yc_strbuf_puts(b, " ");
         if (n->kind == YC_YAML_MAP) {
-            yc_yaml_node key = {.kind = YC_YAML_SCALAR, .value = n->keys[i]};
+            /* keys are strings: an empty one is written '' (plain, it would read back "null") */
+            yc_yaml_node key = {.kind = YC_YAML_SCALAR, .value = n->keys[i],
+                                .quoted = !n->keys[i][0]};
             put_scalar(b, &key);
             yc_strbuf_puts(b, ":");
         } else {

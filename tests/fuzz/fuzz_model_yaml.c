@@ -42,15 +42,27 @@ static bool same_scalar(const yc_yaml_node *a, const yc_yaml_node *b)
 
 static bool same_tree(const yc_yaml_node *a, const yc_yaml_node *b)
 {
-    if (a->kind != b->kind)
+    if (a->kind != b->kind) {
+        fprintf(stderr, "node of line %d: kind %d became %d\n", a->line, a->kind, b->kind);
         return false;
-    if (a->kind == YC_YAML_SCALAR)
-        return same_scalar(a, b);
-    if (a->n != b->n)
+    }
+    if (a->kind == YC_YAML_SCALAR) {
+        if (same_scalar(a, b))
+            return true;
+        fprintf(stderr, "scalar of line %d: '%s'%s became '%s'%s\n", a->line, a->value,
+                a->quoted ? " (quoted)" : "", b->value, b->quoted ? " (quoted)" : "");
         return false;
+    }
+    if (a->n != b->n) {
+        fprintf(stderr, "collection of line %d: %d items became %d\n", a->line, a->n, b->n);
+        return false;
+    }
     for (int i = 0; i < a->n; i++) {
-        if (a->kind == YC_YAML_MAP && strcmp(a->keys[i], b->keys[i]) != 0)
+        if (a->kind == YC_YAML_MAP && strcmp(a->keys[i], b->keys[i]) != 0) {
+            fprintf(stderr, "key of line %d: '%s' became '%s'\n", a->items[i]->line, a->keys[i],
+                    b->keys[i]);
             return false;
+        }
         if (!same_tree(a->items[i], b->items[i]))
             return false;
     }
