@@ -18,6 +18,8 @@
 #include "gemm.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -494,6 +496,17 @@ static void pack_block(const struct kernel *kr, const float *src, ptrdiff_t rs, 
 static _Thread_local float *scratch_buf;
 static _Thread_local size_t scratch_cap;
 
+/* The buffer is also the value of a thread-specific key whose destructor frees it when the thread
+ * exits (OpenMP retires pool threads when a region asks for fewer threads). */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_key_ok;
+
+static void scratch_key_init(void)
+{
+    scratch_key_ok = pthread_key_create(&scratch_key, free) == 0;
+}
+
 /* Every packed block fits in KC x (NC + MC) plus a micro-tile of rounding on each side and the
  * prefetch distance (MR, NR <= 32 for every kernel), and the unpacked weight-gradient path needs
  * less (DOT_MAX_MN * 16 + DOT_TM * DOT_LDA): the first call takes this much at once, so a
@@ -509,6 +522,12 @@ static float *scratch(size_t nfloat)
         size_t bytes = (nfloat * sizeof(float) + 63) / 64 * 64;
         scratch_buf = aligned_alloc(64, bytes);
         scratch_cap = scratch_buf ? bytes / sizeof(float) : 0;
+        pthread_once(&scratch_once, scratch_key_init);
+        if (scratch_key_ok && pthread_setspecific(scratch_key, scratch_buf) != 0) {
+            free(scratch_buf);
+            scratch_buf = NULL;
+            scratch_cap = 0;
+        }
     }
     return scratch_buf;
 }

@@ -1,7 +1,10 @@
 /* Training checkpoints (see checkpoint.h). */
 #include "checkpoint.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +294,24 @@ static char *meta_dup(const yc_st_file *f, const char *key)
     return v ? yc_strdup(v, "checkpoint") : NULL;
 }
 
+/* Integer metadata `key` in [lo, hi] (the whole value, in decimal); `def` when absent. */
+static int meta_long(const yc_st_file *f, const char *path, const char *key, long lo, long hi,
+                     long def, long *out)
+{
+    const char *v = yc_st_meta(f, key);
+    *out = def;
+    if (!v)
+        return YC_OK;
+    char *end = NULL;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || errno == ERANGE || x < lo || x > hi)
+        return yc_error_status(YC_EFORMAT, "%s: checkpoint metadata '%s' is '%.40s', not an "
+                               "integer from %ld to %ld", path, key, v, lo, hi);
+    *out = x;
+    return YC_OK;
+}
+
 int yc_checkpoint_read_meta(const char *path, yc_ckpt_meta *meta)
 {
     memset(meta, 0, sizeof *meta);
@@ -304,19 +325,38 @@ int yc_checkpoint_read_meta(const char *path, yc_ckpt_meta *meta)
         return yc_error_status(YC_EFORMAT, "%s is not a yolocl checkpoint (no format yolocl-1)",
                                path);
     }
-    const char *v;
-    meta->epoch = (v = yc_st_meta(f, "epoch")) ? atoi(v) : -1;
-    meta->next_batch = (v = yc_st_meta(f, "next_batch")) ? atoi(v) : 0;
-    meta->best_fitness = (v = yc_st_meta(f, "best_fitness")) ? strtod(v, NULL) : 0.0;
-    meta->updates = (v = yc_st_meta(f, "updates")) ? strtol(v, NULL, 10) : 0;
-    meta->last_opt_step = (v = yc_st_meta(f, "last_opt_step")) ? strtol(v, NULL, 10) : -1;
-    meta->optim_steps = (v = yc_st_meta(f, "optimizer_steps")) ? strtol(v, NULL, 10) : 0;
+    long epoch, next_batch;
+    if ((st = meta_long(f, path, "epoch", -1, INT_MAX - 1, -1, &epoch)) ||
+        (st = meta_long(f, path, "next_batch", 0, INT_MAX, 0, &next_batch)) ||
+        (st = meta_long(f, path, "updates", 0, LONG_MAX, 0, &meta->updates)) ||
+        (st = meta_long(f, path, "last_opt_step", -1, LONG_MAX, -1, &meta->last_opt_step)) ||
+        (st = meta_long(f, path, "optimizer_steps", 0, LONG_MAX, 0, &meta->optim_steps))) {
+        yc_st_close(f);
+        return st;
+    }
+    meta->epoch = (int)epoch;
+    meta->next_batch = (int)next_batch;
+    const char *v = yc_st_meta(f, "best_fitness");
+    char *end = NULL;
+    meta->best_fitness = v ? strtod(v, &end) : 0.0;
+    if (v && (end == v || *end)) {
+        yc_st_close(f);
+        return yc_error_status(YC_EFORMAT, "%s: checkpoint metadata 'best_fitness' is '%.40s', "
+                               "not a number", path, v);
+    }
     snprintf(meta->optimizer, sizeof meta->optimizer, "%s",
              (v = yc_st_meta(f, "optimizer")) ? v : "");
     meta->names_json = meta_dup(f, "names");
     meta->opt_json = meta_dup(f, "opt");
     meta->hyp_json = meta_dup(f, "hyp");
+    bool oom = (yc_st_meta(f, "names") && !meta->names_json) ||
+               (yc_st_meta(f, "opt") && !meta->opt_json) ||
+               (yc_st_meta(f, "hyp") && !meta->hyp_json);
     yc_st_close(f);
+    if (oom) {
+        yc_ckpt_meta_free(meta);
+        return YC_ENOMEM;
+    }
     return YC_OK;
 }
 

@@ -1219,6 +1219,29 @@ static int parse_labels(const char *text, size_t len, yc_box **boxes, size_t *nb
     return res;
 }
 
+int yc_labels_parse(const char *text, size_t len, yc_box **boxes, size_t *n, size_t *n_removed,
+                    char *why, size_t why_len)
+{
+    *boxes = NULL;
+    *n = *n_removed = 0;
+    if (why_len)
+        why[0] = '\0';
+    int res = parse_labels(text, len, boxes, n, why, why_len);
+    size_t removed = res == 1 ? drop_duplicates(*boxes, *n) : 0;
+    if (res != 1 || removed == (size_t)-1) {
+        free(*boxes);
+        *boxes = NULL;
+        *n = 0;
+        if (res == 0)
+            return YC_EFORMAT;
+        snprintf(why, why_len, "out of memory while reading the labels");
+        return yc_error_status(YC_ENOMEM, "out of memory while reading the labels");
+    }
+    *n -= removed;
+    *n_removed = removed;
+    return YC_OK;
+}
+
 /* Checks the label file.  Fills status, boxes and warnings; on a problem writes the reason and
  * returns false. */
 static bool verify_labels(const char *path, scan_rec *r, char *why, size_t why_len, bool *oom)
@@ -1240,17 +1263,16 @@ static bool verify_labels(const char *path, scan_rec *r, char *why, size_t why_l
         return false;
     }
     yc_box *boxes = NULL;
-    size_t nb = 0;
-    int res = parse_labels(text, len, &boxes, &nb, why, why_len);
+    size_t nb = 0, removed = 0;
+    int res = yc_labels_parse(text, len, &boxes, &nb, &removed, why, why_len);
     free(text);
-    size_t removed = res == 1 ? drop_duplicates(boxes, nb) : 0;
-    if (res != 1 || removed == (size_t)-1) {
-        if (res == -1 || removed == (size_t)-1)
+    if (res != YC_OK) {
+        if (res == YC_ENOMEM) {
             *oom = true;
-        free(boxes);
+            yc_error_clear();
+        }
         return false;
     }
-    nb -= removed;
     if (removed) {
         char msg[96];
         snprintf(msg, sizeof msg, "%zu duplicate labels removed", removed);

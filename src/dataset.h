@@ -120,6 +120,15 @@ typedef struct yc_box {
     float h;
 } yc_box;
 
+/* Reads the text of a YOLO label file (len bytes; NUL bytes are invalid values): one box per line,
+ * "class x y w h" normalised to [0, 1], or a polygon "class x1 y1 x2 y2 ..." (more than 6 values)
+ * reduced to its extent; blank lines skipped; exact duplicate rows dropped (the first kept) and
+ * counted in *n_removed.  Returns YC_OK with *boxes (heap, NULL when *n is 0) and *n; YC_EFORMAT
+ * with the reason, naming the line, in why (as the scan reports it: "negative label value -0.1
+ * (line 2)"); YC_ENOMEM.  Nothing is kept on failure. */
+int yc_labels_parse(const char *text, size_t len, yc_box **boxes, size_t *n, size_t *n_removed,
+                    char *why, size_t why_len);
+
 /* One usable image. */
 typedef struct yc_sample {
     /* image path (in the dataset's string pool) */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define YC_HALF_X86 1
 #endif
@@ -216,6 +217,15 @@ __attribute__((target("avx512f"))) static void f2h_avx512(const float *src, uint
 }
 #endif
 
+#ifdef YC_HALF_X86
+/* F16C from CPUID leaf 1 (clang before 15 has no "f16c" for __builtin_cpu_supports). */
+static bool cpu_has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 bool yc_half_path_supported(yc_half_path p)
 {
     switch (p) {
@@ -223,7 +233,7 @@ bool yc_half_path_supported(yc_half_path p)
         return true;
 #ifdef YC_HALF_X86
     case YC_HALF_F16C:
-        return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+        return __builtin_cpu_supports("avx") && cpu_has_f16c();
     case YC_HALF_AVX512:
         return __builtin_cpu_supports("avx512f");
 #endif

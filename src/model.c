@@ -120,8 +120,9 @@ int yc_model_new(yc_model **out, yc_model_cfg *cfg)
     m->nc = cfg->nc;
     m->no = cfg->nc + 5;
     if (m->nl > YC_CFG_MAX_LEVELS || m->na > YC_CFG_MAX_ANCHORS) {
-        yc_model_free(m);
-        return yc_error_status(YC_EFORMAT, "%s: too many levels or anchors", cfg->path);
+        int st = yc_error_status(YC_EFORMAT, "%s: too many levels or anchors", cfg->path);
+        yc_model_free(m); /* frees cfg: the message is written first */
+        return st;
     }
 
     /* Register parameters by building the graph once at 256x256 (YOLOv5's stride probe size);
@@ -131,8 +132,9 @@ int yc_model_new(yc_model **out, yc_model_cfg *cfg)
     int status = yc_graph_new(&g, m, 1, 256, 256, YC_GRAPH_EVAL);
     m->registering = false;
     if (status) {
+        yc_error_context(status, "%s", cfg->path);
         yc_model_free(m);
-        return yc_error_context(status, "%s", cfg->path);
+        return status;
     }
     for (int l = 0; l < m->nl; l++) {
         const yc_tensor *h = yc_graph_head(g, l);

@@ -91,6 +91,7 @@ int yc_results_truncate(const char *path, int epochs)
     char *line = text;
     bool header = true;
     while (line < text + len) {
+        /* memchr, not strchr: a NUL byte (a block zeroed by a crash) must not stop the scan */
         char *nl = memchr(line, '\n', (size_t)(text + len - line));
         if (!nl)
             break;

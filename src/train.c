@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <glob.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -106,11 +107,6 @@ void yc_train_opts_defaults(yc_train_opts *o)
     o->tile_min_area = -1;
 }
 
-/* Strings restored from a checkpoint's options live here. */
-typedef struct opt_strings {
-    char *data, *cfg, *hyp, *project, *name;
-} opt_strings;
-
 static void json_str(FILE *f, const char *key, const char *v, bool *first)
 {
     char buf[4096];
@@ -190,14 +186,46 @@ static char *opts_json(const yc_train_opts *o)
     return buf;
 }
 
-static int get_num(const yc_json *obj, const char *key, double *out)
+static int get_num(const yc_json *obj, const char *key, double lo, double hi, double *out)
 {
     const yc_json *v = yc_json_get(obj, key);
     if (!v || yc_json_typeof(v) != YC_JSON_NUMBER)
         return yc_error_status(YC_EFORMAT, "checkpoint options: '%s' missing or not a number",
                                key);
-    *out = yc_json_number(v);
+    double x = yc_json_number(v);
+    if (!(x >= lo && x <= hi))
+        return yc_error_status(YC_EFORMAT, "checkpoint options: '%s' is %s, expected a number "
+                               "from %g to %g", key, yc_json_number_text(v), lo, hi);
+    *out = x;
     return YC_OK;
+}
+
+/* An integer option in [lo, hi]. */
+static int get_int(const yc_json *obj, const char *key, int lo, int hi, int *out)
+{
+    double x;
+    int st = get_num(obj, key, lo, hi, &x);
+    if (st)
+        return st;
+    if (x != floor(x))
+        return yc_error_status(YC_EFORMAT, "checkpoint options: '%s' is %g, expected an integer",
+                               key, x);
+    *out = (int)x;
+    return YC_OK;
+}
+
+/* An optional integer: absent means `def`; present, it must be valid. */
+static int get_int_or(const yc_json *obj, const char *key, int lo, int hi, int def, int *out)
+{
+    *out = def;
+    return yc_json_get(obj, key) ? get_int(obj, key, lo, hi, out) : YC_OK;
+}
+
+static int get_num_or(const yc_json *obj, const char *key, double lo, double hi, double def,
+                      double *out)
+{
+    *out = def;
+    return yc_json_get(obj, key) ? get_num(obj, key, lo, hi, out) : YC_OK;
 }
 
 static bool get_bool(const yc_json *obj, const char *key)
@@ -206,50 +234,59 @@ static bool get_bool(const yc_json *obj, const char *key)
     return v && yc_json_typeof(v) == YC_JSON_BOOL && yc_json_bool(v);
 }
 
-static char *get_str(const yc_json *obj, const char *key)
+/* A string option: absent or null is NULL with YC_OK; another type is an error. */
+static int get_str(const yc_json *obj, const char *key, char **out)
 {
+    *out = NULL;
     const yc_json *v = yc_json_get(obj, key);
-    if (!v || yc_json_typeof(v) != YC_JSON_STRING)
-        return NULL;
-    return yc_strdup(yc_json_string(v), "options");
+    if (!v || yc_json_typeof(v) == YC_JSON_NULL)
+        return YC_OK;
+    if (yc_json_typeof(v) != YC_JSON_STRING || strlen(yc_json_string(v)) != yc_json_string_len(v))
+        return yc_error_status(YC_EFORMAT, "checkpoint options: '%s' is not a string", key);
+    *out = yc_strdup(yc_json_string(v), "options");
+    return *out ? YC_OK : YC_ENOMEM;
 }
 
 /* Restores the options of an interrupted run (train.py --resume restores opt.yaml; device,
- * workers and threads stay as given now). */
-static int opts_from_json(const char *text, yc_train_opts *o, opt_strings *keep)
+ * workers and threads stay as given now).  The ranges are those of the command line. */
+int yc_train_opts_from_json(const char *text, yc_train_opts *o, yc_train_opt_strings *keep)
 {
+    memset(keep, 0, sizeof *keep);
     yc_json *root = NULL;
     int st = yc_json_parse(&root, text, strlen(text));
     if (st)
         return yc_error_context(st, "checkpoint options");
-    double v;
-    if (!(st = get_num(root, "epochs", &v)))
-        o->epochs = (int)v;
-    if (!st && !(st = get_num(root, "batch_size", &v)))
-        o->batch = (int)v;
-    if (!st && !(st = get_num(root, "imgsz", &v)))
-        o->imgsz = (int)v;
-    if (!st && !(st = get_num(root, "accumulate", &v)))
-        o->accumulate = (int)v;
-    if (!st && !(st = get_num(root, "label_smoothing", &v)))
-        o->label_smoothing = (float)v;
-    if (!st && !(st = get_num(root, "patience", &v)))
-        o->patience = (int)v;
-    if (!st && !(st = get_num(root, "save_period", &v)))
-        o->save_period = (int)v;
-    if (!st && !(st = get_num(root, "seed", &v)))
-        o->seed = (int)v;
-    if (st) {
+    if (yc_json_typeof(root) != YC_JSON_OBJECT) {
+        yc_json_free(root);
+        return yc_error_status(YC_EFORMAT, "checkpoint options: not a JSON object");
+    }
+    double ls = 0, overlap = -1, min_area = -1;
+    if ((st = get_int(root, "epochs", 1, 1000000, &o->epochs)) ||
+        (st = get_int(root, "batch_size", -1, 65536, &o->batch)) ||
+        (st = get_int(root, "imgsz", 32, 16384, &o->imgsz)) ||
+        (st = get_int(root, "accumulate", 0, 65536, &o->accumulate)) ||
+        (st = get_num(root, "label_smoothing", 0, 1, &ls)) ||
+        (st = get_int(root, "patience", 0, 1000000, &o->patience)) ||
+        (st = get_int(root, "save_period", -1, 1000000, &o->save_period)) ||
+        (st = get_int(root, "seed", 0, INT_MAX, &o->seed)) ||
+        /* tiling (absent from checkpoints of runs without it: whole images) */
+        (st = get_int_or(root, "tile", 0, 16384, 0, &o->tile)) ||
+        (st = get_num_or(root, "tile_overlap", -1, 1, -1, &overlap)) ||
+        (st = get_num_or(root, "tile_min_area", -1, 1, -1, &min_area)) ||
+        (st = get_int_or(root, "tiles_per_epoch", 0, INT_MAX, 0, &o->tiles_per_epoch))) {
         yc_json_free(root);
         return st;
     }
-    /* tiling (absent from checkpoints of runs without it: whole images) */
-    o->tile = get_num(root, "tile", &v) ? 0 : (int)v;
-    o->tile_overlap = get_num(root, "tile_overlap", &v) ? -1 : v;
-    o->tile_min_area = get_num(root, "tile_min_area", &v) ? -1 : v;
-    o->tiles_per_epoch = get_num(root, "tiles_per_epoch", &v) ? 0 : (int)v;
+    if (o->batch == 0 || (o->tile > 0 && o->tile < 32) || overlap >= 1) {
+        yc_json_free(root);
+        return yc_error_status(YC_EFORMAT, "checkpoint options: invalid %s",
+                               o->batch == 0 ? "batch_size 0" : overlap >= 1 ? "tile_overlap 1"
+                                                                             : "tile below 32");
+    }
+    o->label_smoothing = (float)ls;
+    o->tile_overlap = overlap;
+    o->tile_min_area = min_area;
     o->val_full = get_bool(root, "val_full");
-    yc_error_clear();
     o->rect = get_bool(root, "rect");
     o->nosave = get_bool(root, "nosave");
     o->noval = get_bool(root, "noval");
@@ -259,42 +296,57 @@ static int opts_from_json(const char *text, yc_train_opts *o, opt_strings *keep)
     o->single_cls = get_bool(root, "single_cls");
     o->multi_scale = get_bool(root, "multi_scale");
     o->image_weights = get_bool(root, "image_weights");
-    char *optim = get_str(root, "optimizer");
-    if (optim && (st = yc_optim_kind_parse(optim, &o->optimizer)))
-        yc_error_context(st, "checkpoint options");
+    char *optim = NULL;
+    if (!(st = get_str(root, "optimizer", &optim)) && optim &&
+        (st = yc_optim_kind_parse(optim, &o->optimizer)))
+        st = yc_error_status(YC_EFORMAT, "checkpoint options: %s", yc_last_error());
     free(optim);
     const yc_json *fr = yc_json_get(root, "freeze");
     o->nfreeze = 0;
-    for (size_t i = 0; fr && i < yc_json_len(fr) && i < YC_MAX_FREEZE; i++)
-        o->freeze[o->nfreeze++] = (int)yc_json_number(yc_json_at(fr, i));
-    keep->data = get_str(root, "data");
-    keep->cfg = get_str(root, "cfg");
-    keep->hyp = get_str(root, "hyp");
-    keep->project = get_str(root, "project");
-    keep->name = get_str(root, "name");
+    if (!st && fr && (yc_json_typeof(fr) != YC_JSON_ARRAY || yc_json_len(fr) > YC_MAX_FREEZE))
+        st = yc_error_status(YC_EFORMAT, "checkpoint options: 'freeze' is not a list of at most "
+                             "%d layers", YC_MAX_FREEZE);
+    for (size_t i = 0; !st && fr && i < yc_json_len(fr); i++) {
+        double x = yc_json_number(yc_json_at(fr, i));
+        if (yc_json_typeof(yc_json_at(fr, i)) != YC_JSON_NUMBER || !(x >= 0 && x <= 10000) ||
+            x != floor(x))
+            st = yc_error_status(YC_EFORMAT, "checkpoint options: 'freeze' entry %zu is not a "
+                                 "layer index from 0 to 10000", i);
+        else
+            o->freeze[o->nfreeze++] = (int)x;
+    }
+    if (!st && !(st = get_str(root, "data", &keep->data)) &&
+        !(st = get_str(root, "cfg", &keep->cfg)) && !(st = get_str(root, "hyp", &keep->hyp)) &&
+        !(st = get_str(root, "project", &keep->project)))
+        st = get_str(root, "name", &keep->name);
+    yc_json_free(root);
+    if (st) {
+        yc_train_opt_strings_free(keep);
+        return st;
+    }
     o->data = keep->data;
     o->cfg = keep->cfg;
     o->hyp = keep->hyp ? keep->hyp : "hyp.scratch-low";
     o->project = keep->project ? keep->project : "runs/train";
     o->name = keep->name ? keep->name : "exp";
-    yc_json_free(root);
-    return st;
+    return YC_OK;
 }
 
-static void opt_strings_free(opt_strings *s)
+void yc_train_opt_strings_free(yc_train_opt_strings *s)
 {
     free(s->data);
     free(s->cfg);
     free(s->hyp);
     free(s->project);
     free(s->name);
+    memset(s, 0, sizeof *s);
 }
 
 /* ---- the trainer ------------------------------------------------------------------------------- */
 
 typedef struct trainer {
     yc_train_opts o;
-    opt_strings kept;
+    yc_train_opt_strings kept;
     char save_dir[2048], wdir[2200], last[2300], best[2300], csv[2300];
     char *opt_json, *hyp_json, *names_json;
     yc_hyp hyp;
@@ -366,7 +418,7 @@ static void trainer_free(trainer *t)
     free(t->opt_json);
     free(t->hyp_json);
     free(t->names_json);
-    opt_strings_free(&t->kept);
+    yc_train_opt_strings_free(&t->kept);
 }
 
 /* JSON array of the class names. */
@@ -1321,7 +1373,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                                  "resume (fine-tune from it with --weights)", resume_path);
             goto done;
         }
-        if (!meta.opt_json || (st = opts_from_json(meta.opt_json, &t->o, &t->kept))) {
+        if (!meta.opt_json || (st = yc_train_opts_from_json(meta.opt_json, &t->o, &t->kept))) {
             if (!st)
                 st = yc_error_status(YC_EFORMAT, "%s holds no run options", resume_path);
             goto done;

@@ -77,6 +77,19 @@ typedef struct yc_train_opts {
  * given. */
 void yc_train_opts_defaults(yc_train_opts *o);
 
+/* Strings of options restored from a checkpoint (heap; the restored options point into them). */
+typedef struct yc_train_opt_strings {
+    char *data, *cfg, *hyp, *project, *name;
+} yc_train_opt_strings;
+
+/* Restores the options of an interrupted run from a checkpoint's `opt` metadata (the JSON that
+ * opt.yaml is written from): epochs, batch, image size, accumulate, the flags, optimizer, freeze,
+ * tiling and the data, cfg, hyp, project and name strings (kept in *keep).  Every value must have
+ * its type and lie in the range the command line accepts; otherwise YC_EFORMAT names the key, *o
+ * may be partly set and *keep is empty. */
+int yc_train_opts_from_json(const char *text, yc_train_opts *o, yc_train_opt_strings *keep);
+void yc_train_opt_strings_free(yc_train_opt_strings *s);
+
 /* Runs the training.  Returns YC_OK, or a status with the message; an interrupted run (SIGINT,
  * SIGTERM) returns YC_OK after saving a resumable checkpoint and sets *interrupted. */
 int yc_train(const yc_train_opts *o, bool *interrupted);

@@ -70,9 +70,9 @@ static int convert_sequence(convert_state *st, yaml_node_t *src, int depth, yc_y
     for (long i = 0; i < count; i++) {
         yaml_node_t *item = yaml_document_get_node(st->doc, src->data.sequence.items.start[i]);
         int status = convert(st, item, depth + 1, &dst->items[i]);
+        dst->n++;
         if (status)
             return status;
-        dst->n++;
     }
     return YC_OK;
 }
@@ -319,7 +319,7 @@ static void put_scalar(yc_strbuf *b, const yc_yaml_node *n)
     if (!control) {
         yc_strbuf_puts(b, "'");
         for (const char *c = v; *c; c++)
-            yc_strbuf_put(b, c, 1 + (*c == '\''));
+            yc_strbuf_put(b, *c == '\'' ? "''" : c, 1 + (*c == '\''));
         yc_strbuf_puts(b, "'");
         return;
     }
@@ -352,7 +352,9 @@ static void put_flow(yc_strbuf *b, const yc_yaml_node *n)
         if (i)
             yc_strbuf_puts(b, ", ");
         if (map) {
-            yc_yaml_node key = {.kind = YC_YAML_SCALAR, .value = n->keys[i]};
+            /* keys are strings: an empty one is written '' (plain, it would read back "null") */
+            yc_yaml_node key = {.kind = YC_YAML_SCALAR, .value = n->keys[i],
+                                .quoted = !n->keys[i][0]};
             put_scalar(b, &key);
             yc_strbuf_puts(b, ": ");
         }
@@ -368,7 +370,9 @@ static void put_block(yc_strbuf *b, const yc_yaml_node *n, int indent)
         for (int k = 0; k < indent; k++)
             yc_strbuf_puts(b, " ");
         if (n->kind == YC_YAML_MAP) {
-            yc_yaml_node key = {.kind = YC_YAML_SCALAR, .value = n->keys[i]};
+            /* keys are strings: an empty one is written '' (plain, it would read back "null") */
+            yc_yaml_node key = {.kind = YC_YAML_SCALAR, .value = n->keys[i],
+                                .quoted = !n->keys[i][0]};
             put_scalar(b, &key);
             yc_strbuf_puts(b, ":");
         } else {
