@@ -26,8 +26,8 @@
  * `sub` columns, through per-thread buffers of C x sub (x) and K x sub (y) floats, y rounded to
  * FP16 after the bias.  The GEMM sees the same operands as for FP32 tensors holding the same
  * values, and a GEMM's element does not depend on how many columns it is given (gemm.c: the sum
- * over K is blocked the same way): an FP16 result is the rounded FP32 one, except where the
- * multi-threaded GEMM of left-over items splits K differently for a narrower sub-block.
+ * over K is blocked the same way, and the forward GEMM with packed weights never splits K): an
+ * FP16 result is the rounded FP32 one.
  *
  * The weights are packed for the GEMM once per op (forward: W[K, CRS]; backward-data: W^T[CRS, K],
  * gemm.h's yc_sgemm_pack) rather than once per block: a block of a few output rows of a 3x3

@@ -19,9 +19,8 @@
  * time (whole planes for max-pool, through the workspace; column blocks for convolutions).  So an
  * op on FP16 tensors gives the FP16-rounded result of the same op on FP32 tensors holding the FP16
  * values (tests/test_ops.c checks this bit for bit): the chunks never change the order of a
- * reduction (see batchnorm.c), FP16-to-FP16 copies (copy, upsample) copy the bits, and the one
- * exception is a convolution whose left-over items (conv.c) run a multi-threaded GEMM that splits
- * K differently for the narrower FP16 sub-blocks.
+ * reduction (see batchnorm.c; the convolutions' GEMMs block K the same way whatever the width of
+ * an FP16 sub-block, conv.c), and FP16-to-FP16 copies (copy, upsample) copy the bits.
  *
  * Aliasing: the elementwise kernels (silu, silu_bwd, add, copy, fill) may run in place (an output
  * identical to an input: same offset, nstride and type); every other kernel needs outputs that
