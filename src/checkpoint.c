@@ -340,9 +340,10 @@ int yc_checkpoint_read_meta(const char *path, yc_ckpt_meta *meta)
     char *end = NULL;
     meta->best_fitness = v ? strtod(v, &end) : 0.0;
     if (v && (end == v || *end)) {
-        yc_st_close(f);
-        return yc_error_status(YC_EFORMAT, "%s: checkpoint metadata 'best_fitness' is '%.40s', "
-                               "not a number", path, v);
+        st = yc_error_status(YC_EFORMAT, "%s: checkpoint metadata 'best_fitness' is '%.40s', "
+                             "not a number", path, v);
+        yc_st_close(f); /* v points into f */
+        return st;
     }
     snprintf(meta->optimizer, sizeof meta->optimizer, "%s",
              (v = yc_st_meta(f, "optimizer")) ? v : "");

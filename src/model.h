@@ -148,7 +148,8 @@ size_t yc_model_count_params(const yc_model *m);
 int yc_model_count_modules(const yc_model *m);
 /* GFLOPs of one forward pass at imgsz x imgsz as YOLOv5's model summary prints them (thop
  * counting: conv MACs without bias, BatchNorm 4 per element, nearest upsample 1 per output
- * element, all times 2), computed at the largest stride (at least 32) and scaled. */
+ * element, all times 2), computed at the largest stride (at least 32) and scaled.  -1 when the
+ * graph cannot be built at that size (a layer deeper than the Detect levels does not divide it). */
 double yc_model_gflops(yc_model *m, int imgsz);
 /* Parameters of layer i. */
 size_t yc_model_layer_params(const yc_model *m, int layer);

@@ -895,7 +895,7 @@ static int step(yc_pickle *p, const yc_pk_value **root, bool *stop)
             return status;
         return push(p, make_seq(p, p->op == 't' ? YC_PK_TUPLE : p->op == 'l' ? YC_PK_LIST
                                                                             : YC_PK_SET,
-                                p->stack + start, n));
+                                n ? p->stack + start : NULL, n));
     case 0x85:
     case 0x86:
     case 0x87:
@@ -929,7 +929,8 @@ static int step(yc_pickle *p, const yc_pk_value **root, bool *stop)
     case 0x90:
         if ((status = pop_mark(p, &start, &n)))
             return status;
-        return add_items(p, p->stack + start, n);
+        /* n may be 0 with no stack allocated yet: no pointer arithmetic on NULL */
+        return add_items(p, n ? p->stack + start : NULL, n);
     case 'c':
         return op_global(p);
     case 0x93:
