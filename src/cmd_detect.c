@@ -256,15 +256,8 @@ int yc_cmd_detect(int argc, char **argv)
             slice_opts = true;
             break;
         case OPT_SLICE_MERGE:
-            if (!strcmp(optarg, "nmm")) {
-                so.merge.method = YC_MERGE_NMM;
-                so.merge.metric = YC_MERGE_IOS;
-            } else if (!strcmp(optarg, "nms")) {
-                so.merge.method = YC_MERGE_NMS;
-                so.merge.metric = YC_MERGE_IOU;
-            } else {
+            if (!yc_merge_params_parse(optarg, false, &so.merge))
                 return yc_usage_error(cmd, "--slice-merge '%s': use nmm or nms", optarg);
-            }
             slice_opts = true;
             break;
         case OPT_SLICE_THRES:

@@ -226,18 +226,8 @@ int yc_cmd_val(int argc, char **argv)
             overlap_given = slice_opts = true;
             break;
         case OPT_SLICE_MERGE:
-            if (!strcmp(optarg, "nmm")) {
-                so.merge.method = YC_MERGE_NMM;
-                so.merge.metric = YC_MERGE_IOS;
-            } else if (!strcmp(optarg, "nms")) {
-                so.merge.method = YC_MERGE_NMS;
-                so.merge.metric = YC_MERGE_IOU;
-            } else if (!strcmp(optarg, "nms-ios")) {
-                so.merge.method = YC_MERGE_NMS;
-                so.merge.metric = YC_MERGE_IOS;
-            } else {
+            if (!yc_merge_params_parse(optarg, true, &so.merge))
                 return yc_usage_error(cmd, "--slice-merge '%s': use nms-ios, nms or nmm", optarg);
-            }
             slice_opts = true;
             break;
         case OPT_SLICE_THRES:

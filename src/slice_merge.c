@@ -313,3 +313,20 @@ int yc_slice_merge(const float *dets, size_t n, const yc_merge_params *p, float 
     *n_out = k;
     return YC_OK;
 }
+
+bool yc_merge_params_parse(const char *name, bool with_ios, yc_merge_params *p)
+{
+    if (!strcmp(name, "nmm")) {
+        p->method = YC_MERGE_NMM;
+        p->metric = YC_MERGE_IOS;
+    } else if (!strcmp(name, "nms")) {
+        p->method = YC_MERGE_NMS;
+        p->metric = YC_MERGE_IOU;
+    } else if (with_ios && !strcmp(name, "nms-ios")) {
+        p->method = YC_MERGE_NMS;
+        p->metric = YC_MERGE_IOS;
+    } else {
+        return false;
+    }
+    return true;
+}

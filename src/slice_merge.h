@@ -61,6 +61,10 @@ yc_merge_params yc_merge_params_nms(void);
  * 0.001 lets the best box of an object absorb low-scored boxes around it and grow past it. */
 yc_merge_params yc_merge_params_nms_ios(void);
 
+/* Sets p's method and metric from a --slice-merge name: "nmm" (NMM, IoS), "nms" (NMS, IoU) and,
+ * when with_ios, "nms-ios" (NMS, IoS); false (p unchanged) for any other name. */
+bool yc_merge_params_parse(const char *name, bool with_ios, yc_merge_params *p);
+
 /* Merges n detections of one image.
  * The detections are ordered by score (conf) descending, equal scores in input order.  Then,
  * greedily in that order, each detection not yet removed is kept, and every later detection of
