@@ -80,8 +80,12 @@ typedef struct plan {
     /* work items (images or image blocks) and how many of them run in the per-thread mode (a
      * multiple of T; 0 when that mode is off) */
     int items, nfull;
-    /* floats of one column block and of one dW partial (0 when not needed) */
+    /* floats of one column block (forward: in the GEMM's packed layout) and of one dW partial (0 when
+     * not needed) */
     size_t col, part;
+    /* forward with im2col: floats of one thread's line buffer (one row of a column block before it
+     * is packed); T of them follow the packed weights (0 when not needed) */
+    size_t line;
     /* FP16 forward: columns per sub-block, and floats of the x and y sub-block buffers (0 when
      * not needed) */
     int sub;
@@ -91,13 +95,16 @@ typedef struct plan {
     /* floats of the weights packed once for every GEMM of the op (forward, backward-data; 0 for
      * backward-filter), at the start of the workspace */
     size_t pa;
+    /* floats before the first per-thread set: pa + T * line */
+    size_t head;
     /* workspace bytes */
     size_t bytes;
 } plan;
 
-/* One thread's buffers in the workspace (NULL when not needed). */
+/* One thread's buffers in the workspace (NULL when not needed): the column block, the FP16 forward
+ * sub-block buffers, and the thread's line buffer (the first of the T lines for thread 0). */
 typedef struct bufs {
-    float *col, *xs, *ys;
+    float *col, *xs, *ys, *line;
 } bufs;
 
 static geom geom_make(const yc_op *op, int N, int C, int H, int W, int K, int P, int Q)
@@ -133,13 +140,19 @@ static plan plan_make(yc_op_kind kind, const geom *g, int threads)
     bool whole_images = kind == YC_OP_CONV2D_BWD_DATA && !g->direct;
     pl.items = whole_images ? g->N : g->N * g->nblocks;
     bool cols = !g->direct || (kind == YC_OP_CONV2D_BWD_FILTER && g->x16);
-    pl.col = cols ? round16((size_t)g->crs * (size_t)g->rows * (size_t)g->Q) : 0;
+    size_t block = (size_t)g->rows * (size_t)g->Q;
+    pl.col = cols ? round16((size_t)g->crs * block) : 0;
+    if (kind == YC_OP_CONV2D && !g->direct) {
+        pl.col = round16(yc_sgemm_packed_b_floats(g->crs, (int)block));
+        pl.line = round16(block);
+    }
     pl.part = kind == YC_OP_CONV2D_BWD_FILTER ? round16((size_t)g->K * (size_t)g->crs) : 0;
     bool xsub = kind == YC_OP_CONV2D && g->direct && g->x16, ysub = kind == YC_OP_CONV2D && g->y16;
     if (xsub || ysub) {
         size_t wide = (xsub ? (size_t)g->C : 0) + (ysub ? (size_t)g->K : 0);
-        size_t sub = YC_CONV_SUB / wide, block = (size_t)g->rows * (size_t)g->Q;
-        sub = sub < YC_CONV_SUB_MIN ? YC_CONV_SUB_MIN : sub / 16 * 16;
+        size_t sub = YC_CONV_SUB / wide;
+        /* a multiple of 32, hence of the GEMM's panel width (sub-blocks of packed columns) */
+        sub = sub < YC_CONV_SUB_MIN ? YC_CONV_SUB_MIN : sub / 32 * 32;
         pl.sub = sub < block ? (int)sub : (int)block;
         pl.xs = xsub ? round16((size_t)g->C * (size_t)pl.sub) : 0;
         pl.ys = ysub ? round16((size_t)g->K * (size_t)pl.sub) : 0;
@@ -155,17 +168,20 @@ static plan plan_make(yc_op_kind kind, const geom *g, int threads)
     }
     if (pl.nfull < pl.items && pl.per * sizeof(float) > pl.bytes)
         pl.bytes = pl.per * sizeof(float);
-    pl.bytes += pl.pa * sizeof(float);
+    pl.head = pl.pa + (size_t)pl.T * pl.line;
+    pl.bytes += pl.head * sizeof(float);
     return pl;
 }
 
 /* The buffers of thread t. */
 static bufs bufs_of(const plan *pl, void *ws, int t)
 {
-    bufs b = {NULL, NULL, NULL};
+    bufs b = {NULL, NULL, NULL, NULL};
+    if (pl->line)
+        b.line = (float *)ws + pl->pa + (size_t)t * pl->line;
     if (!pl->per)
         return b;
-    float *base = (float *)ws + pl->pa + (size_t)t * pl->per;
+    float *base = (float *)ws + pl->head + (size_t)t * pl->per;
     b.col = pl->col ? base : NULL;
     b.xs = pl->xs ? base + pl->col : NULL;
     b.ys = pl->ys ? base + pl->col + pl->xs : NULL;
@@ -235,41 +251,60 @@ static void gather_f16(const uint16_t *xr, float *d, int q0, int q1, int sw, int
     }
 }
 
-/* col[row, (p - p0)*Q + q] (row stride (p1 - p0)*Q) = patches of image x (C,H,W at element offset
- * xo of x; FP16 converted) for CRS rows [r0, r1) and output rows [p0, p1); row = (c*R + r)*S + s. */
+/* d[(p - p0)*Q + q] = row `row` of the columns of image x (C,H,W at element offset xo of x; FP16
+ * converted) for output rows [p0, p1); row = (c*R + r)*S + s. */
+static void im2col_row(const geom *g, const yc_hv *x, size_t xo, int row, int p0, int p1, float *d)
+{
+    int c = row / (g->R * g->S), r = row / g->S % g->R, s = row % g->S;
+    size_t xc = xo + (size_t)c * g->hw;
+    int q0, q1;
+    valid_cols(g, s, &q0, &q1);
+    for (int p = p0; p < p1; p++, d += g->Q) {
+        int ih = p * g->sh - g->ph + r;
+        if (ih < 0 || ih >= g->H || q0 == q1) {
+            memset(d, 0, (size_t)g->Q * sizeof *d);
+            continue;
+        }
+        size_t xr = xc + (size_t)ih * g->W;
+        int off = s - g->pw; /* d[q] = x[xr + q*sw + off] */
+        memset(d, 0, (size_t)q0 * sizeof *d);
+        if (x->p16 && g->sw == 1) {
+            yc_half_to_float_n(x->p16 + xr + q0 + off, d + q0, (size_t)(q1 - q0));
+        } else if (x->p16) {
+            gather_f16(x->p16 + xr, d, q0, q1, g->sw, off);
+        } else if (g->sw == 1) {
+            memcpy(d + q0, x->p + xr + q0 + off, (size_t)(q1 - q0) * sizeof *d);
+        } else if (g->sw == 2) {
+            yc_cpu_gather2(d + q0, x->p + xr + 2 * q0 + off, q1 - q0);
+        } else {
+            const float *xrow = x->p + xr;
+            for (int q = q0; q < q1; q++)
+                d[q] = xrow[q * g->sw + off];
+        }
+        memset(d + q1, 0, (size_t)(g->Q - q1) * sizeof *d);
+    }
+}
+
+/* col[row, (p - p0)*Q + q] (row stride (p1 - p0)*Q) for CRS rows [r0, r1), as im2col_row. */
 static void im2col(const geom *g, const yc_hv *x, size_t xo, float *col, int p0, int p1, int r0, int r1)
 {
     size_t ld = (size_t)(p1 - p0) * g->Q;
-    for (int row = r0; row < r1; row++) {
-        int c = row / (g->R * g->S), r = row / g->S % g->R, s = row % g->S;
-        size_t xc = xo + (size_t)c * g->hw;
-        float *d = col + (size_t)row * ld;
-        int q0, q1;
-        valid_cols(g, s, &q0, &q1);
-        for (int p = p0; p < p1; p++, d += g->Q) {
-            int ih = p * g->sh - g->ph + r;
-            if (ih < 0 || ih >= g->H || q0 == q1) {
-                memset(d, 0, (size_t)g->Q * sizeof *d);
-                continue;
-            }
-            size_t xr = xc + (size_t)ih * g->W;
-            int off = s - g->pw; /* d[q] = x[xr + q*sw + off] */
-            memset(d, 0, (size_t)q0 * sizeof *d);
-            if (x->p16 && g->sw == 1) {
-                yc_half_to_float_n(x->p16 + xr + q0 + off, d + q0, (size_t)(q1 - q0));
-            } else if (x->p16) {
-                gather_f16(x->p16 + xr, d, q0, q1, g->sw, off);
-            } else if (g->sw == 1) {
-                memcpy(d + q0, x->p + xr + q0 + off, (size_t)(q1 - q0) * sizeof *d);
-            } else if (g->sw == 2) {
-                yc_cpu_gather2(d + q0, x->p + xr + 2 * q0 + off, q1 - q0);
-            } else {
-                const float *xrow = x->p + xr;
-                for (int q = q0; q < q1; q++)
-                    d[q] = xrow[q * g->sw + off];
-            }
-            memset(d + q1, 0, (size_t)(g->Q - q1) * sizeof *d);
-        }
+    for (int row = r0; row < r1; row++)
+        im2col_row(g, x, xo, row, p0, p1, col + (size_t)row * ld);
+}
+
+/* The columns of image x for output rows [p0, p1) written straight into the GEMM's packed B layout
+ * (gemm.h's yc_sgemm_pack_b_row), each row built in `lines` first (T lines of `ll` floats, one per
+ * thread); T threads (1: the calling thread). */
+static void im2col_packed(const geom *g, const yc_hv *x, size_t xo, float *packed, float *lines, size_t ll,
+                          int p0, int p1, int T)
+{
+    int n = (p1 - p0) * g->Q;
+#pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
+    for (int row = 0; row < g->crs; row++) {
+        float *line = lines + (T > 1 ? (size_t)omp_get_thread_num() * ll : 0);
+        im2col_row(g, x, xo, row, p0, p1, line);
+        yc_sgemm_pack_b_row(g->crs, n, row, line, packed);
     }
 }
 
@@ -353,35 +388,38 @@ static void add_bias(float *y, size_t ld, int K, int n, const float *b, int T)
     }
 }
 
-/* One block (output rows [p0, p1) of image i); T threads (1: the calling thread only). */
+/* One block (output rows [p0, p1) of image i); T threads (1: the calling thread only).  With
+ * im2col the block's columns go straight into the GEMM's packed layout (bf->col); a direct
+ * convolution multiplies x itself (FP32) or its FP32 copy (FP16, per sub-block). */
 static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float *w, const float *wp,
                       const float *b, const yc_hv *y, const bufs *bf, int i, int blk, int T)
 {
-    int p0, p1, ld = 0;
+    int p0, p1;
     block_rows(g, blk, &p0, &p1);
     int n = (p1 - p0) * g->Q;
     size_t xo = (size_t)i * x->ns, yo = (size_t)i * y->ns + (size_t)p0 * g->Q;
-    if (!g->y16 && !(g->direct && g->x16)) {
-        /* y[K, block] = W[K, CRS] * col[CRS, block] */
-        const float *B = columns(g, x, xo, bf->col, p0, p1, T, &ld);
-        yc_sgemm_packed(false, g->K, n, g->crs, 1.0f, w, g->crs, wp, B, ld, 0.0f, y->p + yo, g->pq);
-        add_bias(y->p + yo, (size_t)g->pq, g->K, n, b, T);
-        return;
-    }
-    const float *B = g->direct ? NULL : columns(g, x, xo, bf->col, p0, p1, T, &ld);
-    for (int j0 = 0; j0 < n; j0 += pl->sub) {
-        int jn = n - j0 < pl->sub ? n - j0 : pl->sub, ldb = ld, ldc = g->pq;
-        const float *Bj = B ? B + j0 : NULL;
-        if (g->direct && g->x16) {
-            convert_rows(x, xo + (size_t)p0 * g->Q + j0, (size_t)g->pq, 0, g->C, jn, bf->xs, T);
-            Bj = bf->xs, ldb = jn;
-        } else if (g->direct) {
-            Bj = x->p + xo + (size_t)p0 * g->Q + j0, ldb = g->pq;
-        }
-        float *Cj = g->y16 ? bf->ys : y->p + yo + j0;
-        if (g->y16)
+    if (!g->direct)
+        im2col_packed(g, x, xo, bf->col, bf->line, pl->line, p0, p1, T);
+    /* y[K, block] = W[K, CRS] * col[CRS, block], in sub-blocks of columns when x or y is FP16 */
+    int sub = g->y16 || (g->direct && g->x16) ? pl->sub : n;
+    for (int j0 = 0; j0 < n; j0 += sub) {
+        int jn = n - j0 < sub ? n - j0 : sub, ldc = g->pq;
+        float *Cj = y->p + yo + j0;
+        if (g->y16) {
+            Cj = bf->ys;
             ldc = jn;
-        yc_sgemm_packed(false, g->K, jn, g->crs, 1.0f, w, g->crs, wp, Bj, ldb, 0.0f, Cj, ldc);
+        }
+        if (!g->direct) {
+            yc_sgemm_packed_ab(g->K, jn, g->crs, 1.0f, w, g->crs, wp, bf->col, n, j0, 0.0f, Cj, ldc);
+        } else {
+            const float *Bj = x->p + xo + (size_t)p0 * g->Q + j0;
+            int ldb = g->pq;
+            if (g->x16) {
+                convert_rows(x, xo + (size_t)p0 * g->Q + j0, (size_t)g->pq, 0, g->C, jn, bf->xs, T);
+                Bj = bf->xs, ldb = jn;
+            }
+            yc_sgemm_packed(false, g->K, jn, g->crs, 1.0f, w, g->crs, wp, Bj, ldb, 0.0f, Cj, ldc);
+        }
         add_bias(Cj, (size_t)ldc, g->K, jn, b, T);
         if (g->y16) {
 #pragma omp parallel for num_threads(T) schedule(static) if (T > 1)

@@ -79,6 +79,11 @@ struct gemm_args {
      * apk + b*kcb*mpad, its panel of rows [i, i + MR) at + i*kc */
     const float *apk;
     int mpad;
+    /* op(B) already packed (yc_sgemm_pack_b_row; only with apk), or NULL: K block b starts at
+     * bpk + b*kcb*npad, its panel of columns [j, j + NR) at + j*kc; column j of the product is
+     * column bj0 + j of the packed matrix */
+    const float *bpk;
+    int npad, bj0;
 };
 
 static int imin(int a, int b)
@@ -103,7 +108,8 @@ static void store_tile(const float *acc, int ld_acc, float *c, ptrdiff_t ldc, fl
 }
 
 /* ---- micro-kernels: a points to an MR x kc panel stored k-major (a[k*MR + i]), b to a kc x NR panel
- * (b[k*NR + j]); both are 64-byte aligned and zero-padded. */
+ * (b[k*NR + j]); both are zero-padded, 64-byte aligned when packed here (B packed by the caller may be
+ * less: the B loads are unaligned ones, as fast on aligned data). */
 
 enum { GEN_MR = 4, GEN_NR = 8 };
 
@@ -164,7 +170,7 @@ __attribute__((target("avx2,fma"))) static void kernel_avx2(int kc, const float 
         __m256 bv[AVX2_NV];
 #pragma GCC unroll 4
         for (int v = 0; v < AVX2_NV; v++)
-            bv[v] = _mm256_load_ps(b + 8 * v);
+            bv[v] = _mm256_loadu_ps(b + 8 * v);
 #pragma GCC unroll 16
         for (int i = 0; i < AVX2_MR; i++) {
             __m256 ai = _mm256_broadcast_ss(a + i);
@@ -296,7 +302,7 @@ kernel_avx512_body(const int MR, int kc, const float *restrict a, const float *r
         __m512 bv[AVX512_NV];
 #pragma GCC unroll 4
         for (int v = 0; v < AVX512_NV; v++)
-            bv[v] = _mm512_load_ps(b + 16 * v);
+            bv[v] = _mm512_loadu_ps(b + 16 * v);
         _mm_prefetch((const char *)(b + 8 * AVX512_NR), _MM_HINT_T0);
         _mm_prefetch((const char *)(b + 8 * AVX512_NR + 16), _MM_HINT_T0);
 #pragma GCC unroll 16
@@ -571,20 +577,28 @@ static void gemm_block(const struct kernel *kr, const struct gemm_args *g, int m
     const int kcb = (k1 - k0 + nkb - 1) / nkb; /* equal K blocks rather than a short last one */
     const int ncb = imin(round_up(GEMM_NC, NR), round_up(n1 - n0, NR));
     const int mcb = imin(round_up(GEMM_MC, MR), round_up(m1 - m0, MR));
-    float *bp = scratch((size_t)kcb * (ncb + mcb) + 8 * NR); /* + the kernels' prefetch distance */
-    if (!bp) {
-        naive_block(g, m0, m1, n0, n1, k0, k1, beta, C, ldc);
-        return;
+    float *bp = NULL, *ap = NULL;
+    if (!g->bpk) {
+        bp = scratch((size_t)kcb * (ncb + mcb) + 8 * NR); /* + the kernels' prefetch distance */
+        if (!bp) {
+            naive_block(g, m0, m1, n0, n1, k0, k1, beta, C, ldc);
+            return;
+        }
+        ap = bp + (size_t)kcb * ncb;
     }
-    float *ap = bp + (size_t)kcb * ncb;
     for (int jc = n0; jc < n1; jc += ncb) {
         const int nc = imin(ncb, n1 - jc);
         for (int pc = k0; pc < k1; pc += kcb) {
             const int kc = imin(kcb, k1 - pc);
             const float bb = pc == k0 ? beta : 1.0f;
             ptrdiff_t rs, ks;
-            const float *src = b_at(g, pc, jc, &rs, &ks);
-            pack_block(kr, src, rs, ks, nc, NR, kc, bp);
+            const float *src;
+            if (g->bpk) {
+                bp = (float *)g->bpk + (ptrdiff_t)pc * g->npad + (ptrdiff_t)(g->bj0 + jc) * kc;
+            } else {
+                src = b_at(g, pc, jc, &rs, &ks);
+                pack_block(kr, src, rs, ks, nc, NR, kc, bp);
+            }
             for (int ic = m0; ic < m1; ic += mcb) {
                 const int mc = imin(mcb, m1 - ic);
                 const float *apk = ap;
@@ -873,7 +887,7 @@ void yc_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, cons
         return;
     }
     const struct kernel kv = kernel_for_rows(get_kernel(), M);
-    const struct gemm_args g = {trans_a, trans_b, M, N, K, alpha, A, B, lda, ldb, NULL, 0};
+    const struct gemm_args g = {trans_a, trans_b, M, N, K, alpha, A, B, lda, ldb, NULL, 0, NULL, 0, 0};
     sgemm_run(&kv, g, beta, C, ldc);
 }
 
@@ -921,6 +935,68 @@ void yc_sgemm_packed(bool trans_a, int M, int N, int K, float alpha, const float
         return;
     }
     const struct kernel kv = kernel_for_rows(get_kernel(), M);
-    const struct gemm_args g = {trans_a, false, M, N, K, alpha, A, B, lda, ldb, packed, round_up(M, kv.mr)};
+    const struct gemm_args g = {trans_a, false, M, N, K, alpha, A, B, lda, ldb, packed, round_up(M, kv.mr),
+                                NULL, 0, 0};
+    sgemm_run(&kv, g, beta, C, ldc);
+}
+
+/* ---- op(B) packed by the caller */
+
+int yc_sgemm_nr(void)
+{
+    return get_kernel()->nr;
+}
+
+size_t yc_sgemm_packed_b_floats(int K, int N)
+{
+    if (K <= 0 || N <= 0)
+        return 0;
+    return (size_t)K * (size_t)round_up(N, get_kernel()->nr);
+}
+
+/* d[0:NR] = r[0:w], zero beyond w; NR a constant after inlining. */
+static inline void copy_panel_row(const int NR, float *restrict d, const float *restrict r, int w)
+{
+    if (w == NR) {
+        memcpy(d, r, (size_t)NR * sizeof(float));
+        return;
+    }
+    for (int t = 0; t < NR; t++)
+        d[t] = t < w ? r[t] : 0.0f;
+}
+
+void yc_sgemm_pack_b_row(int K, int N, int k, const float *row, float *packed)
+{
+    const int NR = get_kernel()->nr, kcb = k_block(K), pc = k / kcb * kcb, kc = imin(kcb, K - pc);
+    const ptrdiff_t step = (ptrdiff_t)NR * kc;
+    float *d = packed + (ptrdiff_t)pc * round_up(N, NR) + (ptrdiff_t)(k - pc) * NR;
+    switch (NR) {
+    case 32:
+        for (int j = 0; j < N; j += 32, d += step)
+            copy_panel_row(32, d, row + j, imin(32, N - j));
+        break;
+    case 16:
+        for (int j = 0; j < N; j += 16, d += step)
+            copy_panel_row(16, d, row + j, imin(16, N - j));
+        break;
+    default:
+        for (int j = 0; j < N; j += NR, d += step)
+            copy_panel_row(NR, d, row + j, imin(NR, N - j));
+        break;
+    }
+}
+
+void yc_sgemm_packed_ab(int M, int N, int K, float alpha, const float *A, int lda, const float *apacked,
+                        const float *bpacked, int bcols, int bcol0, float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0 || alpha == 0.0f) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    const struct kernel kv = kernel_for_rows(get_kernel(), M);
+    const struct gemm_args g = {false, false, M, N, K, alpha, A, NULL, lda, 0, apacked, round_up(M, kv.mr),
+                                bpacked, round_up(bcols, kv.nr), bcol0};
     sgemm_run(&kv, g, beta, C, ldc);
 }
