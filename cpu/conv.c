@@ -45,7 +45,8 @@
 #include "cpu_ops.h"
 #include "gemm.h"
 
-/* Floats of one column block (4 MiB): output rows are grouped so that CRS x rows*Q stays below. */
+/* Floats of one column block (1 MiB): output rows are grouped so that CRS x rows*Q stays below
+ * (or within 1.5 times it, see block_rows_for). */
 #define YC_CONV_BLOCK ((size_t)1 << 18)
 
 /* FP16 forward sub-blocks: the x and y sub-block buffers together hold at most this many floats

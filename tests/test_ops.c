@@ -554,7 +554,7 @@ static void build_cases(void)
         {0, 3, 9, 6, 2, 5, 3, 2, 1, 2, 0},     /* asymmetric window, strides and padding */
         {0, 4, 6, 5, 3, 1, 1, 2, 2, 0, 0},     /* 1x1 with stride 2: im2col */
         {0, 16, 20, 19, 24, 3, 3, 1, 1, 1, 1}, /* larger: several GEMM blocks */
-        /* more than one column block per image (cpu/conv.c: YC_CONV_BLOCK = 2^20 floats) */
+        /* more than one column block per image (cpu/conv.c: YC_CONV_BLOCK = 2^18 floats) */
         {0, 16, 90, 90, 3, 3, 3, 1, 1, 1, 1},
         {0, 8, 130, 129, 3, 6, 6, 2, 2, 2, 2},
         {0, 64, 130, 130, 3, 1, 1, 1, 1, 0, 0},
