@@ -4,10 +4,14 @@
  *   forward         y[K, PQ]     = W[K, CRS] * col(x)[CRS, PQ]  (+ b[k] per row)
  *   backward-data   col[CRS, PQ] = W^T[CRS, K] * dy[K, PQ];  dx (=|+=) col2im(col)
  *   backward-filter dW[K, CRS]  += dy[K, PQ] * col(x)^T[PQ, CRS];  db[k] += sum dy[k, :]
- * The columns are built one block of output rows at a time (at most YC_CONV_BLOCK floats of col,
- * so that a block stays in cache between im2col and the GEMM, and the workspace stays small);
- * each block is one GEMM with its columns strided in y, dy or col.  A 1x1 convolution with stride 1
- * and no padding ("direct") needs no im2col: the image (C x HW) is its own column matrix.
+ * The columns are built one block of output rows at a time (about YC_CONV_BLOCK floats of col,
+ * so that a block stays in cache between im2col and the GEMM, and the workspace stays small; the
+ * row count is chosen so that the GEMM's panels of columns are mostly whole); each block is one
+ * GEMM with its columns strided in y, dy or col.  The forward pass writes its columns straight
+ * into the GEMM's packed layout (gemm.h's yc_sgemm_pack_b_row), one row at a time through a line
+ * buffer in L1, instead of a column block the GEMM would pack again.  A 1x1 convolution with
+ * stride 1 and no padding ("direct") needs no im2col: the image (C x HW) is its own column
+ * matrix.
  *
  * Threading: the work is a list of items, (image, block) pairs (whole images for backward-data,
  * whose col2im of neighbouring blocks writes the same rows of dx).  With T threads, the largest
