@@ -42,6 +42,7 @@
  * backward-filter T-1 dW partials of K*CRS floats; one set when every item runs alone; a direct FP32
  * convolution needs no column block. */
 #include <omp.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -73,6 +74,14 @@ typedef struct geom {
     int crs, pq, hw;
     /* 1x1, stride 1, no padding: no im2col */
     bool direct;
+    /* forward with a window ("implicit"): no im2col either.  Each block's input is copied with its
+     * padding and split into sh x sw phases (phase (a, b) of channel c holds the padded input's
+     * rows a, a + sh, ... and columns b, b + sw, ...: Wv columns, `plane` floats per phase, then
+     * `slack` floats), so that every row of the column matrix is one phase read from an offset
+     * (gemm.h's yc_sgemm_offsets); the GEMM computes Wv - Q junk columns per output row, dropped */
+    bool implicit;
+    int Wv;
+    size_t plane, slack;
     /* x is FP16 (forward, backward-filter); y is FP16 (forward) */
     bool x16, y16;
     /* output rows per block and blocks per image */
@@ -101,7 +110,9 @@ typedef struct plan {
     /* floats of the weights packed once for every GEMM of the op (forward, backward-data; 0 for
      * backward-filter), at the start of the workspace */
     size_t pa;
-    /* floats before the first per-thread set: pa + T * line */
+    /* implicit forward: floats holding the CRS column offsets (ints), after the packed weights */
+    size_t offs;
+    /* floats before the first per-thread set: pa + offs + T * line */
     size_t head;
     /* workspace bytes */
     size_t bytes;
@@ -111,6 +122,8 @@ typedef struct plan {
  * sub-block buffers, and the thread's line buffer (the first of the T lines for thread 0). */
 typedef struct bufs {
     float *col, *xs, *ys, *line;
+    /* implicit forward: the column offsets (shared by the threads) */
+    int *offs;
 } bufs;
 
 /* Columns the GEMM computes for P output rows of Q in blocks of `rows` rows: each block's rows*Q
@@ -125,16 +138,16 @@ static size_t padded_cols(int rows, int P, int Q, size_t nr)
     return cost;
 }
 
-/* Output rows per column block for P rows of Q outputs and CRS column rows.  The GEMM computes
+/* Output rows per column block for P rows of Q outputs (GEMM columns) whose buffers take `row`
+ * floats per output row (CRS*Q for a column block).  The GEMM computes
  * whole panels of yc_sgemm_nr() columns, so a block of n = rows*Q columns costs n rounded up to a
  * panel: the block is the largest whose padded work is within 2% of the least padded work over
  * the row counts whose column block fits YC_CONV_BLOCK floats, or 1.5 times that when every
  * fitting count pads by more than an eighth.  (YOLOv5's 20 x 20 outputs with CRS 2304 get 8 rows
  * and 4% padding instead of 5 rows and 22%; 40 x 40 with CRS 1152, 4 rows and none instead of 5
  * and 12%.) */
-static int block_rows_for(int crs, int P, int Q)
+static int block_rows_for(size_t row, int P, int Q)
 {
-    size_t row = (size_t)crs * (size_t)Q; /* col floats of one output row */
     size_t nr = (size_t)yc_sgemm_nr(), ideal = (size_t)P * (size_t)Q;
     size_t fit = YC_CONV_BLOCK / row, wide = YC_CONV_BLOCK * 3 / 2 / row;
     fit = fit < 1 ? 1 : fit > (size_t)P ? (size_t)P : fit;
@@ -173,7 +186,20 @@ static geom geom_make(const yc_op *op, int N, int C, int H, int W, int K, int P,
     g.direct = g.R == 1 && g.S == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
     g.x16 = op->kind != YC_OP_CONV2D_BWD_DATA && op->src[0]->type == YC_F16;
     g.y16 = op->kind == YC_OP_CONV2D && op->dst[0]->type == YC_F16;
-    g.rows = block_rows_for(g.crs, P, Q);
+    g.implicit = op->kind == YC_OP_CONV2D && !g.direct;
+    if (g.implicit) {
+        /* per output row, the block's phases take C*sh*sw*Wv floats and its GEMM output K*Wv */
+        g.Wv = (W + 2 * g.pw + g.sw - 1) / g.sw;
+        size_t phases = (size_t)C * (size_t)g.sh * (size_t)g.sw;
+        g.rows = block_rows_for((phases + (size_t)K) * (size_t)g.Wv, P, g.Wv);
+        g.plane = (size_t)(g.rows + (g.R - 1) / g.sh) * (size_t)g.Wv;
+        g.slack = (size_t)((g.S - 1) / g.sw) + 64;
+        /* the offsets are ints */
+        g.implicit = phases * g.plane + g.slack <= (size_t)INT_MAX;
+    }
+    if (!g.implicit) {
+        g.rows = block_rows_for((size_t)g.crs * (size_t)Q, P, Q);
+    }
     g.nblocks = (P + g.rows - 1) / g.rows;
     return g;
 }
@@ -191,12 +217,17 @@ static plan plan_make(yc_op_kind kind, const geom *g, int threads)
     bool cols = !g->direct || (kind == YC_OP_CONV2D_BWD_FILTER && g->x16);
     size_t block = (size_t)g->rows * (size_t)g->Q;
     pl.col = cols ? round16((size_t)g->crs * block) : 0;
-    if (kind == YC_OP_CONV2D && !g->direct) {
+    if (g->implicit) {
+        pl.col = round16((size_t)g->C * (size_t)g->sh * (size_t)g->sw * g->plane + g->slack);
+        pl.ys = round16((size_t)g->K * (size_t)g->rows * (size_t)g->Wv);
+        pl.offs = round16((size_t)g->crs * sizeof(int) / sizeof(float) + 1);
+    } else if (kind == YC_OP_CONV2D && !g->direct) {
         pl.col = round16(yc_sgemm_packed_b_floats(g->crs, (int)block));
         pl.line = round16(block);
     }
     pl.part = kind == YC_OP_CONV2D_BWD_FILTER ? round16((size_t)g->K * (size_t)g->crs) : 0;
-    bool xsub = kind == YC_OP_CONV2D && g->direct && g->x16, ysub = kind == YC_OP_CONV2D && g->y16;
+    bool xsub = kind == YC_OP_CONV2D && g->direct && g->x16;
+    bool ysub = kind == YC_OP_CONV2D && g->y16 && !g->implicit;
     if (xsub || ysub) {
         size_t wide = (xsub ? (size_t)g->C : 0) + (ysub ? (size_t)g->K : 0);
         size_t sub = YC_CONV_SUB / wide;
@@ -217,7 +248,7 @@ static plan plan_make(yc_op_kind kind, const geom *g, int threads)
     }
     if (pl.nfull < pl.items && pl.per * sizeof(float) > pl.bytes)
         pl.bytes = pl.per * sizeof(float);
-    pl.head = pl.pa + (size_t)pl.T * pl.line;
+    pl.head = pl.pa + pl.offs + (size_t)pl.T * pl.line;
     pl.bytes += pl.head * sizeof(float);
     return pl;
 }
@@ -225,9 +256,11 @@ static plan plan_make(yc_op_kind kind, const geom *g, int threads)
 /* The buffers of thread t. */
 static bufs bufs_of(const plan *pl, void *ws, int t)
 {
-    bufs b = {NULL, NULL, NULL, NULL};
+    bufs b = {NULL, NULL, NULL, NULL, NULL};
+    if (pl->offs)
+        b.offs = (int *)((float *)ws + pl->pa);
     if (pl->line)
-        b.line = (float *)ws + pl->pa + (size_t)t * pl->line;
+        b.line = (float *)ws + pl->pa + pl->offs + (size_t)t * pl->line;
     if (!pl->per)
         return b;
     float *base = (float *)ws + pl->head + (size_t)t * pl->per;
@@ -437,12 +470,104 @@ static void add_bias(float *y, size_t ld, int K, int n, const float *b, int T)
     }
 }
 
+/* Implicit forward (geom.implicit): the column offsets; row (c*R + r)*S + s of the column matrix
+ * is phase (r % sh, s % sw) of channel c from its row r / sh and column s / sw. */
+static void implicit_offsets(const geom *g, int *offs)
+{
+    for (int row = 0; row < g->crs; row++) {
+        int c = row / (g->R * g->S), r = row / g->S % g->R, s = row % g->S;
+        size_t phase = ((size_t)c * g->sh + (size_t)(r % g->sh)) * g->sw + (size_t)(s % g->sw);
+        offs[row] = (int)(phase * g->plane + (size_t)(r / g->sh) * (size_t)g->Wv + (size_t)(s / g->sw));
+    }
+}
+
+/* Phase row d[v] = x row xr at columns v*sw + b - pw for v < Wv, zero outside the image. */
+static void implicit_row(const geom *g, const yc_hv *x, size_t xr, int b, float *d)
+{
+    /* v in [v0, v1): 0 <= v*sw + b - pw < W */
+    int lo = g->pw - b, hi = g->W - 1 + g->pw - b;
+    int v0 = lo > 0 ? (lo + g->sw - 1) / g->sw : 0, v1 = hi >= 0 ? hi / g->sw + 1 : 0;
+    v1 = v1 > g->Wv ? g->Wv : v1;
+    v0 = v0 > v1 ? v1 : v0;
+    int off = b - g->pw; /* d[v] = x[xr + v*sw + off] */
+    memset(d, 0, (size_t)v0 * sizeof *d);
+    if (x->p16 && g->sw == 1)
+        yc_half_to_float_n(x->p16 + xr + v0 + off, d + v0, (size_t)(v1 - v0));
+    else if (x->p16)
+        gather_f16(x->p16 + xr, d, v0, v1, g->sw, off);
+    else if (g->sw == 1)
+        memcpy(d + v0, x->p + xr + v0 + off, (size_t)(v1 - v0) * sizeof *d);
+    else if (g->sw == 2)
+        yc_cpu_gather2(d + v0, x->p + xr + 2 * v0 + off, v1 - v0);
+    else
+        for (int v = v0; v < v1; v++)
+            d[v] = x->p[xr + (size_t)(v * g->sw + off)];
+    memset(d + v1, 0, (size_t)(g->Wv - v1) * sizeof *d);
+}
+
+/* The phases of output rows [p0, p1) of image x (element offset xo; FP16 converted): phase (a, b)
+ * of channel c, row u holds padded input row (p0 + u)*sh + a, for u < p1 - p0 + (R - 1)/sh; the
+ * rest of each plane and the slack after the last are zero.  T threads. */
+static void implicit_input(const geom *g, const yc_hv *x, size_t xo, int p0, int p1, float *xb, int T)
+{
+    int rb = p1 - p0 + (g->R - 1) / g->sh, nph = g->C * g->sh * g->sw;
+    size_t rest = g->plane - (size_t)rb * (size_t)g->Wv;
+#pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
+    for (int ph = 0; ph < nph; ph++) {
+        int c = ph / (g->sh * g->sw), a = ph / g->sw % g->sh, b = ph % g->sw;
+        float *d = xb + (size_t)ph * g->plane;
+        for (int u = 0; u < rb; u++, d += g->Wv) {
+            int ih = (p0 + u) * g->sh + a - g->ph;
+            if (ih < 0 || ih >= g->H)
+                memset(d, 0, (size_t)g->Wv * sizeof *d);
+            else
+                implicit_row(g, x, xo + (size_t)c * g->hw + (size_t)ih * g->W, b, d);
+        }
+        memset(d, 0, rest * sizeof *d);
+    }
+    memset(xb + (size_t)nph * g->plane, 0, g->slack * sizeof *xb);
+}
+
+/* One block of the implicit forward: y[K, block] = W[K, CRS] * (the block's columns, read in place
+ * from its phases) over rows*Wv columns into bf->ys, then the Q valid columns of each row
+ * (+ b[k], FP16 rounded) into y; T threads. */
+static void fwd_block_implicit(const geom *g, const yc_hv *x, const float *w, const float *wp, const float *b,
+                               const yc_hv *y, const bufs *bf, int i, int blk, int T)
+{
+    int p0, p1;
+    block_rows(g, blk, &p0, &p1);
+    int nv = (p1 - p0) * g->Wv;
+    implicit_input(g, x, (size_t)i * x->ns, p0, p1, bf->col, T);
+    yc_sgemm_offsets(g->K, nv, g->crs, 1.0f, w, g->crs, wp, bf->col, bf->offs, 0.0f, bf->ys, nv);
+    size_t yo = (size_t)i * y->ns + (size_t)p0 * g->Q;
+#pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
+    for (int k = 0; k < g->K; k++) {
+        float *src = bf->ys + (size_t)k * nv;
+        size_t dst = yo + (size_t)k * g->pq;
+        for (int p = p0; p < p1; p++, src += g->Wv, dst += (size_t)g->Q) {
+            if (b) {
+                float bk = b[k];
+                for (int q = 0; q < g->Q; q++)
+                    src[q] += bk;
+            }
+            if (y->p16)
+                yc_float_to_half_n(src, y->p16 + dst, (size_t)g->Q);
+            else
+                memcpy(y->p + dst, src, (size_t)g->Q * sizeof *src);
+        }
+    }
+}
+
 /* One block (output rows [p0, p1) of image i); T threads (1: the calling thread only).  With
  * im2col the block's columns go straight into the GEMM's packed layout (bf->col); a direct
  * convolution multiplies x itself (FP32) or its FP32 copy (FP16, per sub-block). */
 static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float *w, const float *wp,
                       const float *b, const yc_hv *y, const bufs *bf, int i, int blk, int T)
 {
+    if (g->implicit) {
+        fwd_block_implicit(g, x, w, wp, b, y, bf, i, blk, T);
+        return;
+    }
     int p0, p1;
     block_rows(g, blk, &p0, &p1);
     int n = (p1 - p0) * g->Q;
@@ -486,6 +611,8 @@ void yc_cpu_conv2d_fwd(const yc_cpu_args *a)
     plan pl = plan_make(YC_OP_CONV2D, &g, a->threads);
     float *wp = a->ws; /* W[K, CRS] packed for the GEMMs */
     yc_sgemm_pack(false, g.K, g.crs, w, g.crs, wp);
+    if (g.implicit)
+        implicit_offsets(&g, bufs_of(&pl, a->ws, 0).offs);
     if (pl.nfull > 0) {
 #pragma omp parallel num_threads(pl.T)
         {

@@ -47,6 +47,11 @@ enum { DOT_MAX_MN = 16384, DOT_MIN_K = 1024 };
 typedef void (*kernel_fn)(int kc, const float *a, const float *b, float *c, ptrdiff_t ldc, float alpha,
                           float beta, int mr, int nr);
 
+/* The same product with the B panel read in place: row k of it is b + offs[k] (NR floats, unaligned;
+ * the columns past nr are read but not stored). */
+typedef void (*kernel_off_fn)(int kc, const float *a, const float *b, const int *offs, float *c, ptrdiff_t ldc,
+                              float alpha, float beta, int mr, int nr);
+
 /* Packing of element (r, k) = src[r*rs + k*ks], r < n, k < kc, into panels of R rows: element (r, k)
  * goes to dst[(r/R)*R*kc + k*R + r%R], rows n.. of the last panel are zero.  pack_copy handles rs == 1
  * (each k is a contiguous run of r; all panels, k outer, so each source row is read once, in order),
@@ -65,6 +70,7 @@ struct kernel {
     kernel_fn fn;
     int mr_narrow; /* a kernel with fewer rows, for outputs that mr does not divide (0: none) */
     kernel_fn fn_narrow;
+    kernel_off_fn fn_off, fn_off_narrow; /* fn and fn_narrow reading B in place */
     pack_fn pack_copy, pack_trans;
     block_fn nt_dot; /* unpacked path for !trans_a, trans_b with a small output (NULL: none) */
 };
@@ -84,6 +90,9 @@ struct gemm_args {
      * column bj0 + j of the packed matrix */
     const float *bpk;
     int npad, bj0;
+    /* op(B) read in place (yc_sgemm_offsets; only with apk), or NULL: element (k, j) is
+     * bpk[boff[k] + j] */
+    const int *boff;
 };
 
 static int imin(int a, int b)
@@ -126,6 +135,21 @@ static void kernel_generic(int kc, const float *restrict a, const float *restric
     store_tile(&acc[0][0], GEN_NR, c, ldc, alpha, beta, mr, nr);
 }
 
+static void kernel_generic_off(int kc, const float *restrict a, const float *restrict b, const int *restrict offs,
+                               float *restrict c, ptrdiff_t ldc, float alpha, float beta, int mr, int nr)
+{
+    float acc[GEN_MR][GEN_NR] = {{0}};
+    for (int k = 0; k < kc; k++, a += GEN_MR) {
+        const float *bk = b + offs[k];
+#pragma GCC unroll 8
+        for (int i = 0; i < GEN_MR; i++)
+#pragma GCC unroll 8
+            for (int j = 0; j < GEN_NR; j++)
+                acc[i][j] += a[i] * bk[j];
+    }
+    store_tile(&acc[0][0], GEN_NR, c, ldc, alpha, beta, mr, nr);
+}
+
 static void pack_copy_generic(const float *src, ptrdiff_t ks, int n, int R, int kc, float *restrict dst)
 {
     for (int k = 0; k < kc; k++, src += ks)
@@ -155,10 +179,9 @@ enum { PACK_PREFETCH = 2 };
 /* AVX2: 6 x 16 tile = 12 ymm accumulators + 2 B vectors + 1 broadcast of the 16 registers. */
 enum { AVX2_MR = 6, AVX2_NV = 2, AVX2_NR = 8 * AVX2_NV };
 
-__attribute__((target("avx2,fma"))) static void kernel_avx2(int kc, const float *restrict a,
-                                                            const float *restrict b, float *restrict c,
-                                                            ptrdiff_t ldc, float alpha, float beta, int mr,
-                                                            int nr)
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+kernel_avx2_body(const bool OFF, int kc, const float *restrict a, const float *restrict b,
+                 const int *restrict offs, float *restrict c, ptrdiff_t ldc, float alpha, float beta, int mr, int nr)
 {
     __m256 acc[AVX2_MR][AVX2_NV];
 #pragma GCC unroll 16
@@ -166,11 +189,12 @@ __attribute__((target("avx2,fma"))) static void kernel_avx2(int kc, const float 
 #pragma GCC unroll 4
         for (int v = 0; v < AVX2_NV; v++)
             acc[i][v] = _mm256_setzero_ps();
-    for (int k = 0; k < kc; k++, a += AVX2_MR, b += AVX2_NR) {
+    for (int k = 0; k < kc; k++, a += AVX2_MR) {
+        const float *bk = OFF ? b + offs[k] : b + (ptrdiff_t)k * AVX2_NR;
         __m256 bv[AVX2_NV];
 #pragma GCC unroll 4
         for (int v = 0; v < AVX2_NV; v++)
-            bv[v] = _mm256_loadu_ps(b + 8 * v);
+            bv[v] = _mm256_loadu_ps(bk + 8 * v);
 #pragma GCC unroll 16
         for (int i = 0; i < AVX2_MR; i++) {
             __m256 ai = _mm256_broadcast_ss(a + i);
@@ -202,6 +226,22 @@ __attribute__((target("avx2,fma"))) static void kernel_avx2(int kc, const float 
             }
         }
     }
+}
+
+__attribute__((target("avx2,fma"))) static void kernel_avx2(int kc, const float *restrict a,
+                                                            const float *restrict b, float *restrict c,
+                                                            ptrdiff_t ldc, float alpha, float beta, int mr,
+                                                            int nr)
+{
+    kernel_avx2_body(false, kc, a, b, NULL, c, ldc, alpha, beta, mr, nr);
+}
+
+__attribute__((target("avx2,fma"))) static void kernel_avx2_off(int kc, const float *restrict a,
+                                                                const float *restrict b, const int *restrict offs,
+                                                                float *restrict c, ptrdiff_t ldc, float alpha,
+                                                                float beta, int mr, int nr)
+{
+    kernel_avx2_body(true, kc, a, b, offs, c, ldc, alpha, beta, mr, nr);
 }
 
 /* Transpose the 8 x 8 block held in v[0..7] (row i in v[i]) in place. */
@@ -286,8 +326,9 @@ static inline __mmask16 mask16(int n)
 enum { AVX512_MR = 12, AVX512_MR_NARROW = 8, AVX512_NV = 2, AVX512_NR = 16 * AVX512_NV };
 
 __attribute__((target("avx512f"), always_inline)) static inline void
-kernel_avx512_body(const int MR, int kc, const float *restrict a, const float *restrict b, float *restrict c,
-                   ptrdiff_t ldc, float alpha, float beta, int mr, int nr)
+kernel_avx512_body(const int MR, const bool OFF, int kc, const float *restrict a, const float *restrict b,
+                   const int *restrict offs, float *restrict c, ptrdiff_t ldc, float alpha, float beta, int mr,
+                   int nr)
 {
     __m512 acc[AVX512_MR][AVX512_NV];
     for (int i = 0; i < mr; i++)
@@ -298,13 +339,20 @@ kernel_avx512_body(const int MR, int kc, const float *restrict a, const float *r
 #pragma GCC unroll 4
         for (int v = 0; v < AVX512_NV; v++)
             acc[i][v] = _mm512_setzero_ps();
-    for (int k = 0; k < kc; k++, a += MR, b += AVX512_NR) {
+    for (int k = 0; k < kc; k++, a += MR) {
+        const float *bk = OFF ? b + offs[k] : b + (ptrdiff_t)k * AVX512_NR;
         __m512 bv[AVX512_NV];
 #pragma GCC unroll 4
         for (int v = 0; v < AVX512_NV; v++)
-            bv[v] = _mm512_loadu_ps(b + 16 * v);
-        _mm_prefetch((const char *)(b + 8 * AVX512_NR), _MM_HINT_T0);
-        _mm_prefetch((const char *)(b + 8 * AVX512_NR + 16), _MM_HINT_T0);
+            bv[v] = _mm512_loadu_ps(bk + 16 * v);
+        if (OFF) {
+            const float *bn = b + offs[k + 8 < kc ? k + 8 : k];
+            _mm_prefetch((const char *)bn, _MM_HINT_T0);
+            _mm_prefetch((const char *)(bn + AVX512_NR - 1), _MM_HINT_T0);
+        } else {
+            _mm_prefetch((const char *)(bk + 8 * AVX512_NR), _MM_HINT_T0);
+            _mm_prefetch((const char *)(bk + 8 * AVX512_NR + 16), _MM_HINT_T0);
+        }
 #pragma GCC unroll 16
         for (int i = 0; i < MR; i++) {
             __m512 ai = _mm512_set1_ps(a[i]);
@@ -337,7 +385,25 @@ __attribute__((target("avx512f"))) static void kernel_avx512(int kc, const float
                                                              ptrdiff_t ldc, float alpha, float beta, int mr,
                                                              int nr)
 {
-    kernel_avx512_body(AVX512_MR, kc, a, b, c, ldc, alpha, beta, mr, nr);
+    kernel_avx512_body(AVX512_MR, false, kc, a, b, NULL, c, ldc, alpha, beta, mr, nr);
+}
+
+__attribute__((target("avx512f"))) static void kernel_avx512_off(int kc, const float *restrict a,
+                                                                 const float *restrict b,
+                                                                 const int *restrict offs, float *restrict c,
+                                                                 ptrdiff_t ldc, float alpha, float beta, int mr,
+                                                                 int nr)
+{
+    kernel_avx512_body(AVX512_MR, true, kc, a, b, offs, c, ldc, alpha, beta, mr, nr);
+}
+
+__attribute__((target("avx512f"))) static void kernel_avx512_narrow_off(int kc, const float *restrict a,
+                                                                        const float *restrict b,
+                                                                        const int *restrict offs,
+                                                                        float *restrict c, ptrdiff_t ldc,
+                                                                        float alpha, float beta, int mr, int nr)
+{
+    kernel_avx512_body(AVX512_MR_NARROW, true, kc, a, b, offs, c, ldc, alpha, beta, mr, nr);
 }
 
 __attribute__((target("avx512f"))) static void kernel_avx512_narrow(int kc, const float *restrict a,
@@ -345,7 +411,7 @@ __attribute__((target("avx512f"))) static void kernel_avx512_narrow(int kc, cons
                                                                     float *restrict c, ptrdiff_t ldc,
                                                                     float alpha, float beta, int mr, int nr)
 {
-    kernel_avx512_body(AVX512_MR_NARROW, kc, a, b, c, ldc, alpha, beta, mr, nr);
+    kernel_avx512_body(AVX512_MR_NARROW, false, kc, a, b, NULL, c, ldc, alpha, beta, mr, nr);
 }
 
 /* Transpose the 16 x 16 block held in v[0..15] (row i in v[i]) in place. */
@@ -425,11 +491,12 @@ static void nt_dot_avx512(const struct gemm_args *g, int m0, int m1, int n0, int
 #endif
 
 static const struct kernel kernels[] = {
-    {"generic", GEN_MR, GEN_NR, kernel_generic, 0, NULL, pack_copy_generic, pack_trans_generic, NULL},
+    {"generic", GEN_MR, GEN_NR, kernel_generic, 0, NULL, kernel_generic_off, NULL, pack_copy_generic,
+     pack_trans_generic, NULL},
 #if defined(__x86_64__)
-    {"avx2", AVX2_MR, AVX2_NR, kernel_avx2, 0, NULL, pack_copy_avx2, pack_trans_avx2, NULL},
-    {"avx512", AVX512_MR, AVX512_NR, kernel_avx512, AVX512_MR_NARROW, kernel_avx512_narrow, pack_copy_avx512,
-     pack_trans_avx512, nt_dot_avx512},
+    {"avx2", AVX2_MR, AVX2_NR, kernel_avx2, 0, NULL, kernel_avx2_off, NULL, pack_copy_avx2, pack_trans_avx2, NULL},
+    {"avx512", AVX512_MR, AVX512_NR, kernel_avx512, AVX512_MR_NARROW, kernel_avx512_narrow, kernel_avx512_off,
+     kernel_avx512_narrow_off, pack_copy_avx512, pack_trans_avx512, nt_dot_avx512},
 #endif
 };
 
@@ -478,6 +545,7 @@ static struct kernel kernel_for_rows(const struct kernel *kr, int M)
         if (pad * 20 >= M && pad_narrow < pad) {
             k.mr = kr->mr_narrow;
             k.fn = kr->fn_narrow;
+            k.fn_off = kr->fn_off_narrow;
         }
     }
     return k;
@@ -593,7 +661,9 @@ static void gemm_block(const struct kernel *kr, const struct gemm_args *g, int m
             const float bb = pc == k0 ? beta : 1.0f;
             ptrdiff_t rs, ks;
             const float *src;
-            if (g->bpk) {
+            if (g->boff) {
+                bp = (float *)g->bpk + jc;
+            } else if (g->bpk) {
                 bp = (float *)g->bpk + (ptrdiff_t)pc * g->npad + (ptrdiff_t)(g->bj0 + jc) * kc;
             } else {
                 src = b_at(g, pc, jc, &rs, &ks);
@@ -609,8 +679,14 @@ static void gemm_block(const struct kernel *kr, const struct gemm_args *g, int m
                     pack_block(kr, src, rs, ks, mc, MR, kc, ap);
                 }
                 for (int jr = 0; jr < nc; jr += NR) {
-                    const float *bpan = bp + (ptrdiff_t)jr * kc;
                     const int nr = imin(NR, nc - jr);
+                    if (g->boff) {
+                        for (int ir = 0; ir < mc; ir += MR)
+                            kr->fn_off(kc, apk + (ptrdiff_t)ir * kc, bp + jr, g->boff + pc,
+                                       C + (ic + ir) * ldc + jc + jr, ldc, g->alpha, bb, imin(MR, mc - ir), nr);
+                        continue;
+                    }
+                    const float *bpan = bp + (ptrdiff_t)jr * kc;
                     for (int ir = 0; ir < mc; ir += MR)
                         kr->fn(kc, apk + (ptrdiff_t)ir * kc, bpan, C + (ic + ir) * ldc + jc + jr, ldc, g->alpha,
                                bb, imin(MR, mc - ir), nr);
@@ -887,7 +963,7 @@ void yc_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, cons
         return;
     }
     const struct kernel kv = kernel_for_rows(get_kernel(), M);
-    const struct gemm_args g = {trans_a, trans_b, M, N, K, alpha, A, B, lda, ldb, NULL, 0, NULL, 0, 0};
+    const struct gemm_args g = {trans_a, trans_b, M, N, K, alpha, A, B, lda, ldb, NULL, 0, NULL, 0, 0, NULL};
     sgemm_run(&kv, g, beta, C, ldc);
 }
 
@@ -936,7 +1012,7 @@ void yc_sgemm_packed(bool trans_a, int M, int N, int K, float alpha, const float
     }
     const struct kernel kv = kernel_for_rows(get_kernel(), M);
     const struct gemm_args g = {trans_a, false, M, N, K, alpha, A, B, lda, ldb, packed, round_up(M, kv.mr),
-                                NULL, 0, 0};
+                                NULL, 0, 0, NULL};
     sgemm_run(&kv, g, beta, C, ldc);
 }
 
@@ -997,6 +1073,21 @@ void yc_sgemm_packed_ab(int M, int N, int K, float alpha, const float *A, int ld
     }
     const struct kernel kv = kernel_for_rows(get_kernel(), M);
     const struct gemm_args g = {false, false, M, N, K, alpha, A, NULL, lda, 0, apacked, round_up(M, kv.mr),
-                                bpacked, round_up(bcols, kv.nr), bcol0};
+                                bpacked, round_up(bcols, kv.nr), bcol0, NULL};
+    sgemm_run(&kv, g, beta, C, ldc);
+}
+
+void yc_sgemm_offsets(int M, int N, int K, float alpha, const float *A, int lda, const float *apacked,
+                      const float *b, const int *offs, float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0 || alpha == 0.0f) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    const struct kernel kv = kernel_for_rows(get_kernel(), M);
+    const struct gemm_args g = {false, false, M, N, K, alpha, A, NULL, lda, 0, apacked, round_up(M, kv.mr),
+                                b, 0, 0, offs};
     sgemm_run(&kv, g, beta, C, ldc);
 }

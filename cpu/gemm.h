@@ -40,6 +40,14 @@ void yc_sgemm_pack_b_row(int K, int N, int k, const float *row, float *packed);
 void yc_sgemm_packed_ab(int M, int N, int K, float alpha, const float *A, int lda, const float *apacked,
                         const float *bpacked, int bcols, int bcol0, float beta, float *C, int ldc);
 
+/* op(B) read in place, without packing (a convolution's input with its padding, whose column
+ * matrix is the image at shifted offsets): element (k, j) of B is b[offs[k] + j].
+ * yc_sgemm_offsets computes C[M x N] = alpha * op(A) * B + beta * C from op(A) packed by
+ * yc_sgemm_pack; it reads b[offs[k] + j] for j up to N rounded up to yc_sgemm_nr() (the columns
+ * past N are read but not used), and gives the bits yc_sgemm_packed gives for the same B. */
+void yc_sgemm_offsets(int M, int N, int K, float alpha, const float *A, int lda, const float *apacked,
+                      const float *b, const int *offs, float beta, float *C, int ldc);
+
 /* Name of the micro-kernel selected for this CPU ("avx512", "avx2", "generic").  The environment
  * variable YOLOCL_GEMM_KERNEL, read once at the first call, can select a lesser one than the CPU's best
  * (tests use it to cover every path); a name the CPU cannot run is ignored. */

@@ -371,7 +371,7 @@ START_TEST(test_packed_a)
 END_TEST
 
 /* op(B) packed row by row as well (yc_sgemm_pack_b_row + yc_sgemm_packed_ab, the forward
- * convolution's path) gives yc_sgemm_packed's bits, for the whole product and for column ranges
+ * convolution's path), or read in place at offsets (yc_sgemm_offsets), gives yc_sgemm_packed's bits, for the whole product and for column ranges
  * starting at multiples of the panel width (the FP16 forward's sub-blocks), on all threads and
  * inside a parallel region; the packed B floats are what yc_sgemm_packed_b_floats says, and the
  * padding of the last panel is zero whatever the memory held (guarded by sentinels). */
@@ -419,6 +419,26 @@ START_TEST(test_packed_b)
             }
             ck_assert_msg(memcmp(want, got, nc * sizeof(float)) == 0, "%dx%dx%d by column ranges differs", c.M,
                           c.N, c.K);
+            /* B read in place at scattered offsets (rows reversed, shifted), NaN around them: the
+             * columns past N are read but must not reach C */
+            const size_t ldo = (size_t)c.N + 40, no = (size_t)c.K * ldo + 64;
+            float *bo = alloc_floats(no);
+            int *offs = malloc((size_t)c.K * sizeof *offs);
+            ck_assert_ptr_nonnull(offs);
+            for (size_t i = 0; i < no; i++)
+                bo[i] = NAN;
+            for (int k = 0; k < c.K; k++) {
+                offs[k] = (int)((size_t)(c.K - 1 - k) * ldo) + k % 3;
+                memcpy(bo + offs[k], c.B + (size_t)k * c.ldb, (size_t)c.N * sizeof(float));
+            }
+            memcpy(got, c.C, nc * sizeof(float));
+#pragma omp parallel num_threads(2) if (par)
+#pragma omp single
+            yc_sgemm_offsets(c.M, c.N, c.K, c.alpha, c.A, c.lda, pa, bo, offs, c.beta, got, c.ldc);
+            ck_assert_msg(memcmp(want, got, nc * sizeof(float)) == 0, "%dx%dx%d read in place differs", c.M, c.N,
+                          c.K);
+            free(bo);
+            free(offs);
             free(pa);
             free(pb);
             free(want);
