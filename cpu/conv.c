@@ -1,4 +1,5 @@
-/* Convolution on the CPU: forward, backward-data and backward-filter as im2col + GEMM (yc_sgemm).
+/* Convolution on the CPU: forward, backward-data and backward-filter as GEMMs (gemm.h) over the
+ * column matrix, built by im2col or, in the forward pass, read in place (implicit GEMM).
  *
  * Per image, with CRS = C*R*S and PQ = P*Q (the column matrix col is CRS x PQ):
  *   forward         y[K, PQ]     = W[K, CRS] * col(x)[CRS, PQ]  (+ b[k] per row)
@@ -7,11 +8,17 @@
  * The columns are built one block of output rows at a time (about YC_CONV_BLOCK floats of col,
  * so that a block stays in cache between im2col and the GEMM, and the workspace stays small; the
  * row count is chosen so that the GEMM's panels of columns are mostly whole); each block is one
- * GEMM with its columns strided in y, dy or col.  The forward pass writes its columns straight
- * into the GEMM's packed layout (gemm.h's yc_sgemm_pack_b_row), one row at a time through a line
- * buffer in L1, instead of a column block the GEMM would pack again.  A 1x1 convolution with
- * stride 1 and no padding ("direct") needs no im2col: the image (C x HW) is its own column
- * matrix.
+ * GEMM with its columns strided in y, dy or col.  A 1x1 convolution with stride 1 and no
+ * padding ("direct") needs no im2col: the image (C x HW) is its own column matrix.
+ *
+ * Implicit forward (every forward with a window or a stride): row (c, r, s) of the column matrix
+ * is the input image shifted by (r, s) and subsampled by the stride.  Each block's input rows are
+ * copied once with their zero padding and split into sh x sw phases (phase (a, b): padded rows a,
+ * a + sh, ... and columns b, b + sw, ..., Wv columns); then every row of the column matrix is one
+ * phase read at an offset, with output row p at column p*Wv, and the GEMM reads its B operand in
+ * place at those offsets (yc_sgemm_offsets) instead of from a 9x larger column block.  The Wv - Q
+ * columns past each output row are computed and dropped when the block's GEMM output is copied into
+ * y.  The GEMM sees the values im2col would give, blocked the same way: bit-identical results.
  *
  * Threading: the work is a list of items, (image, block) pairs (whole images for backward-data,
  * whose col2im of neighbouring blocks writes the same rows of dx).  With T threads, the largest
@@ -24,8 +31,8 @@
  * partials (split-K), summed into dW in thread order at the end.  The items left over run one by
  * one with a parallel im2col/col2im and the multi-threaded GEMM.
  *
- * FP16 activations (x of forward and backward-filter, y of forward): im2col converts x to FP32 as
- * it builds the columns; a direct convolution converts its image block into the column buffer
+ * FP16 activations (x of forward and backward-filter, y of forward): im2col and the implicit
+ * forward's input copy convert x to FP32, the implicit forward's output copy rounds y; a direct convolution converts its image block into the column buffer
  * (backward-filter) or, in the forward pass, converts x and/or computes y in sub-blocks of at most
  * `sub` columns, through per-thread buffers of C x sub (x) and K x sub (y) floats, y rounded to
  * FP16 after the bias.  The GEMM sees the same operands as for FP32 tensors holding the same
@@ -37,12 +44,12 @@
  * gemm.h's yc_sgemm_pack) rather than once per block: a block of a few output rows of a 3x3
  * convolution is a GEMM small enough for repacking W to cost a fifth of its time.
  *
- * Workspace (each buffer rounded up to 64 bytes): the packed weights (forward, backward-data), T
- * sets of per-thread buffers (a column block, and for FP16 forward the sub-block buffers), then for
+ * Workspace (each buffer rounded up to 64 bytes): the packed weights (forward, backward-data), the
+ * implicit forward's column offsets, T sets of per-thread buffers (a column block, or the implicit
+ * forward's input phases and GEMM output, and for a direct FP16 forward the sub-block buffers), then for
  * backward-filter T-1 dW partials of K*CRS floats; one set when every item runs alone; a direct FP32
  * convolution needs no column block. */
 #include <omp.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -95,12 +102,9 @@ typedef struct plan {
     /* work items (images or image blocks) and how many of them run in the per-thread mode (a
      * multiple of T; 0 when that mode is off) */
     int items, nfull;
-    /* floats of one column block (forward: in the GEMM's packed layout) and of one dW partial (0 when
-     * not needed) */
+    /* floats of one column block (implicit forward: of the block's input phases) and of one dW
+     * partial (0 when not needed) */
     size_t col, part;
-    /* forward with im2col: floats of one thread's line buffer (one row of a column block before it
-     * is packed); T of them follow the packed weights (0 when not needed) */
-    size_t line;
     /* FP16 forward: columns per sub-block, and floats of the x and y sub-block buffers (0 when
      * not needed) */
     int sub;
@@ -110,20 +114,20 @@ typedef struct plan {
     /* floats of the weights packed once for every GEMM of the op (forward, backward-data; 0 for
      * backward-filter), at the start of the workspace */
     size_t pa;
-    /* implicit forward: floats holding the CRS column offsets (ints), after the packed weights */
+    /* implicit forward: floats holding the CRS column offsets (ptrdiff_t), after the packed weights */
     size_t offs;
-    /* floats before the first per-thread set: pa + offs + T * line */
+    /* floats before the first per-thread set: pa + offs */
     size_t head;
     /* workspace bytes */
     size_t bytes;
 } plan;
 
-/* One thread's buffers in the workspace (NULL when not needed): the column block, the FP16 forward
- * sub-block buffers, and the thread's line buffer (the first of the T lines for thread 0). */
+/* One thread's buffers in the workspace (NULL when not needed): the column block (implicit forward:
+ * the input phases), the FP16 forward sub-block buffers (implicit forward: ys is the GEMM's output). */
 typedef struct bufs {
-    float *col, *xs, *ys, *line;
+    float *col, *xs, *ys;
     /* implicit forward: the column offsets (shared by the threads) */
-    int *offs;
+    ptrdiff_t *offs;
 } bufs;
 
 /* Columns the GEMM computes for P output rows of Q in blocks of `rows` rows: each block's rows*Q
@@ -194,8 +198,6 @@ static geom geom_make(const yc_op *op, int N, int C, int H, int W, int K, int P,
         g.rows = block_rows_for((phases + (size_t)K) * (size_t)g.Wv, P, g.Wv);
         g.plane = (size_t)(g.rows + (g.R - 1) / g.sh) * (size_t)g.Wv;
         g.slack = (size_t)((g.S - 1) / g.sw) + 64;
-        /* the offsets are ints */
-        g.implicit = phases * g.plane + g.slack <= (size_t)INT_MAX;
     }
     if (!g.implicit) {
         g.rows = block_rows_for((size_t)g.crs * (size_t)Q, P, Q);
@@ -220,10 +222,7 @@ static plan plan_make(yc_op_kind kind, const geom *g, int threads)
     if (g->implicit) {
         pl.col = round16((size_t)g->C * (size_t)g->sh * (size_t)g->sw * g->plane + g->slack);
         pl.ys = round16((size_t)g->K * (size_t)g->rows * (size_t)g->Wv);
-        pl.offs = round16((size_t)g->crs * sizeof(int) / sizeof(float) + 1);
-    } else if (kind == YC_OP_CONV2D && !g->direct) {
-        pl.col = round16(yc_sgemm_packed_b_floats(g->crs, (int)block));
-        pl.line = round16(block);
+        pl.offs = round16((size_t)g->crs * sizeof(ptrdiff_t) / sizeof(float));
     }
     pl.part = kind == YC_OP_CONV2D_BWD_FILTER ? round16((size_t)g->K * (size_t)g->crs) : 0;
     bool xsub = kind == YC_OP_CONV2D && g->direct && g->x16;
@@ -248,7 +247,7 @@ static plan plan_make(yc_op_kind kind, const geom *g, int threads)
     }
     if (pl.nfull < pl.items && pl.per * sizeof(float) > pl.bytes)
         pl.bytes = pl.per * sizeof(float);
-    pl.head = pl.pa + pl.offs + (size_t)pl.T * pl.line;
+    pl.head = pl.pa + pl.offs;
     pl.bytes += pl.head * sizeof(float);
     return pl;
 }
@@ -256,11 +255,9 @@ static plan plan_make(yc_op_kind kind, const geom *g, int threads)
 /* The buffers of thread t. */
 static bufs bufs_of(const plan *pl, void *ws, int t)
 {
-    bufs b = {NULL, NULL, NULL, NULL, NULL};
+    bufs b = {NULL, NULL, NULL, NULL};
     if (pl->offs)
-        b.offs = (int *)((float *)ws + pl->pa);
-    if (pl->line)
-        b.line = (float *)ws + pl->pa + pl->offs + (size_t)t * pl->line;
+        b.offs = (ptrdiff_t *)((float *)ws + pl->pa);
     if (!pl->per)
         return b;
     float *base = (float *)ws + pl->head + (size_t)t * pl->per;
@@ -375,21 +372,6 @@ static void im2col(const geom *g, const yc_hv *x, size_t xo, float *col, int p0,
         im2col_row(g, x, xo, row, p0, p1, col + (size_t)row * ld);
 }
 
-/* The columns of image x for output rows [p0, p1) written straight into the GEMM's packed B layout
- * (gemm.h's yc_sgemm_pack_b_row), each row built in `lines` first (T lines of `ll` floats, one per
- * thread); T threads (1: the calling thread). */
-static void im2col_packed(const geom *g, const yc_hv *x, size_t xo, float *packed, float *lines, size_t ll,
-                          int p0, int p1, int T)
-{
-    int n = (p1 - p0) * g->Q;
-#pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
-    for (int row = 0; row < g->crs; row++) {
-        float *line = lines + (T > 1 ? (size_t)omp_get_thread_num() * ll : 0);
-        im2col_row(g, x, xo, row, p0, p1, line);
-        yc_sgemm_pack_b_row(g->crs, n, row, line, packed);
-    }
-}
-
 /* dx (C,H,W) += col2im of a column block (output rows [p0, p1), layout as in im2col) for
  * channels [c0, c1): each channel's rows write only that channel. */
 static void col2im(const geom *g, const float *col, int p0, int p1, float *dx, int c0, int c1)
@@ -472,12 +454,12 @@ static void add_bias(float *y, size_t ld, int K, int n, const float *b, int T)
 
 /* Implicit forward (geom.implicit): the column offsets; row (c*R + r)*S + s of the column matrix
  * is phase (r % sh, s % sw) of channel c from its row r / sh and column s / sw. */
-static void implicit_offsets(const geom *g, int *offs)
+static void implicit_offsets(const geom *g, ptrdiff_t *offs)
 {
     for (int row = 0; row < g->crs; row++) {
         int c = row / (g->R * g->S), r = row / g->S % g->R, s = row % g->S;
         size_t phase = ((size_t)c * g->sh + (size_t)(r % g->sh)) * g->sw + (size_t)(s % g->sw);
-        offs[row] = (int)(phase * g->plane + (size_t)(r / g->sh) * (size_t)g->Wv + (size_t)(s / g->sw));
+        offs[row] = (ptrdiff_t)(phase * g->plane + (size_t)(r / g->sh) * (size_t)g->Wv + (size_t)(s / g->sw));
     }
 }
 
@@ -558,9 +540,9 @@ static void fwd_block_implicit(const geom *g, const yc_hv *x, const float *w, co
     }
 }
 
-/* One block (output rows [p0, p1) of image i); T threads (1: the calling thread only).  With
- * im2col the block's columns go straight into the GEMM's packed layout (bf->col); a direct
- * convolution multiplies x itself (FP32) or its FP32 copy (FP16, per sub-block). */
+/* One block (output rows [p0, p1) of image i); T threads (1: the calling thread only).  A window
+ * runs implicitly (above); a direct convolution multiplies x itself (FP32) or its FP32 copy (FP16,
+ * per sub-block). */
 static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float *w, const float *wp,
                       const float *b, const yc_hv *y, const bufs *bf, int i, int blk, int T)
 {
@@ -572,10 +554,8 @@ static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float
     block_rows(g, blk, &p0, &p1);
     int n = (p1 - p0) * g->Q;
     size_t xo = (size_t)i * x->ns, yo = (size_t)i * y->ns + (size_t)p0 * g->Q;
-    if (!g->direct)
-        im2col_packed(g, x, xo, bf->col, bf->line, pl->line, p0, p1, T);
-    /* y[K, block] = W[K, CRS] * col[CRS, block], in sub-blocks of columns when x or y is FP16 */
-    int sub = g->y16 || (g->direct && g->x16) ? pl->sub : n;
+    /* y[K, block] = W[K, C] * x[C, block], in sub-blocks of columns when x or y is FP16 */
+    int sub = g->y16 || g->x16 ? pl->sub : n;
     for (int j0 = 0; j0 < n; j0 += sub) {
         int jn = n - j0 < sub ? n - j0 : sub, ldc = g->pq;
         float *Cj = y->p + yo + j0;
@@ -583,17 +563,13 @@ static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float
             Cj = bf->ys;
             ldc = jn;
         }
-        if (!g->direct) {
-            yc_sgemm_packed_ab(g->K, jn, g->crs, 1.0f, w, g->crs, wp, bf->col, n, j0, 0.0f, Cj, ldc);
-        } else {
-            const float *Bj = x->p + xo + (size_t)p0 * g->Q + j0;
-            int ldb = g->pq;
-            if (g->x16) {
-                convert_rows(x, xo + (size_t)p0 * g->Q + j0, (size_t)g->pq, 0, g->C, jn, bf->xs, T);
-                Bj = bf->xs, ldb = jn;
-            }
-            yc_sgemm_packed(false, g->K, jn, g->crs, 1.0f, w, g->crs, wp, Bj, ldb, 0.0f, Cj, ldc);
+        const float *Bj = x->p + xo + (size_t)p0 * g->Q + j0;
+        int ldb = g->pq;
+        if (g->x16) {
+            convert_rows(x, xo + (size_t)p0 * g->Q + j0, (size_t)g->pq, 0, g->C, jn, bf->xs, T);
+            Bj = bf->xs, ldb = jn;
         }
+        yc_sgemm_packed(false, g->K, jn, g->crs, 1.0f, w, g->crs, wp, Bj, ldb, 0.0f, Cj, ldc);
         add_bias(Cj, (size_t)ldc, g->K, jn, b, T);
         if (g->y16) {
 #pragma omp parallel for num_threads(T) schedule(static) if (T > 1)

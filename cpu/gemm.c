@@ -49,7 +49,7 @@ typedef void (*kernel_fn)(int kc, const float *a, const float *b, float *c, ptrd
 
 /* The same product with the B panel read in place: row k of it is b + offs[k] (NR floats, unaligned;
  * the columns past nr are read but not stored). */
-typedef void (*kernel_off_fn)(int kc, const float *a, const float *b, const int *offs, float *c, ptrdiff_t ldc,
+typedef void (*kernel_off_fn)(int kc, const float *a, const float *b, const ptrdiff_t *offs, float *c, ptrdiff_t ldc,
                               float alpha, float beta, int mr, int nr);
 
 /* Packing of element (r, k) = src[r*rs + k*ks], r < n, k < kc, into panels of R rows: element (r, k)
@@ -85,14 +85,10 @@ struct gemm_args {
      * apk + b*kcb*mpad, its panel of rows [i, i + MR) at + i*kc */
     const float *apk;
     int mpad;
-    /* op(B) already packed (yc_sgemm_pack_b_row; only with apk), or NULL: K block b starts at
-     * bpk + b*kcb*npad, its panel of columns [j, j + NR) at + j*kc; column j of the product is
-     * column bj0 + j of the packed matrix */
-    const float *bpk;
-    int npad, bj0;
     /* op(B) read in place (yc_sgemm_offsets; only with apk), or NULL: element (k, j) is
      * bpk[boff[k] + j] */
-    const int *boff;
+    const float *bpk;
+    const ptrdiff_t *boff;
 };
 
 static int imin(int a, int b)
@@ -117,8 +113,8 @@ static void store_tile(const float *acc, int ld_acc, float *c, ptrdiff_t ldc, fl
 }
 
 /* ---- micro-kernels: a points to an MR x kc panel stored k-major (a[k*MR + i]), b to a kc x NR panel
- * (b[k*NR + j]); both are zero-padded, 64-byte aligned when packed here (B packed by the caller may be
- * less: the B loads are unaligned ones, as fast on aligned data). */
+ * (b[k*NR + j]); both are zero-padded and 64-byte aligned (the B loads are unaligned ones all the same,
+ * as the offset kernels read B in place). */
 
 enum { GEN_MR = 4, GEN_NR = 8 };
 
@@ -135,7 +131,7 @@ static void kernel_generic(int kc, const float *restrict a, const float *restric
     store_tile(&acc[0][0], GEN_NR, c, ldc, alpha, beta, mr, nr);
 }
 
-static void kernel_generic_off(int kc, const float *restrict a, const float *restrict b, const int *restrict offs,
+static void kernel_generic_off(int kc, const float *restrict a, const float *restrict b, const ptrdiff_t *restrict offs,
                                float *restrict c, ptrdiff_t ldc, float alpha, float beta, int mr, int nr)
 {
     float acc[GEN_MR][GEN_NR] = {{0}};
@@ -181,7 +177,7 @@ enum { AVX2_MR = 6, AVX2_NV = 2, AVX2_NR = 8 * AVX2_NV };
 
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 kernel_avx2_body(const bool OFF, int kc, const float *restrict a, const float *restrict b,
-                 const int *restrict offs, float *restrict c, ptrdiff_t ldc, float alpha, float beta, int mr, int nr)
+                 const ptrdiff_t *restrict offs, float *restrict c, ptrdiff_t ldc, float alpha, float beta, int mr, int nr)
 {
     __m256 acc[AVX2_MR][AVX2_NV];
 #pragma GCC unroll 16
@@ -237,7 +233,7 @@ __attribute__((target("avx2,fma"))) static void kernel_avx2(int kc, const float 
 }
 
 __attribute__((target("avx2,fma"))) static void kernel_avx2_off(int kc, const float *restrict a,
-                                                                const float *restrict b, const int *restrict offs,
+                                                                const float *restrict b, const ptrdiff_t *restrict offs,
                                                                 float *restrict c, ptrdiff_t ldc, float alpha,
                                                                 float beta, int mr, int nr)
 {
@@ -327,7 +323,7 @@ enum { AVX512_MR = 12, AVX512_MR_NARROW = 8, AVX512_NV = 2, AVX512_NR = 16 * AVX
 
 __attribute__((target("avx512f"), always_inline)) static inline void
 kernel_avx512_body(const int MR, const bool OFF, int kc, const float *restrict a, const float *restrict b,
-                   const int *restrict offs, float *restrict c, ptrdiff_t ldc, float alpha, float beta, int mr,
+                   const ptrdiff_t *restrict offs, float *restrict c, ptrdiff_t ldc, float alpha, float beta, int mr,
                    int nr)
 {
     __m512 acc[AVX512_MR][AVX512_NV];
@@ -390,7 +386,7 @@ __attribute__((target("avx512f"))) static void kernel_avx512(int kc, const float
 
 __attribute__((target("avx512f"))) static void kernel_avx512_off(int kc, const float *restrict a,
                                                                  const float *restrict b,
-                                                                 const int *restrict offs, float *restrict c,
+                                                                 const ptrdiff_t *restrict offs, float *restrict c,
                                                                  ptrdiff_t ldc, float alpha, float beta, int mr,
                                                                  int nr)
 {
@@ -399,7 +395,7 @@ __attribute__((target("avx512f"))) static void kernel_avx512_off(int kc, const f
 
 __attribute__((target("avx512f"))) static void kernel_avx512_narrow_off(int kc, const float *restrict a,
                                                                         const float *restrict b,
-                                                                        const int *restrict offs,
+                                                                        const ptrdiff_t *restrict offs,
                                                                         float *restrict c, ptrdiff_t ldc,
                                                                         float alpha, float beta, int mr, int nr)
 {
@@ -646,7 +642,7 @@ static void gemm_block(const struct kernel *kr, const struct gemm_args *g, int m
     const int ncb = imin(round_up(GEMM_NC, NR), round_up(n1 - n0, NR));
     const int mcb = imin(round_up(GEMM_MC, MR), round_up(m1 - m0, MR));
     float *bp = NULL, *ap = NULL;
-    if (!g->bpk) {
+    if (!g->boff) {
         bp = scratch((size_t)kcb * (ncb + mcb) + 8 * NR); /* + the kernels' prefetch distance */
         if (!bp) {
             naive_block(g, m0, m1, n0, n1, k0, k1, beta, C, ldc);
@@ -663,8 +659,6 @@ static void gemm_block(const struct kernel *kr, const struct gemm_args *g, int m
             const float *src;
             if (g->boff) {
                 bp = (float *)g->bpk + jc;
-            } else if (g->bpk) {
-                bp = (float *)g->bpk + (ptrdiff_t)pc * g->npad + (ptrdiff_t)(g->bj0 + jc) * kc;
             } else {
                 src = b_at(g, pc, jc, &rs, &ks);
                 pack_block(kr, src, rs, ks, nc, NR, kc, bp);
@@ -963,7 +957,7 @@ void yc_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, cons
         return;
     }
     const struct kernel kv = kernel_for_rows(get_kernel(), M);
-    const struct gemm_args g = {trans_a, trans_b, M, N, K, alpha, A, B, lda, ldb, NULL, 0, NULL, 0, 0, NULL};
+    const struct gemm_args g = {trans_a, trans_b, M, N, K, alpha, A, B, lda, ldb, NULL, 0, NULL, NULL};
     sgemm_run(&kv, g, beta, C, ldc);
 }
 
@@ -1012,73 +1006,19 @@ void yc_sgemm_packed(bool trans_a, int M, int N, int K, float alpha, const float
     }
     const struct kernel kv = kernel_for_rows(get_kernel(), M);
     const struct gemm_args g = {trans_a, false, M, N, K, alpha, A, B, lda, ldb, packed, round_up(M, kv.mr),
-                                NULL, 0, 0, NULL};
+                                NULL, NULL};
     sgemm_run(&kv, g, beta, C, ldc);
 }
 
-/* ---- op(B) packed by the caller */
+/* ---- op(B) read in place */
 
 int yc_sgemm_nr(void)
 {
     return get_kernel()->nr;
 }
 
-size_t yc_sgemm_packed_b_floats(int K, int N)
-{
-    if (K <= 0 || N <= 0)
-        return 0;
-    return (size_t)K * (size_t)round_up(N, get_kernel()->nr);
-}
-
-/* d[0:NR] = r[0:w], zero beyond w; NR a constant after inlining. */
-static inline void copy_panel_row(const int NR, float *restrict d, const float *restrict r, int w)
-{
-    if (w == NR) {
-        memcpy(d, r, (size_t)NR * sizeof(float));
-        return;
-    }
-    for (int t = 0; t < NR; t++)
-        d[t] = t < w ? r[t] : 0.0f;
-}
-
-void yc_sgemm_pack_b_row(int K, int N, int k, const float *row, float *packed)
-{
-    const int NR = get_kernel()->nr, kcb = k_block(K), pc = k / kcb * kcb, kc = imin(kcb, K - pc);
-    const ptrdiff_t step = (ptrdiff_t)NR * kc;
-    float *d = packed + (ptrdiff_t)pc * round_up(N, NR) + (ptrdiff_t)(k - pc) * NR;
-    switch (NR) {
-    case 32:
-        for (int j = 0; j < N; j += 32, d += step)
-            copy_panel_row(32, d, row + j, imin(32, N - j));
-        break;
-    case 16:
-        for (int j = 0; j < N; j += 16, d += step)
-            copy_panel_row(16, d, row + j, imin(16, N - j));
-        break;
-    default:
-        for (int j = 0; j < N; j += NR, d += step)
-            copy_panel_row(NR, d, row + j, imin(NR, N - j));
-        break;
-    }
-}
-
-void yc_sgemm_packed_ab(int M, int N, int K, float alpha, const float *A, int lda, const float *apacked,
-                        const float *bpacked, int bcols, int bcol0, float beta, float *C, int ldc)
-{
-    if (M <= 0 || N <= 0)
-        return;
-    if (K <= 0 || alpha == 0.0f) {
-        scale_c(M, N, beta, C, ldc);
-        return;
-    }
-    const struct kernel kv = kernel_for_rows(get_kernel(), M);
-    const struct gemm_args g = {false, false, M, N, K, alpha, A, NULL, lda, 0, apacked, round_up(M, kv.mr),
-                                bpacked, round_up(bcols, kv.nr), bcol0, NULL};
-    sgemm_run(&kv, g, beta, C, ldc);
-}
-
 void yc_sgemm_offsets(int M, int N, int K, float alpha, const float *A, int lda, const float *apacked,
-                      const float *b, const int *offs, float beta, float *C, int ldc)
+                      const float *b, const ptrdiff_t *offs, float beta, float *C, int ldc)
 {
     if (M <= 0 || N <= 0)
         return;
@@ -1088,6 +1028,6 @@ void yc_sgemm_offsets(int M, int N, int K, float alpha, const float *A, int lda,
     }
     const struct kernel kv = kernel_for_rows(get_kernel(), M);
     const struct gemm_args g = {false, false, M, N, K, alpha, A, NULL, lda, 0, apacked, round_up(M, kv.mr),
-                                b, 0, 0, offs};
+                                b, offs};
     sgemm_run(&kv, g, beta, C, ldc);
 }

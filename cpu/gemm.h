@@ -27,26 +27,14 @@ void yc_sgemm_pack(bool trans_a, int M, int K, const float *A, int lda, float *p
 void yc_sgemm_packed(bool trans_a, int M, int N, int K, float alpha, const float *A, int lda, const float *packed,
                      const float *B, int ldb, float beta, float *C, int ldc);
 
-/* op(B) packed by the caller as well (a convolution's columns, written straight into the GEMM's
- * panel layout by im2col): yc_sgemm_pack_b_row writes row k (N floats, 0 <= k < K) of a K x N
- * matrix B into `packed`, which holds yc_sgemm_packed_b_floats(K, N) floats; once every row is
- * written, yc_sgemm_packed_ab computes C[M x N'] = alpha * op(A) * B[:, bcol0 : bcol0 + N'] + beta * C
- * from op(A) packed by yc_sgemm_pack and B packed with bcols = N columns.  bcol0 is a multiple of
- * yc_sgemm_nr(), the kernel's panel width (8, 16 or 32).  Bit-identical to yc_sgemm_packed with the
- * unpacked B; needs no scratch memory. */
-int yc_sgemm_nr(void);
-size_t yc_sgemm_packed_b_floats(int K, int N);
-void yc_sgemm_pack_b_row(int K, int N, int k, const float *row, float *packed);
-void yc_sgemm_packed_ab(int M, int N, int K, float alpha, const float *A, int lda, const float *apacked,
-                        const float *bpacked, int bcols, int bcol0, float beta, float *C, int ldc);
-
 /* op(B) read in place, without packing (a convolution's input with its padding, whose column
  * matrix is the image at shifted offsets): element (k, j) of B is b[offs[k] + j].
  * yc_sgemm_offsets computes C[M x N] = alpha * op(A) * B + beta * C from op(A) packed by
  * yc_sgemm_pack; it reads b[offs[k] + j] for j up to N rounded up to yc_sgemm_nr() (the columns
  * past N are read but not used), and gives the bits yc_sgemm_packed gives for the same B. */
+int yc_sgemm_nr(void);
 void yc_sgemm_offsets(int M, int N, int K, float alpha, const float *A, int lda, const float *apacked,
-                      const float *b, const int *offs, float beta, float *C, int ldc);
+                      const float *b, const ptrdiff_t *offs, float beta, float *C, int ldc);
 
 /* Name of the micro-kernel selected for this CPU ("avx512", "avx2", "generic").  The environment
  * variable YOLOCL_GEMM_KERNEL, read once at the first call, can select a lesser one than the CPU's best

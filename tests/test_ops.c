@@ -2463,9 +2463,9 @@ START_TEST(cpu_backend_basics)
     size_t need = be->iface->workspace(be, &c3);
     /* stride 1: the implicit forward (cpu/conv.c) - the block's padded input (C 4 planes of 4 + 2 rows
      * of 6, then S + 64 floats of slack: 211, rounded up to 224), its GEMM output (K 4 x 4 rows x 6
-     * columns: 96), the 36 column offsets (ints, one spare: 48) and the weights packed for the GEMM;
-     * one set of buffers, as the one block is fewer items than the 3 threads */
-    ck_assert_uint_eq(need, (224 + 96 + 48 + (yc_sgemm_packed_floats(4, 36) + 15) / 16 * 16) * sizeof(float));
+     * columns: 96), the 36 column offsets (ptrdiff_t: 72 floats, rounded up to 80) and the weights
+     * packed for the GEMM; one set of buffers, as the one block is fewer items than the 3 threads */
+    ck_assert_uint_eq(need, (224 + 96 + 80 + (yc_sgemm_packed_floats(4, 36) + 15) / 16 * 16) * sizeof(float));
     ck_assert_int_eq(yc_backend_exec(be, &c3, (yc_span){0}), YC_EFORMAT);
     yc_buffer *wsb = yc_buffer_alloc(be, need);
     ck_assert_int_eq(yc_backend_exec(be, &c3, (yc_span){wsb, 0, need - 4}), YC_EFORMAT);
