@@ -1,100 +1,14 @@
-/* SiLU forward and backward, and the vectorisable exp they use.
- *
- * glibc vectorises expf only under -ffast-math, which yolocl does not use (training must see NaN
- * and Inf), so the exp here is our own, on GCC vector types: branch-free (selects only),
- * Cephes' expf polynomial after a Cody-Waite reduction, 2^n applied in two halves so that
- * subnormal results come out right.  Faithfully rounded: within 0.99 ulp of the true value over
- * every float input (checked exhaustively once; tests/test_ops.c sweeps every 61st float).
+/* SiLU forward and backward, and the vectorised exp they use (both in vec16.h, shared with the
+ * fused batch norm + SiLU ops of batchnorm.c).
  *
  * Semantics are PyTorch's CPU kernels, operation for operation:
  *   silu(x)        = x / (1 + exp(-x))
  *   silu_bwd(dy,x) = dy * s * (1 + x * (1 - s)),  s = 1 / (1 + exp(-x))
  * hence silu(-inf) = NaN (-inf / inf), silu(+inf) = +inf, silu(x) = -0 for x < -88.7 (exp(-x)
  * overflows), silu(NaN) = NaN; silu_bwd at x = +-inf is NaN (inf * 0), at large finite |x| it is
- * dy (x > 0) or -0 * dy (x < 0). */
-#include <stdint.h>
-#include <string.h>
-
+ * dy (x > 0) or -0 * dy (x < 0).  The exp is faithfully rounded (vec16.h). */
 #include "cpu_ops.h"
-
-/* 16 floats: GCC's generic vectors, lowered to whatever the clone's target has (one zmm, two ymm,
- * four xmm).  Written with vector types rather than left to the auto-vectoriser, which keeps the
- * selects below as branches when FP operations may trap (the default -ftrapping-math). */
-#define VL 16
-typedef float vf __attribute__((vector_size(VL * sizeof(float))));
-typedef int32_t vi __attribute__((vector_size(VL * sizeof(float))));
-typedef uint32_t vu __attribute__((vector_size(VL * sizeof(float))));
-
-/* Vector helpers are macros or take pointers: no vector crosses a call boundary, where vectors
- * wider than the baseline ABI's registers would be passed in memory. */
-#define SPLAT(v) ((vf){0} + (v))
-/* m ? a : b for a comparison mask m (all ones or zeros per lane) */
-#define SELECT(m, a, b) ((vf)(((vi)(a) & (m)) | ((vi)(b) & ~(m))))
-
-/* *v = exp(*v), lane by lane. */
-static inline __attribute__((always_inline)) void exp_v(vf *v)
-{
-    /* ln 2 split so that n * ln2_hi is exact for |n| <= 2^15 (Cody-Waite) */
-    const float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
-    const float round_magic = 0x1.8p23f; /* adding it rounds to an integer kept in the low bits */
-    vf x = *v;
-    /* Clamp so that 2^n stays in range: above 89 the result is +inf anyway, below -104 it is +0.
-     * NaN fails both comparisons and passes through. */
-    vf xc = SELECT(x > SPLAT(89.0f), SPLAT(89.0f), x);
-    xc = SELECT(xc < SPLAT(-104.0f), SPLAT(-104.0f), xc);
-    vf kf = xc * 1.44269504088896341f + round_magic;
-    vi n = (vi)((vu)kf - 0x4B400000u); /* round(x / ln 2) in [-150, 128] */
-    vf nf = kf - round_magic;
-    vf r = xc - nf * ln2_hi;
-    r = r - nf * ln2_lo; /* |r| <= ln(2)/2 (slightly more after rounding) */
-    vf r2 = r * r;
-    /* Cephes expf polynomial: e^r = 1 + r + r^2 * p(r) */
-    vf p = SPLAT(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r2 + r + 1.0f;
-    /* 2^n = 2^n1 * 2^n2 with both halves normal; the first product is exact, the second rounds
-     * once (into the subnormal range where needed) or overflows to +inf.  A NaN x has made p NaN,
-     * and NaN times anything (whatever bits n holds then) is NaN: no select needed. */
-    vi n1 = n >> 1, n2 = n - n1;
-    vf s1 = (vf)(((vu)n1 + 127u) << 23), s2 = (vf)(((vu)n2 + 127u) << 23);
-    *v = p * s1 * s2;
-}
-
-/* Loads `len` (<= VL) floats into *v, zero padded. */
-static inline __attribute__((always_inline)) void load_n(vf *v, const float *p, size_t len)
-{
-    if (len == VL) {
-        memcpy(v, p, sizeof *v);
-        return;
-    }
-    float t[VL] = {0};
-    memcpy(t, p, len * sizeof(float));
-    memcpy(v, t, sizeof *v);
-}
-
-/* Stores the first `len` (<= VL) lanes of *v. */
-static inline __attribute__((always_inline)) void store_n(float *p, const vf *v, size_t len)
-{
-    memcpy(p, v, len * sizeof(float));
-}
-
-/* Applies the lane function `body` to [0, n): whole vectors, then the tail padded in a local
- * vector (so every element goes through the same code and results do not depend on position). */
-#define FOR_VECTORS(n, i, tail_len, body)                                                                    \
-    do {                                                                                                     \
-        size_t i = 0;                                                                                        \
-        size_t tail_len = VL;                                                                                \
-        for (; i + VL <= (n); i += VL)                                                                       \
-            body;                                                                                            \
-        if (i < (n)) {                                                                                       \
-            tail_len = (n)-i;                                                                                \
-            body;                                                                                            \
-        }                                                                                                    \
-    } while (0)
+#include "vec16.h"
 
 YC_CPU_CLONES
 void yc_cpu_exp(const float *x, float *y, size_t n)
@@ -111,12 +25,10 @@ void yc_cpu_exp(const float *x, float *y, size_t n)
 YC_CPU_CLONES
 void yc_cpu_silu_span(float *y, const float *x, size_t n)
 {
-    vf v, e;
+    vf v;
     FOR_VECTORS(n, i, len, {
         load_n(&v, x + i, len);
-        e = -v;
-        exp_v(&e);
-        v = v / (1.0f + e);
+        silu_v(&v);
         store_n(y + i, &v, len);
     });
 }
@@ -138,14 +50,11 @@ void yc_cpu_silu_fwd(const yc_cpu_args *a)
 YC_CPU_CLONES
 void yc_cpu_silu_bwd_span(float *dx, const float *dy, const float *x, size_t n, int acc)
 {
-    vf v, s, g, d;
+    vf v, g, d;
     FOR_VECTORS(n, i, len, {
         load_n(&v, x + i, len);
         load_n(&g, dy + i, len);
-        s = -v;
-        exp_v(&s);
-        s = 1.0f / (1.0f + s);
-        g = g * s * (1.0f + v * (1.0f - s));
+        silu_bwd_v(&g, &v);
         if (acc) {
             load_n(&d, dx + i, len);
             g = d + g;

@@ -949,13 +949,13 @@ static double case_tol(yc_op_kind kind)
     case YC_OP_BN_TRAIN:
     case YC_OP_BN_EVAL:
     case YC_OP_BN_BWD:
-        return 5e-7; /* double inside, one rounding to FP32 */
+        return 5e-7; /* FP32 formulas of a few roundings, statistics and sums gathered in double */
     case YC_OP_SILU:
     case YC_OP_SILU_BWD:
     case YC_OP_BN_SILU_TRAIN:
     case YC_OP_BN_SILU_APPLY:
     case YC_OP_BN_SILU_BWD:
-        return 2e-6; /* FP32 formula with the vectorised exp (after batch norm in double) */
+        return 2e-6; /* FP32 formula with the vectorised exp (after batch norm) */
     case YC_OP_MAXPOOL_BWD:
     case YC_OP_UPSAMPLE_BWD:
         return 1e-6; /* FP32 sums of a few gradients */
@@ -1709,6 +1709,68 @@ START_TEST(bn_running_stats)
         yc_buffer_free(be, buf);
         yc_backend_free(be);
     }
+}
+END_TEST
+
+static yc_tensor fz_tensor(yc_backend *be, int n, int c, int h, int w, bool view, const char *name);
+static void fz_exec(yc_backend *be, const yc_op *op);
+
+/* Batch-norm statistics of values whose FP32 block sums overflow (the CPU redoes such blocks in
+ * double, cpu/batchnorm.c): channel 0 spreads over +-3e19 (squared deviations above FLT_MAX, the
+ * variance below), channel 1 over 3e37 +- 1e37 (sums above FLT_MAX too; its variance is not an
+ * FP32 number, its invstd is); mean, invstd, channel 0's running variance and y against the double
+ * reference.  Planes of 930: whole blocks of 512 and tails. */
+START_TEST(bn_large_values)
+{
+    enum { N = 2, C = 2, H = 30, W = 31, HW = H * W, NX = N * C * HW };
+    float *x = falloc(NX), *y = falloc(NX), pv[8] = {1, 0.5f, 0, 0.25f, 0, 0, 1, 1};
+    double *xd = dalloc(NX), *yd = dalloc(NX), g[C] = {1, 0.5}, b[C] = {0, 0.25}, mean[C], var[C];
+    yc_rng r;
+    yc_rng_seed(&r, 77, 1);
+    fill_init(&r, x, NX, I_UNIFORM, false);
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < HW; k++) {
+            x[(i * C + 0) * HW + k] *= 3e19f;
+            x[(i * C + 1) * HW + k] = 3e37f + 1e37f * x[(i * C + 1) * HW + k];
+        }
+    for (int i = 0; i < NX; i++)
+        xd[i] = x[i];
+    double eps = 1e-3;
+    ref_bn_train(xd, N, C, HW, g, b, eps, yd, mean, var);
+    yc_backend *be = NULL;
+    ck_assert_int_eq(yc_backend_cpu_new(&be, 2), YC_OK);
+    yc_tensor tx = fz_tensor(be, N, C, H, W, false, "x"), ty = fz_tensor(be, N, C, H, W, false, "y");
+    yc_tensor st = fz_tensor(be, 2, C, 1, 1, false, "stats"), v[4];
+    for (int k = 0; k < 4; k++) {
+        v[k] = fz_tensor(be, 1, C, 1, 1, false, "vec");
+        ck_assert_int_eq(yc_tensor_set_f32(be, &v[k], pv + 2 * k), YC_OK);
+    }
+    ck_assert_int_eq(yc_tensor_set_f32(be, &tx, x), YC_OK);
+    yc_op op = {.kind = YC_OP_BN_TRAIN, .src = {&tx, &v[0], &v[1]}, .dst = {&ty, &st, &v[2], &v[3]}};
+    op.p.bn.eps = (float)eps, op.p.bn.momentum = 0.5f;
+    fz_exec(be, &op);
+    float s[2 * C], rv[C];
+    ck_assert_int_eq(yc_tensor_get_f32(be, &st, s), YC_OK);
+    ck_assert_int_eq(yc_tensor_get_f32(be, &v[3], rv), YC_OK);
+    ck_assert_int_eq(yc_tensor_get_f32(be, &ty, y), YC_OK);
+    for (int c = 0; c < C; c++) {
+        double sd = sqrt(var[c]), m = (double)NX / C;
+        CHECK(fabs(s[c] - mean[c]) <= 1e-6 * sd, "channel %d: mean %.9g, expected %.9g", c, (double)s[c],
+              mean[c]);
+        CHECK(fabs(s[C + c] * sd - 1.0) <= 1e-6, "channel %d: invstd %.9g, expected %.9g", c, (double)s[C + c],
+              1.0 / sd);
+        double want = 0.5 + 0.5 * var[c] * m / (m - 1.0);
+        CHECK(c == 1 || fabs(rv[c] - want) <= 1e-6 * want, "channel %d: running var %.9g, expected %.9g", c,
+              (double)rv[c], want);
+    }
+    double *got = to_double(y, NX), e = norm_err(got, yd, NX, 0.0);
+    CHECK(e < 5e-7, "y: error %g", e);
+    free(got);
+    yc_tensor *all[] = {&tx, &ty, &st, &v[0], &v[1], &v[2], &v[3]};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        yc_buffer_free(be, all[k]->buf);
+    yc_backend_free(be);
+    free(x), free(y), free(xd), free(yd);
 }
 END_TEST
 
@@ -2598,7 +2660,7 @@ START_TEST(fused_bn_silu)
     static const int shapes[][5] = {
         /* n, c, h, w, view */
         {1, 3, 1, 2, 0},    /* two values per channel */
-        {2, 4, 5, 7, 1},    /* planes of 35: not a multiple of the 8 lanes */
+        {2, 4, 5, 7, 1},    /* planes of 35: not a multiple of the 16 lanes */
         {3, 6, 30, 31, 0},  /* planes of 930: chunks of 512 and a tail */
         {2, 5, 33, 40, 1},  /* views, planes of 1320 */
         {4, 16, 13, 13, 0}, /* more channels than threads */
@@ -2699,7 +2761,7 @@ START_TEST(bn_silu_apply_bits)
     static const int shapes[][5] = {
         /* n, c, h, w, view */
         {1, 3, 1, 2, 0},     /* two values per channel */
-        {2, 4, 5, 7, 1},     /* planes of 35: not a multiple of the 8 lanes */
+        {2, 4, 5, 7, 1},     /* planes of 35: not a multiple of the 16 lanes */
         {3, 6, 30, 31, 0},   /* planes of 930: chunks of 512 and a tail */
         {2, 5, 33, 40, 1},   /* views, planes of 1320 */
         {4, 16, 13, 13, 0},  /* more planes than threads */
@@ -2944,6 +3006,7 @@ static Suite *ops_suite(void)
     TCase *sp = tcase_create("special");
     tcase_set_timeout(sp, 120);
     tcase_add_test(sp, bn_running_stats);
+    tcase_add_test(sp, bn_large_values);
     tcase_add_test(sp, exp_sweep);
     tcase_add_test(sp, silu_accuracy);
     tcase_add_test(sp, maxpool_ties);
