@@ -1,54 +1,55 @@
 /* Convolution on the CPU: forward, backward-data and backward-filter as GEMMs (gemm.h) over the
- * column matrix, built by im2col or, in the forward pass, read in place (implicit GEMM).
+ * column matrix, read in place from the padded input (forward, backward-filter: implicit GEMM) or
+ * written by the GEMM and added into dx (backward-data: col2im).
  *
  * Per image, with CRS = C*R*S and PQ = P*Q (the column matrix col is CRS x PQ):
  *   forward         y[K, PQ]     = W[K, CRS] * col(x)[CRS, PQ]  (+ b[k] per row)
  *   backward-data   col[CRS, PQ] = W^T[CRS, K] * dy[K, PQ];  dx (=|+=) col2im(col)
  *   backward-filter dW[K, CRS]  += dy[K, PQ] * col(x)^T[PQ, CRS];  db[k] += sum dy[k, :]
- * The columns are built one block of output rows at a time (about YC_CONV_BLOCK floats of col,
- * so that a block stays in cache between im2col and the GEMM, and the workspace stays small; the
- * row count is chosen so that the GEMM's panels of columns are mostly whole); each block is one
- * GEMM with its columns strided in y, dy or col.  A 1x1 convolution with stride 1 and no
- * padding ("direct") needs no im2col: the image (C x HW) is its own column matrix.
+ * The work goes one block of output rows at a time (about YC_CONV_BLOCK floats of buffers, so that
+ * a block stays in cache and the workspace stays small; the row count is chosen so that the GEMM's
+ * panels of columns are mostly whole); each block is one GEMM.  A 1x1 convolution with stride 1
+ * and no padding ("direct") needs no columns: the image (C x HW) is its own column matrix.
  *
- * Implicit forward (every forward with a window or a stride): row (c, r, s) of the column matrix
- * is the input image shifted by (r, s) and subsampled by the stride.  Each block's input rows are
- * copied once with their zero padding and split into sh x sw phases (phase (a, b): padded rows a,
- * a + sh, ... and columns b, b + sw, ..., Wv columns); then every row of the column matrix is one
- * phase read at an offset, with output row p at column p*Wv, and the GEMM reads its B operand in
- * place at those offsets (yc_sgemm_offsets) instead of from a 9x larger column block.  The Wv - Q
- * columns past each output row are computed and dropped when the block's GEMM output is copied into
- * y.  The GEMM sees the values im2col would give, blocked the same way: bit-identical results.
+ * Implicit GEMM (forward and backward-filter with a window or a stride): row (c, r, s) of the
+ * column matrix is the input image shifted by (r, s) and subsampled by the stride.  Each block's
+ * input rows are copied once with their zero padding and split into sh x sw phases (phase (a, b):
+ * padded rows a, a + sh, ... and columns b, b + sw, ..., Wv columns); then every row of the column
+ * matrix is one phase read at an offset, with output row p at column p*Wv, and the GEMM reads it
+ * at those offsets (forward: in place, yc_sgemm_offsets; backward-filter: B^T's rows, packed from
+ * there, yc_sgemm_nt_offsets) instead of from a column block 9 times the input's size.  Each output
+ * row gets Wv - Q junk columns: the forward pass computes and drops them (bit-identical to im2col's
+ * GEMM), the backward-filter pass multiplies them by zeros (dy copied into that layout).
  *
  * Threading: the work is a list of items, (image, block) pairs (whole images for backward-data,
  * whose col2im of neighbouring blocks writes the same rows of dx).  With T threads, the largest
  * multiple of T of them is spread over the threads in one parallel region, each thread with its
- * own column buffer and the GEMM single-threaded inside it (yc_sgemm runs on the calling thread in
- * a parallel region): no barrier in the loop.  Forward and backward-data hand items out
+ * own buffers and the GEMM single-threaded inside it (yc_sgemm runs on the calling thread in a
+ * parallel region): no barrier in the loop.  Forward and backward-data hand items out
  * dynamically (every item is computed the same way whichever thread takes it, so results do not
  * depend on scheduling; a core taken by another process slows one item, not a fixed share).
  * Backward-filter splits them statically: thread 0 adds into dW, threads 1..T-1 into private dW
  * partials (split-K), summed into dW in thread order at the end.  The items left over run one by
- * one with a parallel im2col/col2im and the multi-threaded GEMM.
+ * one with parallel copies and the multi-threaded GEMM.
  *
- * FP16 activations (x of forward and backward-filter, y of forward): im2col and the implicit
- * forward's input copy convert x to FP32, the implicit forward's output copy rounds y; a direct convolution converts its image block into the column buffer
- * (backward-filter) or, in the forward pass, converts x and/or computes y in sub-blocks of at most
- * `sub` columns, through per-thread buffers of C x sub (x) and K x sub (y) floats, y rounded to
- * FP16 after the bias.  The GEMM sees the same operands as for FP32 tensors holding the same
- * values, and a GEMM's element does not depend on how many columns it is given (gemm.c: the sum
- * over K is blocked the same way, and the forward GEMM with packed weights never splits K): an
- * FP16 result is the rounded FP32 one.
+ * FP16 activations (x of forward and backward-filter, y of forward): the implicit GEMM's input copy
+ * converts x to FP32 and its output copy rounds y; a direct convolution converts its image block
+ * into the column buffer (backward-filter) or, in the forward pass, converts x and/or computes y in
+ * sub-blocks of at most `sub` columns, through per-thread buffers of C x sub (x) and K x sub (y)
+ * floats, y rounded to FP16 after the bias.  The GEMM sees the same operands as for FP32 tensors
+ * holding the same values, and a GEMM's element does not depend on how many columns it is given
+ * (gemm.c: the sum over K is blocked the same way, and the forward GEMM with packed weights never
+ * splits K): an FP16 result is the rounded FP32 one.
  *
  * The weights are packed for the GEMM once per op (forward: W[K, CRS]; backward-data: W^T[CRS, K],
  * gemm.h's yc_sgemm_pack) rather than once per block: a block of a few output rows of a 3x3
  * convolution is a GEMM small enough for repacking W to cost a fifth of its time.
  *
  * Workspace (each buffer rounded up to 64 bytes): the packed weights (forward, backward-data), the
- * implicit forward's column offsets, T sets of per-thread buffers (a column block, or the implicit
- * forward's input phases and GEMM output, and for a direct FP16 forward the sub-block buffers), then for
- * backward-filter T-1 dW partials of K*CRS floats; one set when every item runs alone; a direct FP32
- * convolution needs no column block. */
+ * implicit GEMM's column offsets, T sets of per-thread buffers (the implicit GEMM's input phases
+ * and its forward output or backward-filter dy; backward-data's column block; a direct FP16
+ * convolution's FP32 copies), then for backward-filter T-1 dW partials of K*CRS floats; one set
+ * when every item runs alone. */
 #include <omp.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -81,7 +82,8 @@ typedef struct geom {
     int crs, pq, hw;
     /* 1x1, stride 1, no padding: no im2col */
     bool direct;
-    /* forward with a window ("implicit"): no im2col either.  Each block's input is copied with its
+    /* forward or backward-filter with a window or a stride ("implicit"): no column block.  Each
+     * block's input is copied with its
      * padding and split into sh x sw phases (phase (a, b) of channel c holds the padded input's
      * rows a, a + sh, ... and columns b, b + sw, ...: Wv columns, `plane` floats per phase, then
      * `slack` floats), so that every row of the column matrix is one phase read from an offset
@@ -114,7 +116,7 @@ typedef struct plan {
     /* floats of the weights packed once for every GEMM of the op (forward, backward-data; 0 for
      * backward-filter), at the start of the workspace */
     size_t pa;
-    /* implicit forward: floats holding the CRS column offsets (ptrdiff_t), after the packed weights */
+    /* implicit GEMM: floats holding the CRS column offsets (ptrdiff_t), after the packed weights */
     size_t offs;
     /* floats before the first per-thread set: pa + offs */
     size_t head;
@@ -122,11 +124,12 @@ typedef struct plan {
     size_t bytes;
 } plan;
 
-/* One thread's buffers in the workspace (NULL when not needed): the column block (implicit forward:
- * the input phases), the FP16 forward sub-block buffers (implicit forward: ys is the GEMM's output). */
+/* One thread's buffers in the workspace (NULL when not needed): the column block (implicit GEMM: the
+ * input phases), the FP16 forward sub-block buffers (implicit GEMM: ys is the forward GEMM's output
+ * or backward-filter's dy block). */
 typedef struct bufs {
     float *col, *xs, *ys;
-    /* implicit forward: the column offsets (shared by the threads) */
+    /* implicit GEMM: the column offsets (shared by the threads) */
     ptrdiff_t *offs;
 } bufs;
 
@@ -190,7 +193,7 @@ static geom geom_make(const yc_op *op, int N, int C, int H, int W, int K, int P,
     g.direct = g.R == 1 && g.S == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
     g.x16 = op->kind != YC_OP_CONV2D_BWD_DATA && op->src[0]->type == YC_F16;
     g.y16 = op->kind == YC_OP_CONV2D && op->dst[0]->type == YC_F16;
-    g.implicit = op->kind == YC_OP_CONV2D && !g.direct;
+    g.implicit = (op->kind == YC_OP_CONV2D || op->kind == YC_OP_CONV2D_BWD_FILTER) && !g.direct;
     if (g.implicit) {
         /* per output row, the block's phases take C*sh*sw*Wv floats and its GEMM output K*Wv */
         g.Wv = (W + 2 * g.pw + g.sw - 1) / g.sw;
@@ -330,48 +333,6 @@ static void gather_f16(const uint16_t *xr, float *d, int q0, int q1, int sw, int
     }
 }
 
-/* d[(p - p0)*Q + q] = row `row` of the columns of image x (C,H,W at element offset xo of x; FP16
- * converted) for output rows [p0, p1); row = (c*R + r)*S + s. */
-static void im2col_row(const geom *g, const yc_hv *x, size_t xo, int row, int p0, int p1, float *d)
-{
-    int c = row / (g->R * g->S), r = row / g->S % g->R, s = row % g->S;
-    size_t xc = xo + (size_t)c * g->hw;
-    int q0, q1;
-    valid_cols(g, s, &q0, &q1);
-    for (int p = p0; p < p1; p++, d += g->Q) {
-        int ih = p * g->sh - g->ph + r;
-        if (ih < 0 || ih >= g->H || q0 == q1) {
-            memset(d, 0, (size_t)g->Q * sizeof *d);
-            continue;
-        }
-        size_t xr = xc + (size_t)ih * g->W;
-        int off = s - g->pw; /* d[q] = x[xr + q*sw + off] */
-        memset(d, 0, (size_t)q0 * sizeof *d);
-        if (x->p16 && g->sw == 1) {
-            yc_half_to_float_n(x->p16 + xr + q0 + off, d + q0, (size_t)(q1 - q0));
-        } else if (x->p16) {
-            gather_f16(x->p16 + xr, d, q0, q1, g->sw, off);
-        } else if (g->sw == 1) {
-            memcpy(d + q0, x->p + xr + q0 + off, (size_t)(q1 - q0) * sizeof *d);
-        } else if (g->sw == 2) {
-            yc_cpu_gather2(d + q0, x->p + xr + 2 * q0 + off, q1 - q0);
-        } else {
-            const float *xrow = x->p + xr;
-            for (int q = q0; q < q1; q++)
-                d[q] = xrow[q * g->sw + off];
-        }
-        memset(d + q1, 0, (size_t)(g->Q - q1) * sizeof *d);
-    }
-}
-
-/* col[row, (p - p0)*Q + q] (row stride (p1 - p0)*Q) for CRS rows [r0, r1), as im2col_row. */
-static void im2col(const geom *g, const yc_hv *x, size_t xo, float *col, int p0, int p1, int r0, int r1)
-{
-    size_t ld = (size_t)(p1 - p0) * g->Q;
-    for (int row = r0; row < r1; row++)
-        im2col_row(g, x, xo, row, p0, p1, col + (size_t)row * ld);
-}
-
 /* dx (C,H,W) += col2im of a column block (output rows [p0, p1), layout as in im2col) for
  * channels [c0, c1): each channel's rows write only that channel. */
 static void col2im(const geom *g, const float *col, int p0, int p1, float *dx, int c0, int c1)
@@ -413,25 +374,17 @@ static void convert_rows(const yc_hv *x, size_t xo, size_t ldx, int c0, int c1, 
         yc_half_to_float_n(x->p16 + xo + (size_t)c * ldx, dst + (size_t)(c - c0) * n, (size_t)n);
 }
 
-/* Builds the columns of image x (element offset xo) for output rows [p0, p1) into col, with T
- * threads (T == 1: the calling thread); returns the matrix to multiply (x itself for a direct FP32
- * conv) and its row stride. */
-static const float *columns(const geom *g, const yc_hv *x, size_t xo, float *col, int p0, int p1, int T, int *ld)
+/* The column matrix of a direct convolution's block (output rows [p0, p1) of image x at element
+ * offset xo): x itself (FP32), or its FP32 copy in col (FP16, T threads); *ld is its row stride. */
+static const float *direct_columns(const geom *g, const yc_hv *x, size_t xo, float *col, int p0, int p1, int T,
+                                   int *ld)
 {
-    if (g->direct && !x->p16) {
+    if (!x->p16) {
         *ld = g->pq;
         return x->p + xo + (size_t)p0 * g->Q;
     }
     *ld = (p1 - p0) * g->Q;
-    if (g->direct) {
-        convert_rows(x, xo + (size_t)p0 * g->Q, (size_t)g->pq, 0, g->C, *ld, col, T);
-    } else if (T == 1) {
-        im2col(g, x, xo, col, p0, p1, 0, g->crs);
-    } else {
-#pragma omp parallel for num_threads(T) schedule(static)
-        for (int row = 0; row < g->crs; row++)
-            im2col(g, x, xo, col, p0, p1, row, row + 1);
-    }
+    convert_rows(x, xo + (size_t)p0 * g->Q, (size_t)g->pq, 0, g->C, *ld, col, T);
     return col;
 }
 
@@ -452,7 +405,7 @@ static void add_bias(float *y, size_t ld, int K, int n, const float *b, int T)
     }
 }
 
-/* Implicit forward (geom.implicit): the column offsets; row (c*R + r)*S + s of the column matrix
+/* Implicit GEMM (geom.implicit): the column offsets; row (c*R + r)*S + s of the column matrix
  * is phase (r % sh, s % sw) of channel c from its row r / sh and column s / sw. */
 static void implicit_offsets(const geom *g, ptrdiff_t *offs)
 {
@@ -687,12 +640,30 @@ void yc_cpu_conv2d_bwd_data(const yc_cpu_args *a)
 
 /* dw[K, CRS] = beta * dw + dy[K, block] * col(x)^T[block, CRS] for one block; T threads (1: the
  * calling thread only). */
-static void bwd_filter_block(const geom *g, const yc_hv *x, size_t xo, const float *dy, float *dw, float *col,
+static void bwd_filter_block(const geom *g, const yc_hv *x, size_t xo, const float *dy, float *dw, const bufs *bf,
                              int blk, float beta, int T)
 {
     int p0, p1, ld;
     block_rows(g, blk, &p0, &p1);
-    const float *B = columns(g, x, xo, col, p0, p1, T, &ld);
+    if (g->implicit) {
+        /* dw[K, CRS] += dy[K, block] * (the block's columns, B^T rows read from its phases); dy in the
+         * columns' layout, zero in each row's Wv - Q junk columns (which then add nothing, unless
+         * the input holds an Inf or NaN where they read it: 0 * Inf is NaN) */
+        int nv = (p1 - p0) * g->Wv;
+        implicit_input(g, x, xo, p0, p1, bf->col, T);
+#pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
+        for (int k = 0; k < g->K; k++) {
+            float *d = bf->ys + (size_t)k * nv;
+            const float *src = dy + (size_t)k * g->pq + (size_t)p0 * g->Q;
+            for (int p = p0; p < p1; p++, d += g->Wv, src += g->Q) {
+                memcpy(d, src, (size_t)g->Q * sizeof *d);
+                memset(d + g->Q, 0, (size_t)(g->Wv - g->Q) * sizeof *d);
+            }
+        }
+        yc_sgemm_nt_offsets(g->K, g->crs, nv, 1.0f, bf->ys, nv, bf->col, bf->offs, beta, dw, g->crs);
+        return;
+    }
+    const float *B = direct_columns(g, x, xo, bf->col, p0, p1, T, &ld);
     yc_sgemm(false, true, g->K, g->crs, (p1 - p0) * g->Q, 1.0f, dy + (size_t)p0 * g->Q, g->pq, B, ld, beta,
              dw, g->crs);
 }
@@ -705,12 +676,14 @@ void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a)
     plan pl = plan_make(YC_OP_CONV2D_BWD_FILTER, &g, a->threads);
     float *ws = a->ws;
     size_t nw = (size_t)g.K * g.crs;
+    if (g.implicit)
+        implicit_offsets(&g, bufs_of(&pl, ws, 0).offs);
     if (pl.nfull > 0) {
-        float *parts = ws + (size_t)pl.T * pl.per; /* partial t-1 belongs to thread t >= 1 */
+        float *parts = ws + pl.head + (size_t)pl.T * pl.per; /* partial t-1 belongs to thread t >= 1 */
 #pragma omp parallel num_threads(pl.T)
         {
             int t = omp_get_thread_num(), nt = omp_get_num_threads();
-            float *col = bufs_of(&pl, ws, t).col;
+            bufs bf = bufs_of(&pl, ws, t);
             /* thread 0 adds into dW; the others overwrite their partial with their first item
              * (nfull >= T: every thread of the team gets at least one item) */
             float *mine = t == 0 ? dw : parts + (size_t)(t - 1) * pl.part;
@@ -718,7 +691,7 @@ void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a)
 #pragma omp for schedule(static)
             for (int it = 0; it < pl.nfull; it++) {
                 int i = it / g.nblocks;
-                bwd_filter_block(&g, x, (size_t)i * x->ns, dy->p + (size_t)i * dy->ns, mine, col, it % g.nblocks,
+                bwd_filter_block(&g, x, (size_t)i * x->ns, dy->p + (size_t)i * dy->ns, mine, &bf, it % g.nblocks,
                                  beta, 1);
                 beta = 1.0f;
             }
@@ -731,10 +704,11 @@ void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a)
             }
         }
     }
+    bufs bf0 = bufs_of(&pl, ws, 0);
     for (int it = pl.nfull; it < pl.items; it++) {
         int i = it / g.nblocks;
-        bwd_filter_block(&g, x, (size_t)i * x->ns, dy->p + (size_t)i * dy->ns, dw, bufs_of(&pl, ws, 0).col,
-                         it % g.nblocks, 1.0f, pl.T);
+        bwd_filter_block(&g, x, (size_t)i * x->ns, dy->p + (size_t)i * dy->ns, dw, &bf0, it % g.nblocks, 1.0f,
+                         pl.T);
     }
     if (db) {
         /* db[k] += sum over images and positions of dy[k], in double */

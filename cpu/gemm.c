@@ -85,8 +85,9 @@ struct gemm_args {
      * apk + b*kcb*mpad, its panel of rows [i, i + MR) at + i*kc */
     const float *apk;
     int mpad;
-    /* op(B) read in place (yc_sgemm_offsets; only with apk), or NULL: element (k, j) is
-     * bpk[boff[k] + j] */
+    /* op(B) at offsets, or NULL: element (k, j) is bpk[boff[k] + j], read in place (!tb,
+     * yc_sgemm_offsets; only with apk), or bpk[boff[j] + k], packed from there (tb,
+     * yc_sgemm_nt_offsets) */
     const float *bpk;
     const ptrdiff_t *boff;
 };
@@ -581,7 +582,7 @@ static void scratch_key_init(void)
  * prefetch distance (MR, NR <= 32 for every kernel), and the unpacked weight-gradient path needs
  * less (DOT_MAX_MN * 16 + DOT_TM * DOT_LDA): the first call takes this much at once, so a
  * thread's scratch never grows again once training has started. */
-enum { SCRATCH_FLOOR = GEMM_KC * (GEMM_NC + 32 + GEMM_MC + 32) + 8 * 32 };
+enum { SCRATCH_FLOOR = GEMM_KC * (GEMM_NC + 32 + GEMM_MC + 32 + 32) + 8 * 32 };
 
 static float *scratch(size_t nfloat)
 {
@@ -621,13 +622,13 @@ static const float *b_at(const struct gemm_args *g, int k, int j, ptrdiff_t *rs,
 static void naive_block(const struct gemm_args *g, int m0, int m1, int n0, int n1, int k0, int k1, float beta,
                         float *C, ptrdiff_t ldc)
 {
-    ptrdiff_t ars, aks, brs, bks;
-    const float *A = a_at(g, 0, 0, &ars, &aks), *B = b_at(g, 0, 0, &brs, &bks);
+    ptrdiff_t ars, aks, brs = 0, bks = 0;
+    const float *A = a_at(g, 0, 0, &ars, &aks), *B = g->boff ? NULL : b_at(g, 0, 0, &brs, &bks);
     for (int i = m0; i < m1; i++)
         for (int j = n0; j < n1; j++) {
             float s = 0.0f;
             for (int k = k0; k < k1; k++)
-                s += A[i * ars + k * aks] * B[j * brs + k * bks];
+                s += A[i * ars + k * aks] * (B ? B[j * brs + k * bks] : g->bpk[g->boff[j] + k]);
             store_tile(&s, 1, C + i * ldc + j, ldc, g->alpha, beta, 1, 1);
         }
 }
@@ -641,14 +642,17 @@ static void gemm_block(const struct kernel *kr, const struct gemm_args *g, int m
     const int kcb = (k1 - k0 + nkb - 1) / nkb; /* equal K blocks rather than a short last one */
     const int ncb = imin(round_up(GEMM_NC, NR), round_up(n1 - n0, NR));
     const int mcb = imin(round_up(GEMM_MC, MR), round_up(m1 - m0, MR));
-    float *bp = NULL, *ap = NULL;
-    if (!g->boff) {
-        bp = scratch((size_t)kcb * (ncb + mcb) + 8 * NR); /* + the kernels' prefetch distance */
+    float *bp = NULL, *ap = NULL, *rows = NULL;
+    const bool in_place = g->boff && !g->tb;
+    if (!in_place) {
+        /* + the kernels' prefetch distance, + NR gathered rows for B at offsets */
+        bp = scratch((size_t)kcb * (ncb + mcb + NR) + 8 * NR);
         if (!bp) {
             naive_block(g, m0, m1, n0, n1, k0, k1, beta, C, ldc);
             return;
         }
         ap = bp + (size_t)kcb * ncb;
+        rows = ap + (size_t)kcb * mcb;
     }
     for (int jc = n0; jc < n1; jc += ncb) {
         const int nc = imin(ncb, n1 - jc);
@@ -657,8 +661,17 @@ static void gemm_block(const struct kernel *kr, const struct gemm_args *g, int m
             const float bb = pc == k0 ? beta : 1.0f;
             ptrdiff_t rs, ks;
             const float *src;
-            if (g->boff) {
+            if (in_place) {
                 bp = (float *)g->bpk + jc;
+            } else if (g->boff) {
+                /* NR rows of B^T at a time: gathered from their offsets, then transposed */
+                for (int p = 0; p < nc; p += NR) {
+                    const int nrow = imin(NR, nc - p);
+                    for (int r = 0; r < nrow; r++)
+                        memcpy(rows + (ptrdiff_t)r * kc, g->bpk + g->boff[jc + p + r] + pc,
+                               (size_t)kc * sizeof(float));
+                    kr->pack_trans(rows, kc, nrow, NR, kc, bp + (ptrdiff_t)p * kc);
+                }
             } else {
                 src = b_at(g, pc, jc, &rs, &ks);
                 pack_block(kr, src, rs, ks, nc, NR, kc, bp);
@@ -674,7 +687,7 @@ static void gemm_block(const struct kernel *kr, const struct gemm_args *g, int m
                 }
                 for (int jr = 0; jr < nc; jr += NR) {
                     const int nr = imin(NR, nc - jr);
-                    if (g->boff) {
+                    if (in_place) {
                         for (int ir = 0; ir < mc; ir += MR)
                             kr->fn_off(kc, apk + (ptrdiff_t)ir * kc, bp + jr, g->boff + pc,
                                        C + (ic + ir) * ldc + jc + jr, ldc, g->alpha, bb, imin(MR, mc - ir), nr);
@@ -837,7 +850,8 @@ __attribute__((target("avx512f"))) static void nt_dot_avx512(const struct gemm_a
 static void run_block(const struct kernel *kr, const struct gemm_args *g, int m0, int m1, int n0, int n1,
                       int k0, int k1, float beta, float *C, ptrdiff_t ldc)
 {
-    if (kr->nt_dot && !g->apk && !g->ta && g->tb && (double)(m1 - m0) * (n1 - n0) <= DOT_MAX_MN && k1 - k0 >= DOT_MIN_K)
+    if (kr->nt_dot && !g->apk && !g->boff && !g->ta && g->tb && (double)(m1 - m0) * (n1 - n0) <= DOT_MAX_MN &&
+        k1 - k0 >= DOT_MIN_K)
         kr->nt_dot(g, m0, m1, n0, n1, k0, k1, beta, C, ldc);
     else
         gemm_block(kr, g, m0, m1, n0, n1, k0, k1, beta, C, ldc);
@@ -1029,5 +1043,19 @@ void yc_sgemm_offsets(int M, int N, int K, float alpha, const float *A, int lda,
     const struct kernel kv = kernel_for_rows(get_kernel(), M);
     const struct gemm_args g = {false, false, M, N, K, alpha, A, NULL, lda, 0, apacked, round_up(M, kv.mr),
                                 b, offs};
+    sgemm_run(&kv, g, beta, C, ldc);
+}
+
+void yc_sgemm_nt_offsets(int M, int N, int K, float alpha, const float *A, int lda, const float *b,
+                         const ptrdiff_t *offs, float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0 || alpha == 0.0f) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    const struct kernel kv = kernel_for_rows(get_kernel(), M);
+    const struct gemm_args g = {false, true, M, N, K, alpha, A, NULL, lda, 0, NULL, 0, b, offs};
     sgemm_run(&kv, g, beta, C, ldc);
 }

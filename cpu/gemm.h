@@ -36,6 +36,14 @@ int yc_sgemm_nr(void);
 void yc_sgemm_offsets(int M, int N, int K, float alpha, const float *A, int lda, const float *apacked,
                       const float *b, const ptrdiff_t *offs, float beta, float *C, int ldc);
 
+/* The transposed case, B^T's rows at offsets (a convolution's weight gradient, the columns of its
+ * input read from the padded input): C[M x N] = alpha * A[M x K] * B + beta * C where element (k, j)
+ * of B is b[offs[j] + k] (row j of B^T is K floats from b + offs[j]).  B is packed from there, so
+ * the result is yc_sgemm's with trans_b for the same values except that the unpacked small-output
+ * path (nt_dot) is not used. */
+void yc_sgemm_nt_offsets(int M, int N, int K, float alpha, const float *A, int lda, const float *b,
+                         const ptrdiff_t *offs, float beta, float *C, int ldc);
+
 /* Name of the micro-kernel selected for this CPU ("avx512", "avx2", "generic").  The environment
  * variable YOLOCL_GEMM_KERNEL, read once at the first call, can select a lesser one than the CPU's best
  * (tests use it to cover every path); a name the CPU cannot run is ignored. */

@@ -417,6 +417,52 @@ START_TEST(test_offsets)
 }
 END_TEST
 
+/* The transposed case (yc_sgemm_nt_offsets, the weight gradient's path): rows of B^T at scattered
+ * offsets, NaN around, give yc_sgemm's bits with trans_b for shapes its unpacked small-output path
+ * does not take; several K blocks, edge panels, split-K (the long K with a small output), on all
+ * threads and inside a parallel region. */
+START_TEST(test_nt_offsets)
+{
+    assert_kernel();
+    static const int dims[][3] = {{32, 288, 300}, {64, 576, 1000}, {128, 1152, 600}, {5, 600, 77},
+                                  {255, 128, 130}, {13, 1, 40}, {64, 576, 6400}};
+    for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
+        for (int par = 0; par < 2; par++) {
+            struct gemm_case c = {.tb = true, .M = dims[s][0], .N = dims[s][1], .K = dims[s][2], .alpha = 1.0f,
+                                  .beta = par ? 0.0f : 1.0f, .pad = 3};
+            case_prepare(&c, 23 + (uint32_t)s);
+            const size_t nc = (size_t)c.M * c.ldc;
+            float *want = alloc_floats(nc), *got = alloc_floats(nc);
+            memcpy(want, c.C, nc * sizeof(float));
+            memcpy(got, c.C, nc * sizeof(float));
+            /* the same threading on both sides: split-K only outside a parallel region */
+#pragma omp parallel num_threads(2) if (par)
+#pragma omp single
+            yc_sgemm(false, true, c.M, c.N, c.K, c.alpha, c.A, c.lda, c.B, c.ldb, c.beta, want, c.ldc);
+            const size_t ldo = (size_t)c.K + 24, no = (size_t)c.N * ldo;
+            float *bo = alloc_floats(no);
+            ptrdiff_t *offs = malloc((size_t)c.N * sizeof *offs);
+            ck_assert_ptr_nonnull(offs);
+            for (size_t i = 0; i < no; i++)
+                bo[i] = NAN;
+            for (int j = 0; j < c.N; j++) {
+                offs[j] = (ptrdiff_t)((size_t)(c.N - 1 - j) * ldo) + j % 5;
+                memcpy(bo + offs[j], c.B + (size_t)j * c.ldb, (size_t)c.K * sizeof(float));
+            }
+#pragma omp parallel num_threads(2) if (par)
+#pragma omp single
+            yc_sgemm_nt_offsets(c.M, c.N, c.K, c.alpha, c.A, c.lda, bo, offs, c.beta, got, c.ldc);
+            ck_assert_msg(memcmp(want, got, nc * sizeof(float)) == 0, "%dx%dx%d in parallel %d differs", c.M, c.N,
+                          c.K, par);
+            free(bo);
+            free(offs);
+            free(want);
+            free(got);
+            case_free(&c);
+        }
+}
+END_TEST
+
 /* Called from inside a parallel region each call runs on its own thread; concurrent calls with
  * different shapes (packed and, for NT with K = 2500, unpacked) must not disturb each other. */
 START_TEST(test_in_parallel)
@@ -459,6 +505,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_in_parallel);
     tcase_add_test(tc, test_packed_a);
     tcase_add_test(tc, test_offsets);
+    tcase_add_test(tc, test_nt_offsets);
 }
 
 START_TEST(test_default_kernel)
