@@ -80,14 +80,13 @@ typedef struct geom {
     int sh, sw, ph, pw;
     /* C*R*S, P*Q, H*W */
     int crs, pq, hw;
-    /* 1x1, stride 1, no padding: no im2col */
+    /* 1x1, stride 1, no padding: x is its own column matrix */
     bool direct;
     /* forward or backward-filter with a window or a stride ("implicit"): no column block.  Each
-     * block's input is copied with its
-     * padding and split into sh x sw phases (phase (a, b) of channel c holds the padded input's
-     * rows a, a + sh, ... and columns b, b + sw, ...: Wv columns, `plane` floats per phase, then
-     * `slack` floats), so that every row of the column matrix is one phase read from an offset
-     * (gemm.h's yc_sgemm_offsets); the GEMM computes Wv - Q junk columns per output row, dropped */
+     * block's input is copied with its padding and split into sh x sw phases (phase (a, b) of
+     * channel c holds the padded input's rows a, a + sh, ... and columns b, b + sw, ...: Wv
+     * columns, `plane` floats per phase, then `slack` floats), so that every row of the column
+     * matrix is one phase read from an offset; each output row has Wv - Q junk columns */
     bool implicit;
     int Wv;
     size_t plane, slack;
