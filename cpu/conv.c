@@ -232,7 +232,7 @@ static plan plan_make(yc_op_kind kind, const geom *g, int threads)
     if (xsub || ysub) {
         size_t wide = (xsub ? (size_t)g->C : 0) + (ysub ? (size_t)g->K : 0);
         size_t sub = YC_CONV_SUB / wide;
-        /* a multiple of 32, hence of the GEMM's panel width (sub-blocks of packed columns) */
+        /* a multiple of 32, hence of every kernel's panel width: only the last sub-block pads */
         sub = sub < YC_CONV_SUB_MIN ? YC_CONV_SUB_MIN : sub / 32 * 32;
         pl.sub = sub < block ? (int)sub : (int)block;
         pl.xs = xsub ? round16((size_t)g->C * (size_t)pl.sub) : 0;
