@@ -110,6 +110,15 @@ static inline __attribute__((always_inline)) double hsum(const vf *v)
     return ((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]));
 }
 
+/* acc[l] += lane l of *v, for the VL lanes. */
+static inline __attribute__((always_inline)) void add_lanes(double *acc, const vf *v)
+{
+    float f[VL];
+    memcpy(f, v, sizeof f);
+    for (int l = 0; l < VL; l++)
+        acc[l] += f[l];
+}
+
 /* The sum of VL double partial sums, in a fixed tree. */
 static double lanes_total(const double *acc)
 {
@@ -230,13 +239,8 @@ static void block_bwd(double *sg, double *sgx, const float *g, const float *x, s
     FOR_BLOCK(m, BWD_STEP);
 #undef BWD_STEP
     vf at = (a0 + a1) + (a2 + a3), bt = (b0 + b1) + (b2 + b3);
-    float fa[VL], fb[VL];
-    memcpy(fa, &at, sizeof fa);
-    memcpy(fb, &bt, sizeof fb);
-    for (int l = 0; l < VL; l++) {
-        sg[l] += fa[l];
-        sgx[l] += fb[l];
-    }
+    add_lanes(sg, &at);
+    add_lanes(sgx, &bt);
 }
 
 /* block_bwd of g = dz = silu_bwd(da, z), z = (x - mean) * scale + beta, fused: dz is computed in
@@ -267,13 +271,8 @@ static void block_silu_bwd(double *sg, double *sgx, float *dz, const float *da, 
     FOR_BLOCK(m, SBWD_STEP);
 #undef SBWD_STEP
     vf at = (a0 + a1) + (a2 + a3), bt = (b0 + b1) + (b2 + b3);
-    float fa[VL], fb[VL];
-    memcpy(fa, &at, sizeof fa);
-    memcpy(fb, &bt, sizeof fb);
-    for (int l = 0; l < VL; l++) {
-        sg[l] += fa[l];
-        sgx[l] += fb[l];
-    }
+    add_lanes(sg, &at);
+    add_lanes(sgx, &bt);
 }
 
 /* The constants of dx for one channel, FP32: dx = k * (dy - mdy) - (x - mean) * kc. */
