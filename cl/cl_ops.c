@@ -140,6 +140,7 @@ static int bn_eval(yc_cl_ctx *c, const yc_op *op)
     yc_cl_arg_uint(&a, (unsigned)x->c);
     yc_cl_arg_uint(&a, (unsigned)(x->h * x->w));
     yc_cl_arg_float(&a, op->p.bn.eps);
+    yc_cl_arg_uint(&a, op->p.bn.silu ? 1u : 0u);
     return run_images(&a, x);
 }
 

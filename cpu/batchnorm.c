@@ -439,7 +439,7 @@ void yc_cpu_bn_eval(const yc_cpu_args *a)
                 size_t m = hw - k < step ? hw - k : step;
                 const float *xp = yc_hv_read(x, plane(x, i, c, hw) + k, xb, m);
                 float *z = y->p16 ? zb : y->p + plane(y, i, c, hw) + k;
-                normalise(z, xp, m, rmean[c], scale, beta[c], 0);
+                normalise(z, xp, m, rmean[c], scale, beta[c], a->op->p.bn.silu);
                 if (y->p16)
                     yc_hv_store(y, plane(y, i, c, hw) + k, zb, m);
             }

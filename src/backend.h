@@ -116,8 +116,9 @@ typedef struct yc_op {
     union {
         /* YC_OP_CONV2D* */
         struct { int kh, kw, stride_h, stride_w, pad_h, pad_w, groups; } conv;
-        /* YC_OP_BN_* */
-        struct { float eps, momentum; } bn;
+        /* YC_OP_BN_*; silu (YC_OP_BN_EVAL only): the output is silu of the normalised value, the
+         * evaluation graph's BatchNorm + SiLU in one pass */
+        struct { float eps, momentum; int silu; } bn;
         /* YC_OP_MAXPOOL* */
         struct { int k, stride, pad; } pool;
         /* YC_OP_UPSAMPLE* */

@@ -328,19 +328,13 @@ static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, i
     if (xt->h + 2 * p < k || xt->w + 2 * p < k)
         return yc_error_status(YC_EFORMAT, "%s: input %dx%d is smaller than the %dx%d kernel",
                                prefix, xt->h, xt->w, k, k);
-    int y, z = -1, a, status;
-    bool fused = g->mode == YC_GRAPH_TRAIN; /* see yc_graph_options.recompute */
+    int y, a, status;
     if ((status = new_value(g, &y, g->batch, c2, P, Q, "%s.conv", prefix)) ||
-        (!fused && (status = new_value(g, &z, g->batch, c2, P, Q, "%s.bn", prefix))) ||
         (status = new_value(g, &a, g->batch, c2, P, Q, "%s.act", prefix)))
         return status;
     activation(g, y);
     activation(g, a);
     g->v[y]->needs_grad = g->v[a]->needs_grad = true;
-    if (z >= 0) {
-        activation(g, z);
-        g->v[z]->needs_grad = true;
-    }
 
     gnode nd = node(YC_OP_CONV2D, prefix);
     nd.src[0] = val(x);
@@ -353,8 +347,10 @@ static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, i
     if ((status = push_node(g, &nd)))
         return status;
 
-    if (fused) {
-        /* BN output never stored: backward recomputes it (YC_OP_BN_SILU_BWD) */
+    /* BatchNorm and SiLU are one op and the BN output is never stored: in training, backward
+     * recomputes it (YC_OP_BN_SILU_BWD; see yc_graph_options.recompute); in evaluation, BN_EVAL
+     * applies SiLU */
+    if (g->mode == YC_GRAPH_TRAIN) {
         int stats;
         if ((status = new_value(g, &stats, 2, c2, 1, 1, "%s.bn.stats", prefix)))
             return status;
@@ -373,35 +369,16 @@ static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, i
         *out = a;
         return YC_OK;
     }
-    if (g->mode == YC_GRAPH_TRAIN) {
-        int stats;
-        if ((status = new_value(g, &stats, 2, c2, 1, 1, "%s.bn.stats", prefix)))
-            return status;
-        nd = node(YC_OP_BN_TRAIN, prefix);
-        nd.src[0] = val(y);
-        nd.src[1] = prm(gamma);
-        nd.src[2] = prm(beta);
-        nd.dst[0] = val(z);
-        nd.dst[1] = val(stats);
-        nd.dst[2] = state(rmean);
-        nd.dst[3] = state(rvar);
-    } else {
-        nd = node(YC_OP_BN_EVAL, prefix);
-        nd.src[0] = val(y);
-        nd.src[1] = prm(gamma);
-        nd.src[2] = prm(beta);
-        nd.src[3] = state(rmean);
-        nd.src[4] = state(rvar);
-        nd.dst[0] = val(z);
-    }
+    nd = node(YC_OP_BN_EVAL, prefix);
+    nd.src[0] = val(y);
+    nd.src[1] = prm(gamma);
+    nd.src[2] = prm(beta);
+    nd.src[3] = state(rmean);
+    nd.src[4] = state(rvar);
+    nd.dst[0] = val(a);
     nd.op.p.bn.eps = 1e-3f;
     nd.op.p.bn.momentum = 0.03f;
-    if ((status = push_node(g, &nd)))
-        return status;
-
-    nd = node(YC_OP_SILU, prefix);
-    nd.src[0] = val(z);
-    nd.dst[0] = val(a);
+    nd.op.p.bn.silu = 1;
     if ((status = push_node(g, &nd)))
         return status;
     *out = a;

@@ -413,7 +413,7 @@ typedef struct op_case {
     /* conv: filters, window, strides, padding.  maxpool: kh = kernel, sh = stride, ph = padding.
      * upsample: kh = factor.  bn: kh = 0 for (eps 1e-3, momentum 0.03), 1 for (1e-5, 0.1). */
     int k, kh, kw, sh, sw, ph, pw;
-    /* conv: with b (forward) or db (backward-filter) */
+    /* conv: with b (forward) or db (backward-filter); BN_EVAL: with SiLU */
     int bias;
     /* op->accumulate */
     int acc;
@@ -586,6 +586,7 @@ static void build_cases(void)
                 op_case c = {.kind = bn_kinds[k]};
                 set_shape(&c, bns[s][0], bns[s] + 1);
                 c.acc = bn_kinds[k] == YC_OP_BN_BWD || bn_kinds[k] == YC_OP_BN_SILU_BWD ? v & 1 : 0;
+                c.bias = bn_kinds[k] == YC_OP_BN_EVAL ? v & 1 : 0; /* BN_EVAL: with SiLU */
                 c.view = v >> 1 & 1;
                 c.kh = (int)(s + v) & 1;
                 add_case(c);
@@ -686,7 +687,8 @@ static const char *case_label(const op_case *c, char *buf, size_t len)
     case YC_OP_BN_BWD:
     case YC_OP_BN_SILU_TRAIN:
     case YC_OP_BN_SILU_BWD:
-        snprintf(par, sizeof par, " eps %g momentum %g", (double)bn_eps(c), (double)bn_momentum(c));
+        snprintf(par, sizeof par, " eps %g momentum %g%s", (double)bn_eps(c), (double)bn_momentum(c),
+                 c->kind == YC_OP_BN_EVAL && c->bias ? " silu" : "");
         break;
     case YC_OP_MAXPOOL:
     case YC_OP_MAXPOOL_BWD:
@@ -840,6 +842,7 @@ static void case_spec(const op_case *c, tspec *sp, yc_op *op)
         break;
     case YC_OP_BN_EVAL:
         op->p.bn.eps = bn_eps(c), op->p.bn.momentum = bn_momentum(c);
+        op->p.bn.silu = c->bias;
         sp->src[0] = td("x", N, C, H, W, R_IN, I_SHIFTED, true);
         sp->src[1] = td("gamma", 1, C, 1, 1, R_IN, I_POS, false);
         sp->src[2] = td("beta", 1, C, 1, 1, R_IN, I_UNIFORM, false);
@@ -971,8 +974,10 @@ static double case_tol(yc_op_kind kind)
 
 /* The tolerance of an op on backend `bi`: case_tol, or the OpenCL backend's where its kernels
  * round differently (cl/kernels/: float-float sums where the CPU sums in double, CLBlast's GEMM). */
-static double backend_tol(yc_op_kind kind, int bi)
+static double backend_tol(const op_case *c, int bi)
 {
+    /* BN_EVAL with SiLU: the SiLU's tolerance, as for the fused training ops */
+    yc_op_kind kind = c->kind == YC_OP_BN_EVAL && c->bias ? YC_OP_BN_SILU_APPLY : c->kind;
     if (backends[bi].create != create_opencl)
         return case_tol(kind);
     switch (kind) {
@@ -1226,6 +1231,8 @@ static void ref_run(const op_case *c, double *const s[], double *const d[])
     }
     case YC_OP_BN_EVAL:
         ref_bn_eval(s[0], N, C, HW, s[1], s[2], s[3], s[4], bn_eps(c), d[0]);
+        if (c->bias)
+            ref_silu(d[0], nx, d[0]);
         break;
     case YC_OP_BN_BWD: {
         double *t = dalloc(nx), *dg = dalloc(C), *db = dalloc(C);
@@ -1483,7 +1490,7 @@ static bool case_run(const op_case *c, prepared *pc, int bi, double *out[YC_OP_M
             CHECK(fbits(wafter[i]) == GUARD_BITS, "%s on %s: workspace guard changed at float %zu", label,
                   bname, i);
 
-    double tol = backend_tol(c->kind, bi);
+    double tol = backend_tol(c, bi);
     for (int i = 0; i < YC_OP_MAX_DST; i++) {
         out[i] = NULL;
         if (!pc->rd[i])

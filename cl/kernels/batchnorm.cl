@@ -93,17 +93,18 @@ __kernel void bn_silu_apply(TENSOR(x), TENSOR(a), PARAM(gamma), PARAM(beta), PAR
     ST(a, n, i, yc_silu(bn_apply(LD(x, n, i), P(stats)[c], scale, P(beta)[c])));
 }
 
-/* y = (x - running_mean) * (gamma / sqrt(running_var + eps)) + beta, elementwise (dimension 0 over
- * the image's C*HW values, dimension 1 over images) */
+/* y = (x - running_mean) * (gamma / sqrt(running_var + eps)) + beta, then y = silu(y) when `silu`,
+ * elementwise (dimension 0 over the image's C*HW values, dimension 1 over images) */
 __kernel void bn_eval(TENSOR(x), TENSOR(y), PARAM(gamma), PARAM(beta), PARAM(rmean), PARAM(rvar), uint C,
-                      uint HW, float eps)
+                      uint HW, float eps, uint silu)
 {
     uint i = get_global_id(0), n = get_global_id(1);
     if (i >= C * HW)
         return;
     uint c = i / HW;
     float invstd = 1.0f / sqrt(P(rvar)[c] + eps);
-    ST(y, n, i, bn_apply(LD(x, n, i), P(rmean)[c], bn_scale(P(gamma)[c], invstd), P(beta)[c]));
+    float z = bn_apply(LD(x, n, i), P(rmean)[c], bn_scale(P(gamma)[c], invstd), P(beta)[c]);
+    ST(y, n, i, silu ? yc_silu(z) : z);
 }
 
 /* One work-group per channel.  With g the incoming gradient (silu: the SiLU gradient of da at
