@@ -7,6 +7,9 @@
  * outer, B panels inner, so the small A panel stays in L1 while the B block streams from L2.
  * Micro-kernels and packing routines exist for AVX-512, AVX2+FMA (x86-64, chosen at run time) and
  * portable C; with AVX-512, A * B^T with a small output (weight gradients) skips packing (nt_dot).
+ * B may also be given by row offsets into one buffer (the implicit convolutions): read in place by
+ * offset variants of the micro-kernels (yc_sgemm_offsets), or, transposed, gathered row by row and
+ * packed (yc_sgemm_nt_offsets).
  *
  * Parallelism: the output is cut into tasks along N, M or (small outputs with a long K) along K
  * (split-K: each K chunk writes its own partial C, summed in chunk order afterwards).  Tasks are
