@@ -3,8 +3,8 @@
  * Structure (the BLIS/GotoBLAS scheme): op(B) is packed in blocks of KC x NC into NR-column panels
  * and op(A) in blocks of MC x KC into MR-row panels, both zero-padded to whole panels; a
  * register-blocked micro-kernel multiplies one MR x KC A panel by one KC x NR B panel and merges the
- * MR x NR result into C (alpha, beta, partial edge tiles).  Loop order per packed block: A panel
- * outer, B panels inner, so the small A panel stays in L1 while the B block streams from L2.
+ * MR x NR result into C (alpha, beta, partial edge tiles).  Loop order per packed block: B panel
+ * outer, A panels inner, so a B panel stays in L1 while the A panels stream from L2.
  * Micro-kernels and packing routines exist for AVX-512, AVX2+FMA (x86-64, chosen at run time) and
  * portable C; with AVX-512, A * B^T with a small output (weight gradients) skips packing (nt_dot).
  * B may also be given by row offsets into one buffer (the implicit convolutions): read in place by
