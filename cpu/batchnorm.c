@@ -217,6 +217,18 @@ static void silu_bwd_of_bn(float *dz, const float *da, const float *x, size_t n,
     });
 }
 
+/* The backward reductions' step tail: a##k += v and b##k += w over the first len lanes. */
+#define ADD_VW(k, len)                                                                                       \
+    do {                                                                                                     \
+        if ((len) < VL) {                                                                                    \
+            vi in_ = LANES_BELOW(len);                                                                       \
+            v = SELECT(in_, v, SPLAT(0.0f));                                                                 \
+            w = SELECT(in_, w, SPLAT(0.0f));                                                                 \
+        }                                                                                                    \
+        a##k += v;                                                                                           \
+        b##k += w;                                                                                           \
+    } while (0)
+
 /* sg[l] += the block's FP32 sum of g in lane l;  sgx[l] += that of g * (x - mean) (see the
  * header). */
 YC_CPU_CLONES
@@ -228,13 +240,7 @@ static void block_bwd(double *sg, double *sgx, const float *g, const float *x, s
         load_n(&v, g + (j), len);                                                                            \
         load_n(&w, x + (j), len);                                                                            \
         w = (w - mean) * v;                                                                                  \
-        if ((len) < VL) {                                                                                    \
-            vi in_ = LANES_BELOW(len);                                                                       \
-            v = SELECT(in_, v, SPLAT(0.0f));                                                                 \
-            w = SELECT(in_, w, SPLAT(0.0f));                                                                 \
-        }                                                                                                    \
-        a##k += v;                                                                                           \
-        b##k += w;                                                                                           \
+        ADD_VW(k, len);                                                                                      \
     } while (0)
     FOR_BLOCK(m, BWD_STEP);
 #undef BWD_STEP
@@ -260,13 +266,7 @@ static void block_silu_bwd(double *sg, double *sgx, float *dz, const float *da, 
         silu_bwd_v(&v, &z_);                                                                                 \
         store_n(dz + (j), &v, len);                                                                          \
         w = w * v;                                                                                           \
-        if ((len) < VL) {                                                                                    \
-            vi in_ = LANES_BELOW(len);                                                                       \
-            v = SELECT(in_, v, SPLAT(0.0f));                                                                 \
-            w = SELECT(in_, w, SPLAT(0.0f));                                                                 \
-        }                                                                                                    \
-        a##k += v;                                                                                           \
-        b##k += w;                                                                                           \
+        ADD_VW(k, len);                                                                                      \
     } while (0)
     FOR_BLOCK(m, SBWD_STEP);
 #undef SBWD_STEP
