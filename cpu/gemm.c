@@ -9,7 +9,7 @@
  * portable C; with AVX-512, A * B^T with a small output (weight gradients) skips packing (nt_dot).
  * B may also be given by row offsets into one buffer (the implicit convolutions): read in place by
  * offset variants of the micro-kernels (yc_sgemm_offsets), or, transposed, gathered row by row and
- * packed (yc_sgemm_nt_offsets).
+ * packed (yc_sgemm_nt_offsets; read in place by nt_dot when the output is small).
  *
  * Parallelism: the output is cut into tasks along N, M or (small outputs with a long K) along K
  * (split-K: each K chunk writes its own partial C, summed in chunk order afterwards).  Tasks are
@@ -39,8 +39,9 @@
 enum { GEMM_KC = 256, GEMM_NC = 1024, GEMM_MC = 192 };
 
 /* The unpacked NT path (nt_dot) is used for blocks with M*N at most DOT_MAX_MN (its partial sums take
- * 64 bytes per element of C: 1 MiB) and K at least DOT_MIN_K. */
-enum { DOT_MAX_MN = 16384, DOT_MIN_K = 1024 };
+ * 64 bytes per element of C: 1.25 MiB, within the scratch floor; 20480 takes in YOLOv5s's 64 x 288
+ * weight gradient at 160 x 160) and K at least DOT_MIN_K. */
+enum { DOT_MAX_MN = 20480, DOT_MIN_K = 1024 };
 
 /* One thread per this many flops (2*M*N*K), up to the OpenMP maximum: small products stay on the
  * calling thread. */
@@ -710,7 +711,7 @@ static void gemm_block(const struct kernel *kr, const struct gemm_args *g, int m
 
 /* ---- NT with a small output (the weight gradients of the early layers: M = Cout and N = Cin*k*k
  * small, K = H*W long).  Packing would cost as much as the product, so the rows of B are read in
- * place: a DOT_TM x DOT_TN tile of dot products is accumulated in vectors along K (24 zmm
+ * place (from their offsets for yc_sgemm_nt_offsets): a DOT_TM x DOT_TN tile of dot products is accumulated in vectors along K (24 zmm
  * accumulators, 11 loads per 24 FMAs), over chunks of DOT_KD; the A tile (8 rows x 2 KiB) is copied
  * to a buffer that stays in L1 while the B rows come from L2.  The vector partial sums of all tiles
  * stay in scratch (16 floats per element of C) between chunks and are reduced at the end. */
@@ -723,8 +724,8 @@ _Static_assert(DOT_MAX_MN * 16 + DOT_TM * DOT_LDA <= SCRATCH_FLOOR,
                "the unpacked path must fit in the scratch floor");
 
 __attribute__((target("avx512f"), always_inline)) static inline void
-dot_tile(const int TM, const int TN, const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb, int kd,
-         float *acc, ptrdiff_t ld_acc, bool first, bool prefetch)
+dot_tile(const int TM, const int TN, const float *A, ptrdiff_t lda, const float *const *B, int kd, float *acc,
+         ptrdiff_t ld_acc, bool first, bool prefetch)
 {
     __m512 s[DOT_TM][DOT_TN];
 #pragma GCC unroll 8
@@ -737,9 +738,9 @@ dot_tile(const int TM, const int TN, const float *A, ptrdiff_t lda, const float 
         __m512 b[DOT_TN];
 #pragma GCC unroll 4
         for (int j = 0; j < TN; j++) {
-            b[j] = _mm512_loadu_ps(B + j * ldb + k);
+            b[j] = _mm512_loadu_ps(B[j] + k);
             if (prefetch)
-                _mm_prefetch((const char *)(B + j * ldb + k + DOT_KD), _MM_HINT_T1);
+                _mm_prefetch((const char *)(B[j] + k + DOT_KD), _MM_HINT_T1);
         }
 #pragma GCC unroll 8
         for (int i = 0; i < TM; i++) {
@@ -755,7 +756,7 @@ dot_tile(const int TM, const int TN, const float *A, ptrdiff_t lda, const float 
         __m512 b[DOT_TN];
 #pragma GCC unroll 4
         for (int j = 0; j < TN; j++)
-            b[j] = _mm512_maskz_loadu_ps(m, B + j * ldb + k);
+            b[j] = _mm512_maskz_loadu_ps(m, B[j] + k);
 #pragma GCC unroll 8
         for (int i = 0; i < TM; i++) {
             const __m512 a = _mm512_maskz_loadu_ps(m, A + i * lda + k);
@@ -774,11 +775,11 @@ dot_tile(const int TM, const int TN, const float *A, ptrdiff_t lda, const float 
 /* The tile sizes in use: rows 8, 4, 2, 1 and columns 3, 2, 1 (edges are cut into smaller tiles). */
 #define DOT_TILE_CASE(TM, TN)                                                                                \
     case TM * 4 + TN:                                                                                        \
-        dot_tile(TM, TN, A, lda, B, ldb, kd, acc, ld_acc, first, prefetch);                                  \
+        dot_tile(TM, TN, A, lda, B, kd, acc, ld_acc, first, prefetch);                                       \
         break;
 
 __attribute__((target("avx512f"))) static void dot_tile_any(int tm, int tn, const float *A, ptrdiff_t lda,
-                                                            const float *B, ptrdiff_t ldb, int kd, float *acc,
+                                                            const float *const *B, int kd, float *acc,
                                                             ptrdiff_t ld_acc, bool first, bool prefetch)
 {
     switch (tm * 4 + tn) {
@@ -832,8 +833,11 @@ __attribute__((target("avx512f"))) static void nt_dot_avx512(const struct gemm_a
             }
             for (int j = 0, tn; j < N; j += tn) {
                 tn = imin(DOT_TN, N - j);
-                dot_tile_any(tm, tn, atile, DOT_LDA, g->B + (n0 + j) * g->ldb + kc, g->ldb, kd,
-                             acc + ((ptrdiff_t)i * N + j) * 16, N, kc == k0, more && i == 0);
+                const float *brows[DOT_TN];
+                for (int u = 0; u < tn; u++)
+                    brows[u] = (g->boff ? g->bpk + g->boff[n0 + j + u] : g->B + (n0 + j + u) * g->ldb) + kc;
+                dot_tile_any(tm, tn, atile, DOT_LDA, brows, kd, acc + ((ptrdiff_t)i * N + j) * 16, N, kc == k0,
+                             more && i == 0);
             }
         }
     }
@@ -853,7 +857,7 @@ __attribute__((target("avx512f"))) static void nt_dot_avx512(const struct gemm_a
 static void run_block(const struct kernel *kr, const struct gemm_args *g, int m0, int m1, int n0, int n1,
                       int k0, int k1, float beta, float *C, ptrdiff_t ldc)
 {
-    if (kr->nt_dot && !g->apk && !g->boff && !g->ta && g->tb && (double)(m1 - m0) * (n1 - n0) <= DOT_MAX_MN &&
+    if (kr->nt_dot && !g->apk && !g->ta && g->tb && (double)(m1 - m0) * (n1 - n0) <= DOT_MAX_MN &&
         k1 - k0 >= DOT_MIN_K)
         kr->nt_dot(g, m0, m1, n0, n1, k0, k1, beta, C, ldc);
     else

@@ -418,14 +418,16 @@ START_TEST(test_offsets)
 END_TEST
 
 /* The transposed case (yc_sgemm_nt_offsets, the weight gradient's path): rows of B^T at scattered
- * offsets, NaN around, give yc_sgemm's bits with trans_b for shapes its unpacked small-output path
- * does not take; several K blocks, edge panels, split-K (the long K with a small output), on all
- * threads and inside a parallel region. */
+ * offsets, NaN around, give yc_sgemm's bits with trans_b, packed (several K blocks, edge panels,
+ * split-K for the long K with a small output) and, with AVX-512, unpacked for small outputs with a
+ * long K (YOLOv5s's first two layers: 32 x 108 and 64 x 288, and edge tiles of the dot product's
+ * 8 x 3 tiles), on all threads and inside a parallel region. */
 START_TEST(test_nt_offsets)
 {
     assert_kernel();
     static const int dims[][3] = {{32, 288, 300}, {64, 576, 1000}, {128, 1152, 600}, {5, 600, 77},
-                                  {255, 128, 130}, {13, 1, 40}, {64, 576, 6400}};
+                                  {255, 128, 130}, {13, 1, 40}, {64, 576, 6400}, {32, 108, 5796},
+                                  {64, 288, 3000}, {13, 7, 1500}};
     for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
         for (int par = 0; par < 2; par++) {
             struct gemm_case c = {.tb = true, .M = dims[s][0], .N = dims[s][1], .K = dims[s][2], .alpha = 1.0f,
