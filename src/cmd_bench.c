@@ -14,6 +14,7 @@
 #include "log.h"
 #include "modelcfg.h"
 #include "util.h"
+#include "waitpolicy.h"
 
 /* The matrix run when --cfg, --img or --batch leave a dimension open. */
 static const char *const matrix_cfgs[] = {"yolov5n", "yolov5s"};
@@ -105,8 +106,9 @@ static void print_json(const bench_run *run, const char *name, const yc_bench_co
     json_str("cfg", name);
     printf(", \"img\": %d, \"batch\": %d, ", c->img, c->batch);
     json_str("device", run->be->info.name);
-    printf(", \"half\": %s, \"warmup\": %d, \"iters\": %d", c->half ? "true" : "false",
+    printf(", \"half\": %s, \"warmup\": %d, \"iters\": %d, ", c->half ? "true" : "false",
            c->warmup, c->iters);
+    json_str("omp_wait_policy", yc_wait_policy_name());
     json_num("forward_gflop_per_image", r->forward_gflop, true);
     json_num("forward_ms", r->forward.median * 1e3, true);
     json_num("forward_ms_min", r->forward.min * 1e3, true);
@@ -133,8 +135,9 @@ static void print_json(const bench_run *run, const char *name, const yc_bench_co
 
 static void print_header(const bench_run *run)
 {
-    printf("%s, %s activations, %d warm-up + %d timed iteration%s; times: median (min)\n",
-           run->be->info.name, run->half ? "FP16" : "FP32", run->warmup, run->iters,
+    printf("%s, %s activations, OpenMP wait policy %s, %d warm-up + %d timed iteration%s; times: median "
+           "(min)\n",
+           run->be->info.name, run->half ? "FP16" : "FP32", yc_wait_policy_name(), run->warmup, run->iters,
            run->iters == 1 ? "" : "s");
     if (run->peak > 0)
         printf("FP32 peak: %.1f GFLOP/s (%s FMA loop on %d thread%s)\n", run->peak, run->isa,
@@ -297,6 +300,11 @@ int yc_cmd_bench(int argc, char **argv)
     /* stdout carries only the JSON lines with --json */
     if (json && yc_verbosity < 2)
         yc_verbosity = 0;
+    /* the CPU backend with no image loader beside it: OpenMP threads spin between parallel regions
+     * unless the user chose a policy (waitpolicy.h; this re-executes yolocl once) */
+    bool cpu = false;
+    if (yc_device_is_cpu(device, &cpu) == YC_OK && cpu)
+        yc_wait_policy_spin();
     bench_run run = {.json = json, .half = half, .warmup = warmup, .iters = iters};
     if ((st = yc_device_open(device, 0, !json, &run.be)))
         return yc_report_failure(st);

@@ -107,27 +107,54 @@ static int list_opencl(yc_device_info **devs, int *ndev)
 #endif
 }
 
-int yc_device_open(const char *spec, int threads, bool announce, yc_backend **out)
+/* The OpenCL devices (*devs, *ndev; none when spec is "cpu") and the index spec picks among them
+ * (-1: the CPU backend).  A failed listing is an error unless spec is automatic, when it is warned
+ * about (quiet: not) and the CPU backend is picked.  *devs is the caller's to free, also on error. */
+static int resolve(const char *spec, bool quiet, yc_device_info **devs, int *ndev, int *index)
 {
-    *out = NULL;
     bool automatic = !spec || !spec[0] || strcmp(spec, "auto") == 0;
 #ifdef YC_HAVE_OPENCL
     const bool have_opencl = true;
 #else
     const bool have_opencl = false;
 #endif
-    yc_device_info *devs = NULL;
-    int ndev = 0, index = -1, st = YC_OK;
+    *devs = NULL;
+    *ndev = 0;
+    *index = -1;
     if (!(spec && strcmp(spec, "cpu") == 0)) {
-        st = list_opencl(&devs, &ndev);
+        int st = list_opencl(devs, ndev);
         if (st && automatic) {
-            yc_warn("listing OpenCL devices failed (%s): using the CPU backend\n", yc_last_error());
-            st = YC_OK;
+            if (!quiet)
+                yc_warn("listing OpenCL devices failed (%s): using the CPU backend\n", yc_last_error());
         } else if (st) {
             return yc_error_context(st, "listing OpenCL devices for --device %s", spec);
         }
+        if (st) {
+            free(*devs);
+            *devs = NULL;
+            *ndev = 0;
+        }
     }
-    st = yc_device_pick(spec, devs, ndev, have_opencl, &index);
+    return yc_device_pick(spec, *devs, *ndev, have_opencl, index);
+}
+
+int yc_device_is_cpu(const char *spec, bool *cpu)
+{
+    yc_device_info *devs = NULL;
+    int ndev = 0, index = -1;
+    int st = resolve(spec, true, &devs, &ndev, &index);
+    free(devs);
+    *cpu = st == YC_OK && index < 0;
+    return st;
+}
+
+int yc_device_open(const char *spec, int threads, bool announce, yc_backend **out)
+{
+    *out = NULL;
+    bool automatic = !spec || !spec[0] || strcmp(spec, "auto") == 0;
+    yc_device_info *devs = NULL;
+    int ndev = 0, index = -1;
+    int st = resolve(spec, false, &devs, &ndev, &index);
     if (st) {
         free(devs);
         return st;

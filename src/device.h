@@ -19,6 +19,10 @@
  * `announce` is set.  YC_EUSAGE with a message listing the devices when nothing matches. */
 int yc_device_open(const char *spec, int threads, bool announce, yc_backend **out);
 
+/* Whether yc_device_open(spec) would start the CPU backend (*cpu), without starting anything or
+ * printing: YC_OK, or yc_device_open's error for a spec that matches no device (*cpu false). */
+int yc_device_is_cpu(const char *spec, bool *cpu);
+
 /* The choice behind yc_device_open, on a given list of OpenCL devices (global order): *index is
  * -1 for the CPU backend, else the OpenCL device's index.  `have_opencl` says whether this build
  * has the OpenCL backend.  YC_EUSAGE with a message listing the devices when nothing matches. */

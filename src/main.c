@@ -8,13 +8,13 @@
 #include <malloc.h>
 #endif
 #include <stdlib.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "log.h"
+#include "waitpolicy.h"
 
 typedef struct command {
     /* what the user types */
@@ -128,22 +128,9 @@ static int close_stdout(int status)
     return status;
 }
 
-/* OpenMP threads that spin at barriers stall badly when the loader threads (or anything else)
- * take a core: on a 2-core machine a 64x64 training ran 13 times slower spinning than sleeping.
- * libgomp reads OMP_WAIT_POLICY only when it is loaded, so unless the user chose a policy the
- * process re-executes itself once with OMP_WAIT_POLICY=PASSIVE.  If that fails it runs on. */
-static void prefer_passive_openmp(char **argv)
-{
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || getenv("YOLOCL_OMP_SET"))
-        return;
-    if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0 || setenv("YOLOCL_OMP_SET", "1", 1) != 0)
-        return;
-    execv("/proc/self/exe", argv);
-}
-
 int main(int argc, char **argv)
 {
-    prefer_passive_openmp(argv);
+    yc_wait_policy_start(argv);
 #ifdef M_MMAP_THRESHOLD
     /* Buffers of 128 KiB and more get their own mappings, returned to the system when freed.
      * glibc's default raises this threshold to the largest buffer freed so far (up to 32 MiB), so

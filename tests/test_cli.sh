@@ -253,6 +253,31 @@ expect_output_re '^ +conv2d_bwd_filter +[0-9]+ '
 expect_output_re '^ +optimizer \(SGD, EMA\) +- '
 expect_output_re '^ +top op names +ops'
 expect_output_re '^ +model\.[0-9]+[.a-z0-9]* +[0-9]+ +[0-9.]+ +[0-9.]+%$'
+# the OpenMP wait policy (src/waitpolicy.h): bench on the CPU re-executes with ACTIVE unless the
+# environment names a policy, which it then keeps
+saved_policy=${OMP_WAIT_POLICY-}
+saved_spin=${GOMP_SPINCOUNT-}
+unset OMP_WAIT_POLICY GOMP_SPINCOUNT YOLOCL_OMP_SET
+# shellcheck disable=SC2086
+check 0 $tiny_bench --json
+expect_output '"omp_wait_policy": "ACTIVE"'
+# shellcheck disable=SC2086
+check 0 $tiny_bench
+expect_output_re '^cpu .*, OpenMP wait policy ACTIVE, '
+OMP_WAIT_POLICY=passive
+export OMP_WAIT_POLICY
+# shellcheck disable=SC2086
+check 0 $tiny_bench --json
+expect_output '"omp_wait_policy": "PASSIVE"'
+unset OMP_WAIT_POLICY
+GOMP_SPINCOUNT=1000
+export GOMP_SPINCOUNT
+# shellcheck disable=SC2086
+check 0 $tiny_bench --json
+expect_output '"omp_wait_policy": "GOMP_SPINCOUNT=1000"'
+unset GOMP_SPINCOUNT
+if [ -n "$saved_policy" ]; then OMP_WAIT_POLICY=$saved_policy; export OMP_WAIT_POLICY; fi
+if [ -n "$saved_spin" ]; then GOMP_SPINCOUNT=$saved_spin; export GOMP_SPINCOUNT; fi
 check 2 bench --iters 0
 expect_stderr "--iters"
 check 2 bench --warmup -1

@@ -1,0 +1,28 @@
+/* The OpenMP wait policy of the yolocl process: what OpenMP threads do between parallel regions
+ * when the user sets neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT.
+ *
+ * libgomp reads the policy once, when it is loaded, so a policy is applied by the process
+ * re-executing itself (/proc/self/exe, the same arguments) with OMP_WAIT_POLICY set and
+ * YOLOCL_OMP_SET naming the policy yolocl chose; if that fails it runs on with the policy it has.
+ *
+ *   PASSIVE (every command): idle threads sleep at once.  Training and validation run image
+ *   loader threads beside the OpenMP threads, and spinning threads take the cores the loaders
+ *   need (a 64x64 training on 2 cores ran 13 times slower spinning; coco128 at 160 px, 10% slower).
+ *   ACTIVE (`yolocl bench` on the CPU backend, which runs no loader): idle threads spin, so the
+ *   next parallel region starts without waking a sleeping thread (on a 2-core virtual machine a
+ *   YOLOv5s training step at 640 took 3.3-4.5 s with PASSIVE and 3.0-3.1 s with ACTIVE). */
+#ifndef YC_WAITPOLICY_H
+#define YC_WAITPOLICY_H
+
+/* From main, before anything else: keeps argv for later re-executions and, unless the user chose
+ * a policy, re-executes with PASSIVE (returns when that is done or cannot be done). */
+void yc_wait_policy_start(char **argv);
+
+/* Re-executes with ACTIVE when the current policy is yolocl's PASSIVE (returns otherwise, or when
+ * the re-execution fails).  Call it before printing anything or starting threads. */
+void yc_wait_policy_spin(void);
+
+/* The policy in effect, for reports: "ACTIVE", "PASSIVE", "GOMP_SPINCOUNT=N" or "default". */
+const char *yc_wait_policy_name(void);
+
+#endif
