@@ -17,7 +17,8 @@
  * padded rows a, a + sh, ... and columns b, b + sw, ..., Wv columns); then every row of the column
  * matrix is one phase read at an offset, with output row p at column p*Wv, and the GEMM reads it
  * at those offsets (forward: in place, yc_sgemm_offsets; backward-filter: B^T's rows, packed from
- * there, yc_sgemm_nt_offsets) instead of from a column block 9 times the input's size.  Each output
+ * there or, for a small dW, read in place by dot products, yc_sgemm_nt_offsets) instead of from a
+ * column block 9 times the input's size.  Each output
  * row gets Wv - Q junk columns: the forward pass computes and drops them (bit-identical to im2col's
  * GEMM), the backward-filter pass multiplies them by zeros (dy copied into that layout).
  *

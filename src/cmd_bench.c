@@ -303,7 +303,7 @@ int yc_cmd_bench(int argc, char **argv)
     /* the CPU backend with no image loader beside it: OpenMP threads spin between parallel regions
      * unless the user chose a policy (waitpolicy.h; this re-executes yolocl once) */
     bool cpu = false;
-    if (yc_device_is_cpu(device, &cpu) == YC_OK && cpu)
+    if (yc_wait_policy_adjustable() && yc_device_is_cpu(device, &cpu) == YC_OK && cpu)
         yc_wait_policy_spin();
     bench_run run = {.json = json, .half = half, .warmup = warmup, .iters = iters};
     if ((st = yc_device_open(device, 0, !json, &run.be)))

@@ -40,12 +40,16 @@ void yc_wait_policy_start(char **argv)
     reexec("PASSIVE", "1", NULL, NULL);
 }
 
-void yc_wait_policy_spin(void)
+bool yc_wait_policy_adjustable(void)
 {
     const char *mark = getenv(MARK);
-    if (!mark || strcmp(mark, "1") != 0)
-        return;
-    reexec("ACTIVE", "spin", "PASSIVE", "1");
+    return mark && strcmp(mark, "1") == 0;
+}
+
+void yc_wait_policy_spin(void)
+{
+    if (yc_wait_policy_adjustable())
+        reexec("ACTIVE", "spin", "PASSIVE", "1");
 }
 
 const char *yc_wait_policy_name(void)

@@ -14,12 +14,18 @@
 #ifndef YC_WAITPOLICY_H
 #define YC_WAITPOLICY_H
 
+#include <stdbool.h>
+
 /* From main, before anything else: keeps argv for later re-executions and, unless the user chose
  * a policy, re-executes with PASSIVE (returns when that is done or cannot be done). */
 void yc_wait_policy_start(char **argv);
 
-/* Re-executes with ACTIVE when the current policy is yolocl's PASSIVE (returns otherwise, or when
- * the re-execution fails).  Call it before printing anything or starting threads. */
+/* Whether the current policy is yolocl's PASSIVE, which yc_wait_policy_spin would change (false
+ * when the user chose one, or after a change). */
+bool yc_wait_policy_adjustable(void);
+
+/* Re-executes with ACTIVE when yc_wait_policy_adjustable (returns otherwise, or when the
+ * re-execution fails).  Call it before printing anything or starting threads. */
 void yc_wait_policy_spin(void);
 
 /* The policy in effect, for reports: "ACTIVE", "PASSIVE", "GOMP_SPINCOUNT=N" or "default". */
