@@ -52,6 +52,26 @@ static float *alloc_floats(size_t n)
     return p;
 }
 
+/* Rows [0, rows) of src (row stride ld, len floats each) copied in reverse order among NaNs: row r at
+ * offset (rows - 1 - r) * (len + gap) + r % shift, with `tail` more NaNs after the last slot (the
+ * offset GEMMs may read past a row's end but must not bring those values into C).  *offs gets the
+ * offsets; both are the caller's to free. */
+static float *scatter_rows(const float *src, int ld, int rows, int len, int gap, int shift, int tail,
+                           ptrdiff_t **offs)
+{
+    const size_t ldo = (size_t)len + (size_t)gap, no = (size_t)rows * ldo + (size_t)tail;
+    float *bo = alloc_floats(no);
+    *offs = malloc((size_t)rows * sizeof **offs);
+    ck_assert_ptr_nonnull(*offs);
+    for (size_t i = 0; i < no; i++)
+        bo[i] = NAN;
+    for (int r = 0; r < rows; r++) {
+        (*offs)[r] = (ptrdiff_t)((size_t)(rows - 1 - r) * ldo) + r % shift;
+        memcpy(bo + (*offs)[r], src + (size_t)r * ld, (size_t)len * sizeof(float));
+    }
+    return bo;
+}
+
 static void case_prepare(struct gemm_case *c, uint32_t seed)
 {
     rng_state = seed;
@@ -391,17 +411,9 @@ START_TEST(test_offsets)
             memcpy(got, c.C, nc * sizeof(float));
             yc_sgemm_pack(false, c.M, c.K, c.A, c.lda, pa);
             yc_sgemm_packed(false, c.M, c.N, c.K, c.alpha, c.A, c.lda, pa, c.B, c.ldb, c.beta, want, c.ldc);
-            /* row k of B at (K - 1 - k) * ldo + k % 3, NaN around; N rounded up to nr is read */
-            const size_t ldo = (size_t)c.N + 40, no = (size_t)c.K * ldo + (size_t)nr;
-            float *bo = alloc_floats(no);
-            ptrdiff_t *offs = malloc((size_t)c.K * sizeof *offs);
-            ck_assert_ptr_nonnull(offs);
-            for (size_t i = 0; i < no; i++)
-                bo[i] = NAN;
-            for (int k = 0; k < c.K; k++) {
-                offs[k] = (ptrdiff_t)((size_t)(c.K - 1 - k) * ldo) + k % 3;
-                memcpy(bo + offs[k], c.B + (size_t)k * c.ldb, (size_t)c.N * sizeof(float));
-            }
+            /* the K rows of B among NaNs; N rounded up to nr is read */
+            ptrdiff_t *offs;
+            float *bo = scatter_rows(c.B, c.ldb, c.K, c.N, 40, 3, nr, &offs);
 #pragma omp parallel num_threads(2) if (par)
 #pragma omp single
             yc_sgemm_offsets(c.M, c.N, c.K, c.alpha, c.A, c.lda, pa, bo, offs, c.beta, got, c.ldc);
@@ -441,16 +453,9 @@ START_TEST(test_nt_offsets)
 #pragma omp parallel num_threads(2) if (par)
 #pragma omp single
             yc_sgemm(false, true, c.M, c.N, c.K, c.alpha, c.A, c.lda, c.B, c.ldb, c.beta, want, c.ldc);
-            const size_t ldo = (size_t)c.K + 24, no = (size_t)c.N * ldo;
-            float *bo = alloc_floats(no);
-            ptrdiff_t *offs = malloc((size_t)c.N * sizeof *offs);
-            ck_assert_ptr_nonnull(offs);
-            for (size_t i = 0; i < no; i++)
-                bo[i] = NAN;
-            for (int j = 0; j < c.N; j++) {
-                offs[j] = (ptrdiff_t)((size_t)(c.N - 1 - j) * ldo) + j % 5;
-                memcpy(bo + offs[j], c.B + (size_t)j * c.ldb, (size_t)c.K * sizeof(float));
-            }
+            /* the N rows of B^T among NaNs */
+            ptrdiff_t *offs;
+            float *bo = scatter_rows(c.B, c.ldb, c.N, c.K, 24, 5, 0, &offs);
 #pragma omp parallel num_threads(2) if (par)
 #pragma omp single
             yc_sgemm_nt_offsets(c.M, c.N, c.K, c.alpha, c.A, c.lda, bo, offs, c.beta, got, c.ldc);
