@@ -3,11 +3,15 @@
  * Build and run from the source root (not part of make):
  *   gcc -std=c11 -O2 -fopenmp -Wall -Wextra -Icpu -Isrc bench/bench_gemm.c cpu/gemm.c src/fma_peak.c \
  *       -o /tmp/bench_gemm -lm -ldl
- *   OMP_NUM_THREADS=2 /tmp/bench_gemm [rounds]
+ *   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE=SkylakeX /tmp/bench_gemm [rounds]
  *
  * OpenBLAS is not a dependency: the program looks for libopenblas.so.0 at run time (dlopen; Debian:
  * libopenblas0) and, when found, times its cblas_sgemm on the same operands with the same number of
- * threads in the next column.
+ * threads in the next column, with the kernel family it chose (openblas_get_corename).  Two things
+ * make that column say little of OpenBLAS, and the program warns of them: OpenMP threads spinning
+ * beside OpenBLAS's own (OMP_WAIT_POLICY=ACTIVE: run it with PASSIVE), and an OpenBLAS older than
+ * the CPU (Debian 12's 0.3.21 takes an Emerald Rapids for a Prescott, SSE3, about 40 GFLOP/s on
+ * 2 cores: OPENBLAS_CORETYPE=SkylakeX gives its AVX-512 kernels).
  *
  * The peak is src/fma_peak.c's tight loop of independent FMA chains (the widest vector ISA
  * present) run on every OpenMP thread, as `yolocl bench` measures it.  Shared machines are noisy,
@@ -28,6 +32,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Busy and total CPU time so far from /proc/stat; false where there is none. */
@@ -93,6 +98,8 @@ struct entry {
 typedef void (*cblas_sgemm_fn)(int order, int ta, int tb, int M, int N, int K, float alpha, const float *A,
                                int lda, const float *B, int ldb, float beta, float *C, int ldc);
 static cblas_sgemm_fn blas_sgemm;
+/* the kernel family OpenBLAS chose for this CPU (openblas_get_corename), or "?" */
+static const char *blas_core = "?";
 
 static void load_openblas(int threads)
 {
@@ -100,9 +107,30 @@ static void load_openblas(int threads)
     if (!h)
         return;
     void (*set_threads)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+    char *(*corename)(void) = (char *(*)(void))dlsym(h, "openblas_get_corename");
     blas_sgemm = (cblas_sgemm_fn)dlsym(h, "cblas_sgemm");
     if (set_threads)
         set_threads(threads);
+    if (corename && corename())
+        blas_core = corename();
+}
+
+/* Why the OpenBLAS column may say little of OpenBLAS, printed under the header. */
+static void warn_openblas(void)
+{
+    const char *policy = getenv("OMP_WAIT_POLICY");
+    if (getenv("GOMP_SPINCOUNT") || (policy && (policy[0] == 'a' || policy[0] == 'A')))
+        printf("warning: OpenMP threads spin (OMP_WAIT_POLICY or GOMP_SPINCOUNT) while OpenBLAS's own threads "
+               "run, which slows OpenBLAS; compare with OMP_WAIT_POLICY=PASSIVE\n");
+#if defined(__x86_64__)
+    /* Debian's OpenBLAS 0.3.21 falls back to its SSE3 kernels ("Prescott") on CPUs newer than it knows,
+     * such as Sapphire and Emerald Rapids */
+    if (__builtin_cpu_supports("avx512f") && (!strcmp(blas_core, "Prescott") || !strcmp(blas_core, "Core2") ||
+                                             !strcmp(blas_core, "Nehalem") || !strcmp(blas_core, "Katmai")))
+        printf("warning: OpenBLAS does not know this AVX-512 CPU and uses its %s kernels; "
+               "OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 ones\n",
+               blas_core);
+#endif
 }
 
 /* C = op(A) op(B) by yolocl (blas false) or OpenBLAS. */
@@ -205,8 +233,12 @@ int main(int argc, char **argv)
            peak1, peak, threads, rounds);
     if (busy_rounds)
         printf("warning: the machine was busy for %d of the measurement groups\n", busy_rounds);
-    printf("yc_sgemm kernel: %s; %% is of the %d-thread peak; OpenBLAS: %s\n\n", yc_sgemm_kernel_name(), threads,
-           blas_sgemm ? "libopenblas.so.0, same threads" : "not found (libopenblas0 not installed)");
+    printf("yc_sgemm kernel: %s; %% is of the %d-thread peak; OpenBLAS: %s %s\n", yc_sgemm_kernel_name(), threads,
+           blas_sgemm ? "libopenblas.so.0, same threads, core" : "not found (libopenblas0 not installed)",
+           blas_sgemm ? blas_core : "");
+    if (blas_sgemm)
+        warn_openblas();
+    putchar('\n');
     printf("%-30s %-6s %-2s %5s %6s %6s %8s %5s %8s %5s\n", "shape", "pass", "op", "M", "N", "K", "GFLOP/s", "peak",
            "OpenBLAS", "peak");
     for (int i = 0; i < n; i++) {
