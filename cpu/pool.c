@@ -18,27 +18,45 @@
  * starting index, the window's first position.  The comparisons are written as selects, without
  * branches, as the SPPF planes of YOLOv5 give unpredictable outcomes.
  *
- * Workspace, per thread: the pass-1 results of one plane (H*Q floats and H*Q column indices), an
- * FP32 copy of the input plane when x is FP16 (H*W floats) and of the output plane when y is FP16
- * (P*Q floats, forward only), each rounded up to 16 floats. */
+ * Stride 1 (YOLOv5's SPPF: k 5, padding 2) on CPUs with AVX-512: the output columns are the lanes
+ * of vectors of 16, each lane running the scalar code's sequence of compares and selects, so the
+ * results are the same bits (other CPUs and strides take the scalar path).  Pass 1 reads each input
+ * row from a copy padded with -inf (column q's window is then columns q .. q+k-1 of the copy for
+ * every q; a -inf is never taken, as m starts at -inf, so the padding changes nothing); pass 2
+ * clips the window rows as before.  The forward pass keeps no indices; the backward pass keeps them
+ * in vectors too and adds dy at them in the same (p, q) order.
+ *
+ * Workspace, per thread: the pass-1 results of one plane (H rows of Qv = Q rounded up to 16: values
+ * and column indices), the padded input row (W + 2*pad + 16 floats), the indices of the output
+ * (backward: P x Qv ints), an FP32 copy of the input plane when x is FP16 (H*W floats) and of the
+ * output plane when y is FP16 (P*Q floats, forward only), each rounded up to 16 floats. */
 #include <math.h>
 #include <omp.h>
+#include <stdbool.h>
 #include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "cpu_ops.h"
 
 /* Below this many output elements an op runs on one thread. */
 #define YC_POOL_SERIAL_MAX 4096
 
+/* Lanes of the stride-1 vector path. */
+enum { VL = 16 };
+
 static size_t round16(size_t n)
 {
     return (n + 15) / 16 * 16;
 }
 
-/* Floats of one thread's workspace: pass-1 values and indices, then the FP32 copies of an FP16
- * input plane and (forward) an FP16 output plane. */
+/* Floats of one thread's workspace: pass-1 values and indices (rowmax floats each), the padded row,
+ * the output's indices (backward), then the FP32 copies of an FP16 input plane and (forward) an FP16
+ * output plane. */
 typedef struct pool_ws {
-    size_t rowmax, xf, yf;
+    size_t rowmax, row, idx, xf, yf;
 } pool_ws;
 
 static pool_ws ws_floats(const yc_op *op)
@@ -46,16 +64,22 @@ static pool_ws ws_floats(const yc_op *op)
     const yc_tensor *x = op->kind == YC_OP_MAXPOOL ? op->src[0] : op->src[1];
     const yc_tensor *y = op->kind == YC_OP_MAXPOOL ? op->dst[0] : op->src[0];
     pool_ws w;
-    w.rowmax = 2 * round16((size_t)x->h * y->w);
+    w.rowmax = (size_t)x->h * round16((size_t)y->w);
+    w.row = round16((size_t)x->w + 2 * (size_t)op->p.pool.pad + VL);
+    w.idx = op->kind == YC_OP_MAXPOOL_BWD ? (size_t)y->h * round16((size_t)y->w) : 0;
     w.xf = x->type == YC_F16 ? round16((size_t)x->h * x->w) : 0;
     w.yf = op->kind == YC_OP_MAXPOOL && y->type == YC_F16 ? round16((size_t)y->h * y->w) : 0;
     return w;
 }
 
+static size_t ws_total(pool_ws w)
+{
+    return 2 * w.rowmax + w.row + w.idx + w.xf + w.yf;
+}
+
 size_t yc_cpu_maxpool_workspace(const yc_op *op, int threads)
 {
-    pool_ws w = ws_floats(op);
-    return (size_t)(threads > 0 ? threads : 1) * (w.rowmax + w.xf + w.yf) * sizeof(float);
+    return (size_t)(threads > 0 ? threads : 1) * ws_total(ws_floats(op)) * sizeof(float);
 }
 
 /* Window of output index o along one axis clipped to [0, n): [*lo, *hi). */
@@ -108,6 +132,94 @@ static int pass_cols(const float *rm, const int *ri, int W, int Q, int p, int q,
     return idx;
 }
 
+/* ---- stride 1 with AVX-512: output columns as vector lanes */
+
+#if defined(__x86_64__)
+/* *m, *idx = the scan rule's step for value v at index at, lane by lane: take v where v > m or v is
+ * NaN (idx is NULL in the forward pass). */
+__attribute__((target("avx512f"), always_inline)) static inline void take16(__m512 *m, __m512i *idx, __m512 v,
+                                                                             __m512i at)
+{
+    __mmask16 take = _mm512_cmp_ps_mask(v, *m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    *m = _mm512_mask_mov_ps(*m, take, v);
+    if (idx)
+        *idx = _mm512_mask_mov_epi32(*idx, take, at);
+}
+
+/* One plane (H x W) with stride 1: y (P x Q) its maxima (forward: y not NULL) or yi (P x Qv) the
+ * plane index of each maximum (backward: yi not NULL), through the workspace rm and ri (H x Qv
+ * pass-1 values and columns) and prow (W + 2*pad + VL floats). */
+__attribute__((target("avx512f"), always_inline)) static inline void
+plane_s1(const float *x, int H, int W, int P, int Q, int k, int pad, float *rm, int *ri, float *prow, float *y, int *yi)
+{
+    const bool want_idx = yi != NULL;
+    const int Qv = (Q + VL - 1) / VL * VL;
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i zero = _mm512_setzero_si512();
+    for (int t = 0; t < W + 2 * pad + VL; t++)
+        prow[t] = -INFINITY;
+    for (int ih = 0; ih < H; ih++) {
+        memcpy(prow + pad, x + (size_t)ih * W, (size_t)W * sizeof(float));
+        for (int q = 0; q < Qv; q += VL) {
+            __m512 m = _mm512_set1_ps(-INFINITY);
+            /* the first column of each lane's window inside the row */
+            __m512i col = _mm512_add_epi32(_mm512_set1_epi32(q - pad), lane);
+            __m512i idx = _mm512_max_epi32(col, zero);
+            for (int j = 0; j < k; j++)
+                take16(&m, want_idx ? &idx : NULL, _mm512_loadu_ps(prow + q + j),
+                       _mm512_add_epi32(col, _mm512_set1_epi32(j)));
+            _mm512_storeu_ps(rm + (size_t)ih * Qv + q, m);
+            if (want_idx)
+                _mm512_storeu_si512(ri + (size_t)ih * Qv + q, idx);
+        }
+    }
+    for (int p = 0; p < P; p++) {
+        int h0, h1;
+        span(p, k, 1, pad, H, &h0, &h1);
+        for (int q = 0; q < Qv; q += VL) {
+            __m512 m = _mm512_set1_ps(-INFINITY);
+            __m512i w0 = _mm512_max_epi32(_mm512_add_epi32(_mm512_set1_epi32(q - pad), lane), zero);
+            __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(h0 * W), w0);
+            for (int ih = h0; ih < h1; ih++) {
+                __m512i at = zero;
+                if (want_idx)
+                    at = _mm512_add_epi32(_mm512_set1_epi32(ih * W),
+                                          _mm512_loadu_si512(ri + (size_t)ih * Qv + q));
+                take16(&m, want_idx ? &idx : NULL, _mm512_loadu_ps(rm + (size_t)ih * Qv + q), at);
+            }
+            if (want_idx)
+                _mm512_storeu_si512(yi + (size_t)p * Qv + q, idx);
+            else
+                _mm512_mask_storeu_ps(y + (size_t)p * Q + q, Q - q >= VL ? (__mmask16)0xffff
+                                                                         : (__mmask16)((1u << (Q - q)) - 1), m);
+        }
+    }
+}
+
+__attribute__((target("avx512f"))) static void plane_s1_fwd(const float *x, int H, int W, int P, int Q, int k,
+                                                            int pad, float *rm, float *prow, float *y)
+{
+    plane_s1(x, H, W, P, Q, k, pad, rm, NULL, prow, y, NULL);
+}
+
+__attribute__((target("avx512f"))) static void plane_s1_idx(const float *x, int H, int W, int P, int Q, int k,
+                                                            int pad, float *rm, int *ri, float *prow, int *yi)
+{
+    plane_s1(x, H, W, P, Q, k, pad, rm, ri, prow, NULL, yi);
+}
+#endif
+
+/* Whether the stride-1 vector path runs (stride 1 on a CPU with AVX-512). */
+static bool use_s1(int stride)
+{
+#if defined(__x86_64__)
+    return stride == 1 && __builtin_cpu_supports("avx512f");
+#else
+    (void)stride;
+    return false;
+#endif
+}
+
 /* Plane (image i, channel c) of x as FP32: in place, or converted into buf. */
 static const float *input_plane(const yc_hv *x, int i, int c, float *buf)
 {
@@ -123,24 +235,32 @@ void yc_cpu_maxpool_fwd(const yc_cpu_args *a)
     int N = x->n, C = x->c, H = x->h, W = x->w, P = y->h, Q = y->w;
     pool_ws ws = ws_floats(a->op);
     bool par = (size_t)N * C * P * Q > YC_POOL_SERIAL_MAX;
+    const bool s1 = use_s1(st);
 #pragma omp parallel num_threads(a->threads) if (par)
     {
-        float *rm = (float *)a->ws + (size_t)omp_get_thread_num() * (ws.rowmax + ws.xf + ws.yf);
-        int *ri = (int *)(rm + ws.rowmax / 2);
-        float *xbuf = ws.xf ? rm + ws.rowmax : NULL;
-        float *ybuf = ws.yf ? rm + ws.rowmax + ws.xf : NULL;
+        float *rm = (float *)a->ws + (size_t)omp_get_thread_num() * ws_total(ws);
+        int *ri = (int *)(rm + ws.rowmax);
+        float *prow = rm + 2 * ws.rowmax;
+        float *xbuf = ws.xf ? prow + ws.row : NULL;
+        float *ybuf = ws.yf ? prow + ws.row + ws.xf : NULL;
 #pragma omp for collapse(2) schedule(static)
         for (int i = 0; i < N; i++) {
             for (int c = 0; c < C; c++) {
                 const float *xp = input_plane(x, i, c, xbuf);
                 size_t yoff = (size_t)i * y->ns + (size_t)c * P * Q;
                 float *yp = y->p16 ? ybuf : y->p + yoff;
-                pass_rows(xp, H, W, Q, k, st, pad, rm, ri);
-                for (int q = 0; q < Q; q++) {
-                    int w0, w1;
-                    span(q, k, st, pad, W, &w0, &w1);
-                    for (int p = 0; p < P; p++)
-                        pass_cols(rm, ri, W, Q, p, q, k, st, pad, H, w0, &yp[p * Q + q]);
+                if (s1) {
+#if defined(__x86_64__)
+                    plane_s1_fwd(xp, H, W, P, Q, k, pad, rm, prow, yp);
+#endif
+                } else {
+                    pass_rows(xp, H, W, Q, k, st, pad, rm, ri);
+                    for (int q = 0; q < Q; q++) {
+                        int w0, w1;
+                        span(q, k, st, pad, W, &w0, &w1);
+                        for (int p = 0; p < P; p++)
+                            pass_cols(rm, ri, W, Q, p, q, k, st, pad, H, w0, &yp[p * Q + q]);
+                    }
                 }
                 if (y->p16)
                     yc_hv_store(y, yoff, ybuf, (size_t)P * Q);
@@ -157,11 +277,15 @@ void yc_cpu_maxpool_bwd(const yc_cpu_args *a)
     int N = x->n, C = x->c, H = x->h, W = x->w, P = dy->h, Q = dy->w, acc = a->op->accumulate;
     pool_ws ws = ws_floats(a->op);
     bool par = (size_t)N * C * P * Q > YC_POOL_SERIAL_MAX;
+    const bool s1 = use_s1(st);
 #pragma omp parallel num_threads(a->threads) if (par)
     {
-        float *rm = (float *)a->ws + (size_t)omp_get_thread_num() * (ws.rowmax + ws.xf);
-        int *ri = (int *)(rm + ws.rowmax / 2);
-        float *xbuf = ws.xf ? rm + ws.rowmax : NULL;
+        float *rm = (float *)a->ws + (size_t)omp_get_thread_num() * ws_total(ws);
+        int *ri = (int *)(rm + ws.rowmax);
+        float *prow = rm + 2 * ws.rowmax;
+        int *yi = (int *)(prow + ws.row);
+        float *xbuf = ws.xf ? prow + ws.row + ws.idx : NULL;
+        const int Qv = (Q + VL - 1) / VL * VL;
 #pragma omp for collapse(2) schedule(static)
         for (int i = 0; i < N; i++) {
             for (int c = 0; c < C; c++) {
@@ -170,6 +294,15 @@ void yc_cpu_maxpool_bwd(const yc_cpu_args *a)
                 float *dp = dx->p + (size_t)i * dx->ns + (size_t)c * H * W;
                 if (!acc)
                     memset(dp, 0, (size_t)H * W * sizeof *dp);
+                if (s1) {
+#if defined(__x86_64__)
+                    plane_s1_idx(xp, H, W, P, Q, k, pad, rm, ri, prow, yi);
+#endif
+                    for (int p = 0; p < P; p++)
+                        for (int q = 0; q < Q; q++)
+                            dp[yi[(size_t)p * Qv + q]] += gp[p * Q + q];
+                    continue;
+                }
                 pass_rows(xp, H, W, Q, k, st, pad, rm, ri);
                 for (int p = 0; p < P; p++) {
                     for (int q = 0; q < Q; q++) {

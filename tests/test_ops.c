@@ -1993,6 +1993,21 @@ START_TEST(maxpool_ties)
         const float x7[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, y7[1] = {-INFINITY},
                     dx7[4] = {1, 0, 0, 0};
         pool_case(be, bn, "-inf window", 2, 2, 2, 2, 0, x7, y7, dx7);
+        /* the same with stride 1 (the CPU backend's vector path): k3 p1 on 2x2, every window the
+         * whole plane */
+        const float y8[4] = {NAN, NAN, NAN, NAN}, dx8[4] = {0, 0, 4, 0}, dx9[4] = {0, 4, 0, 0};
+        pool_case(be, bn, "two NaNs k3 s1 p1", 2, 2, 3, 1, 1, x5, y8, dx8);
+        pool_case(be, bn, "NaN before a larger value k3 s1 p1", 2, 2, 3, 1, 1, x6, y8, dx9);
+        const float y10[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, dx10[4] = {4, 0, 0, 0};
+        pool_case(be, bn, "-inf plane k3 s1 p1", 2, 2, 3, 1, 1, x7, y10, dx10);
+        /* k5 s1 p2 on a row of 20 (past one vector of 16 lanes): -inf but a NaN at 18, so
+         * outputs 16..19 take the NaN and the others their window's first column, max(q - 2, 0) */
+        float x11[20], y11[20], dx11[20] = {3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 4, 0};
+        for (int i = 0; i < 20; i++) {
+            x11[i] = i == 18 ? NAN : -INFINITY;
+            y11[i] = i >= 16 ? NAN : -INFINITY;
+        }
+        pool_case(be, bn, "-inf row with a NaN k5 s1 p2", 1, 20, 5, 1, 2, x11, y11, dx11);
         yc_backend_free(be);
     }
 }
