@@ -35,8 +35,13 @@
 #include "util.h"
 #include "val.h"
 #include "val_full.h"
+#include "waitpolicy.h"
 #include "weights.h"
 #include "yamltree.h"
+
+/* Forward GFLOPs per image at the training size from which OpenMP threads spin between ops on the
+ * CPU backend (see choose_wait_policy). */
+#define SPIN_MIN_GFLOPS 8.0
 
 #define NBS 64            /* nominal batch size */
 #define MAX_GRAD_NORM 10.0 /* clip_grad_norm_ max_norm */
@@ -731,6 +736,59 @@ static int setup_model(trainer *t, bool resuming)
     return YC_OK;
 }
 
+/* Forward GFLOPs per image of the run's model at its image size with the dataset's classes (the
+ * model config's without --data), as setup_model will build it, without a device; -1 when the
+ * dataset yaml or the model cannot be read (setup_data and setup_model report why later). */
+static double run_gflops(const yc_train_opts *o)
+{
+    int nc = 0;
+    if (o->data && o->data[0]) {
+        yc_data_yaml y;
+        if (yc_data_yaml_load(o->data, &y))
+            return -1.0;
+        nc = o->single_cls ? 1 : y.nc;
+        yc_data_yaml_free(&y);
+    }
+    yc_model_cfg *cfg = NULL;
+    char path[1024];
+    if (o->cfg && o->cfg[0]) {
+        if (yc_model_cfg_find(o->cfg, path, sizeof path) || yc_model_cfg_load(&cfg, path, nc))
+            return -1.0;
+    } else if (o->weights && o->weights[0]) {
+        yc_weights *w = NULL;
+        int st = yc_weights_read(o->weights, &w);
+        if (!st)
+            st = yc_weights_model_cfg(w, nc, &cfg);
+        yc_weights_free(w);
+        if (st)
+            return -1.0;
+    } else {
+        return -1.0;
+    }
+    yc_model *m = NULL;
+    if (yc_model_new(&m, cfg))
+        return -1.0;
+    double gflops = yc_model_gflops(m, o->imgsz);
+    yc_model_free(m);
+    return gflops;
+}
+
+/* The OpenMP wait policy of a CPU training (waitpolicy.h): with PASSIVE, every op's parallel
+ * region first wakes the sleeping threads, which costs a YOLOv5s step at 640 about 15% on a 2-core
+ * virtual machine; with ACTIVE, threads spinning between ops take the cores the image loaders
+ * need, which costs more than that when the model is cheap per image (yolov5s at 160: 10%).  So a
+ * run spins when a forward pass costs at least SPIN_MIN_GFLOPS per image (80 classes: yolov5n
+ * from 864 px, yolov5s from 448, yolov5m from 288) and the user chose no policy.  Re-executes yolocl, so
+ * it runs before anything is printed or written; errors are left for setup_model to report. */
+static void choose_wait_policy(const yc_train_opts *o)
+{
+    bool cpu = false;
+    if (yc_wait_policy_adjustable() && run_gflops(o) >= SPIN_MIN_GFLOPS &&
+        yc_device_is_cpu(o->device, &cpu) == YC_OK && cpu)
+        yc_wait_policy_spin();
+    yc_error_clear();
+}
+
 /* model.half().float(): YOLOv5 rounds every parameter and buffer to FP16 once before training. */
 static int round_to_half(yc_model *m)
 {
@@ -1384,6 +1442,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         t->o.mem = opts->mem;
         t->o.half = opts->half;
         t->o.recompute = opts->recompute;
+        choose_wait_policy(&t->o);
         char *wdir = yc_path_dirname(resume_path);
         char *dir = wdir ? yc_path_dirname(wdir) : NULL;
         if (!dir) {
@@ -1405,9 +1464,11 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         t->best_fitness = meta.best_fitness;
         yc_info("Resuming training from %s from epoch %d%s\n", resume_path, t->start_epoch,
                 first_batch ? " (inside the epoch)" : "");
-    } else if ((st = yc_run_dir(t->o.project, t->o.name, t->o.exist_ok, "weights", t->save_dir,
-                                sizeof t->save_dir))) {
-        goto done;
+    } else {
+        choose_wait_policy(&t->o);
+        if ((st = yc_run_dir(t->o.project, t->o.name, t->o.exist_ok, "weights", t->save_dir,
+                             sizeof t->save_dir)))
+            goto done;
     }
     if ((st = path_fmt(t->wdir, sizeof t->wdir, "%s/weights", t->save_dir)) ||
         (st = path_fmt(t->last, sizeof t->last, "%s/last.safetensors", t->wdir)) ||
@@ -1506,6 +1567,10 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
             goto done;
     }
     yc_step_loss_params(t->m, &t->hyp, t->o.imgsz, t->o.label_smoothing, &t->lp);
+    if (yc_wait_policy_chosen_spin())
+        yc_info("OpenMP threads spin between ops (OMP_WAIT_POLICY=ACTIVE: %.1f GFLOPs per image at "
+                "%d outweigh the image loaders; OMP_WAIT_POLICY=PASSIVE keeps them asleep)\n",
+                yc_model_gflops(t->m, t->o.imgsz), t->o.imgsz);
     yc_info("Image sizes %d train, %d val\nUsing %d dataloader workers\nLogging results to %s\n"
             "Starting training for %d epochs...\n", t->o.imgsz, t->o.imgsz, workers, t->save_dir,
             t->epochs);

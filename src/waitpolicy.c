@@ -52,6 +52,12 @@ void yc_wait_policy_spin(void)
         reexec("ACTIVE", "spin", "PASSIVE", "1");
 }
 
+bool yc_wait_policy_chosen_spin(void)
+{
+    const char *mark = getenv(MARK);
+    return mark && strcmp(mark, "spin") == 0;
+}
+
 const char *yc_wait_policy_name(void)
 {
     static char buf[64];

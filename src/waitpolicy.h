@@ -8,7 +8,8 @@
  *   PASSIVE (every command): idle threads sleep at once.  Training and validation run image
  *   loader threads beside the OpenMP threads, and spinning threads take the cores the loaders
  *   need (a 64x64 training on 2 cores ran 13 times slower spinning; coco128 at 160 px, 10% slower).
- *   ACTIVE (`yolocl bench` on the CPU backend, which runs no loader): idle threads spin, so the
+ *   ACTIVE (`yolocl bench` on the CPU backend, which runs no loader; `yolocl train` on the CPU
+ *   backend when the model costs at least 8 GFLOPs per image, train.c): idle threads spin, so the
  *   next parallel region starts without waking a sleeping thread (on a 2-core virtual machine a
  *   YOLOv5s training step at 640 took 3.3-4.5 s with PASSIVE and 3.0-3.1 s with ACTIVE). */
 #ifndef YC_WAITPOLICY_H
@@ -27,6 +28,9 @@ bool yc_wait_policy_adjustable(void);
 /* Re-executes with ACTIVE when yc_wait_policy_adjustable (returns otherwise, or when the
  * re-execution fails).  Call it before printing anything or starting threads. */
 void yc_wait_policy_spin(void);
+
+/* Whether this process runs with the ACTIVE policy yc_wait_policy_spin chose. */
+bool yc_wait_policy_chosen_spin(void);
 
 /* The policy in effect, for reports: "ACTIVE", "PASSIVE", "GOMP_SPINCOUNT=N" or "default". */
 const char *yc_wait_policy_name(void);

@@ -337,6 +337,32 @@ check 2 detect $tiny_model --source "$shapes" --slice 8
 expect_stderr "--slice"
 
 # ---------------------------------------------------------------------------------------------
+# train's OpenMP wait policy (train.c, choose_wait_policy): with no policy in the environment, a
+# model of at least 8 GFLOPs per image (YOLOv5s with the demo's 3 classes at 480: 9.0) trains with
+# spinning threads, a smaller one (at 448: 7.8) and a user's choice keep theirs
+
+saved_policy=${OMP_WAIT_POLICY-}
+saved_spin=${GOMP_SPINCOUNT-}
+unset OMP_WAIT_POLICY GOMP_SPINCOUNT YOLOCL_OMP_SET
+policy_train="train --data $tmp/demo/demo.yaml --cfg yolov5s --device cpu --epochs 1
+    --batch 1 --workers 1 --noval --noplots --noautoanchor --project $tmp/runs --exist-ok"
+# shellcheck disable=SC2086
+check 0 $policy_train --img 480 --name policy480
+if grep -q -F "OpenMP threads spin between ops (OMP_WAIT_POLICY=ACTIVE: 9.0 GFLOPs per image at 480" \
+    "$tmp/out" "$tmp/err"; then pass; else fail "no spinning at 480"; fi
+# shellcheck disable=SC2086
+check 0 $policy_train --img 448 --name policy448
+if grep -q -F "OpenMP threads spin" "$tmp/out" "$tmp/err"; then fail "spinning at 448"; else pass; fi
+OMP_WAIT_POLICY=passive
+export OMP_WAIT_POLICY
+# shellcheck disable=SC2086
+check 0 $policy_train --img 480 --name policy480
+if grep -q -F "OpenMP threads spin" "$tmp/out" "$tmp/err"; then fail "spinning despite PASSIVE"; else pass; fi
+unset OMP_WAIT_POLICY
+if [ -n "$saved_policy" ]; then OMP_WAIT_POLICY=$saved_policy; export OMP_WAIT_POLICY; fi
+if [ -n "$saved_spin" ]; then GOMP_SPINCOUNT=$saved_spin; export GOMP_SPINCOUNT; fi
+
+# ---------------------------------------------------------------------------------------------
 # train --tile: the tiny model on 160-pixel windows of the demo images (seed 0: train 288x416 and
 # 448x448, val 288x288), one epoch, validated per tile.  Stride 160 - 32 = 128: 288 columns give
 # x 0 and 128, 416 rows y 0, 128 and 256, 448 pixels 0, 128, 256 and 288: 6 + 16 train tiles, 4
