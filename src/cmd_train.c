@@ -311,8 +311,7 @@ int yc_cmd_train(int argc, char **argv)
             o.val_full = true;
             break;
         case OPT_CACHE:
-            yc_info("note: --cache has no effect: yolocl streams images from disk with bounded "
-                    "memory\n");
+            o.cache = true;
             break;
         case OPT_EVOLVE:
             return yc_usage_error(cmd, "--evolve (hyperparameter evolution) is not supported");

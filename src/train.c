@@ -1470,6 +1470,8 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                              sizeof t->save_dir)))
             goto done;
     }
+    if (opts->cache)
+        yc_info("note: --cache has no effect: yolocl streams images from disk with bounded memory\n");
     if ((st = path_fmt(t->wdir, sizeof t->wdir, "%s/weights", t->save_dir)) ||
         (st = path_fmt(t->last, sizeof t->last, "%s/last.safetensors", t->wdir)) ||
         (st = path_fmt(t->best, sizeof t->best, "%s/best.safetensors", t->wdir)) ||

@@ -68,6 +68,9 @@ typedef struct yc_train_opts {
     /* with tiles: validate per whole image (val_full.h: the images detected by slices of the
      * tile grid, merged as detect --slice) instead of per tile; no validation losses then */
     bool val_full;
+    /* --cache was given: it has no effect (images are streamed), which yc_train notes once the
+     * process runs with its final OpenMP wait policy */
+    bool cache;
     /* optional progress callback and its context */
     yc_train_progress_fn progress;
     void *progress_ctx;

@@ -347,9 +347,12 @@ unset OMP_WAIT_POLICY GOMP_SPINCOUNT YOLOCL_OMP_SET
 policy_train="train --data $tmp/demo/demo.yaml --cfg yolov5s --device cpu --epochs 1
     --batch 1 --workers 1 --noval --noplots --noautoanchor --project $tmp/runs --exist-ok"
 # shellcheck disable=SC2086
-check 0 $policy_train --img 480 --name policy480
+check 0 $policy_train --img 480 --name policy480 --cache
 if grep -q -F "OpenMP threads spin between ops (OMP_WAIT_POLICY=ACTIVE: 9.0 GFLOPs per image at 480" \
     "$tmp/out" "$tmp/err"; then pass; else fail "no spinning at 480"; fi
+# what is said before the re-execution is said once: the --cache note waits for it
+notes=$(cat "$tmp/out" "$tmp/err" | grep -c -F "note: --cache has no effect")
+if [ "$notes" -eq 1 ]; then pass; else fail "the --cache note $notes times"; fi
 # shellcheck disable=SC2086
 check 0 $policy_train --img 448 --name policy448
 if grep -q -F "OpenMP threads spin" "$tmp/out" "$tmp/err"; then fail "spinning at 448"; else pass; fi
