@@ -778,13 +778,15 @@ static double run_gflops(const yc_train_opts *o)
  * virtual machine; with ACTIVE, threads spinning between ops take the cores the image loaders
  * need, which costs more than that when the model is cheap per image (yolov5s at 160: 10%).  So a
  * run spins when a forward pass costs at least SPIN_MIN_GFLOPS per image (80 classes: yolov5n
- * from 864 px, yolov5s from 448, yolov5m from 288) and the user chose no policy.  Re-executes yolocl, so
- * it runs before anything is printed or written; errors are left for setup_model to report. */
+ * from 864 px, yolov5s from 448, yolov5m from 288) and the user chose no policy.  The device is
+ * resolved first, so that a GPU run reads no model file for this.  Re-executes yolocl, so it runs
+ * before anything is printed or written; errors are left for setup_data and setup_model to
+ * report. */
 static void choose_wait_policy(const yc_train_opts *o)
 {
     bool cpu = false;
-    if (yc_wait_policy_adjustable() && run_gflops(o) >= SPIN_MIN_GFLOPS &&
-        yc_device_is_cpu(o->device, &cpu) == YC_OK && cpu)
+    if (yc_wait_policy_adjustable() && yc_device_is_cpu(o->device, &cpu) == YC_OK && cpu &&
+        run_gflops(o) >= SPIN_MIN_GFLOPS)
         yc_wait_policy_spin();
     yc_error_clear();
 }
