@@ -153,7 +153,7 @@ __attribute__((target("avx512f"), always_inline)) static inline void
 plane_s1(const float *x, int H, int W, int P, int Q, int k, int pad, float *rm, int *ri, float *prow, float *y, int *yi)
 {
     const bool want_idx = yi != NULL;
-    const int Qv = (Q + VL - 1) / VL * VL;
+    const int Qv = (int)round16((size_t)Q);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i zero = _mm512_setzero_si512();
     for (int t = 0; t < W + 2 * pad + VL; t++)
@@ -241,8 +241,8 @@ void yc_cpu_maxpool_fwd(const yc_cpu_args *a)
         float *rm = (float *)a->ws + (size_t)omp_get_thread_num() * ws_total(ws);
         int *ri = (int *)(rm + ws.rowmax);
         float *prow = rm + 2 * ws.rowmax;
-        float *xbuf = ws.xf ? prow + ws.row : NULL;
-        float *ybuf = ws.yf ? prow + ws.row + ws.xf : NULL;
+        float *xbuf = ws.xf ? prow + ws.row + ws.idx : NULL;
+        float *ybuf = ws.yf ? prow + ws.row + ws.idx + ws.xf : NULL;
 #pragma omp for collapse(2) schedule(static)
         for (int i = 0; i < N; i++) {
             for (int c = 0; c < C; c++) {
@@ -285,7 +285,7 @@ void yc_cpu_maxpool_bwd(const yc_cpu_args *a)
         float *prow = rm + 2 * ws.rowmax;
         int *yi = (int *)(prow + ws.row);
         float *xbuf = ws.xf ? prow + ws.row + ws.idx : NULL;
-        const int Qv = (Q + VL - 1) / VL * VL;
+        const size_t Qv = round16((size_t)Q);
 #pragma omp for collapse(2) schedule(static)
         for (int i = 0; i < N; i++) {
             for (int c = 0; c < C; c++) {
@@ -300,7 +300,7 @@ void yc_cpu_maxpool_bwd(const yc_cpu_args *a)
 #endif
                     for (int p = 0; p < P; p++)
                         for (int q = 0; q < Q; q++)
-                            dp[yi[(size_t)p * Qv + q]] += gp[p * Q + q];
+                            dp[yi[p * Qv + q]] += gp[p * Q + q];
                     continue;
                 }
                 pass_rows(xp, H, W, Q, k, st, pad, rm, ri);

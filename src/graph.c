@@ -350,35 +350,26 @@ static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, i
     /* BatchNorm and SiLU are one op and the BN output is never stored: in training, backward
      * recomputes it (YC_OP_BN_SILU_BWD; see yc_graph_options.recompute); in evaluation, BN_EVAL
      * applies SiLU */
-    if (g->mode == YC_GRAPH_TRAIN) {
-        int stats;
-        if ((status = new_value(g, &stats, 2, c2, 1, 1, "%s.bn.stats", prefix)))
-            return status;
-        nd = node(YC_OP_BN_SILU_TRAIN, prefix);
-        nd.src[0] = val(y);
-        nd.src[1] = prm(gamma);
-        nd.src[2] = prm(beta);
-        nd.dst[0] = val(a);
-        nd.dst[1] = val(stats);
-        nd.dst[2] = state(rmean);
-        nd.dst[3] = state(rvar);
-        nd.op.p.bn.eps = 1e-3f;
-        nd.op.p.bn.momentum = 0.03f;
-        if ((status = push_node(g, &nd)))
-            return status;
-        *out = a;
-        return YC_OK;
-    }
-    nd = node(YC_OP_BN_EVAL, prefix);
+    const bool train = g->mode == YC_GRAPH_TRAIN;
+    int stats = -1;
+    if (train && (status = new_value(g, &stats, 2, c2, 1, 1, "%s.bn.stats", prefix)))
+        return status;
+    nd = node(train ? YC_OP_BN_SILU_TRAIN : YC_OP_BN_EVAL, prefix);
     nd.src[0] = val(y);
     nd.src[1] = prm(gamma);
     nd.src[2] = prm(beta);
-    nd.src[3] = state(rmean);
-    nd.src[4] = state(rvar);
     nd.dst[0] = val(a);
-    nd.op.p.bn.eps = 1e-3f;
+    nd.op.p.bn.eps = 1e-3f; /* YOLOv5's BatchNorm2d settings */
     nd.op.p.bn.momentum = 0.03f;
-    nd.op.p.bn.silu = 1;
+    if (train) {
+        nd.dst[1] = val(stats);
+        nd.dst[2] = state(rmean);
+        nd.dst[3] = state(rvar);
+    } else {
+        nd.src[3] = state(rmean);
+        nd.src[4] = state(rvar);
+        nd.op.p.bn.silu = 1;
+    }
     if ((status = push_node(g, &nd)))
         return status;
     *out = a;
