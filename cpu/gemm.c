@@ -486,6 +486,29 @@ __attribute__((target("avx512f"))) static void pack_trans_avx512(const float *sr
     }
 }
 
+/* dst[j*ldd + i] = src[i*lds + j] for i < rows, j < cols, in 16 x 16 tiles (masked at the edges). */
+__attribute__((target("avx512f"))) static void transpose_avx512(int rows, int cols, const float *src, ptrdiff_t lds,
+                                                                float *restrict dst, ptrdiff_t ldd)
+{
+    for (int i0 = 0; i0 < rows; i0 += 16) {
+        const int ni = imin(16, rows - i0);
+        const __mmask16 w = mask16(ni);
+        for (int j0 = 0; j0 < cols; j0 += 16) {
+            const int nj = imin(16, cols - j0);
+            const __mmask16 m = mask16(nj);
+            __m512 v[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++)
+                v[i] = i < ni ? _mm512_maskz_loadu_ps(m, src + (ptrdiff_t)(i0 + i) * lds + j0) : _mm512_setzero_ps();
+            transpose16(v);
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++)
+                if (j < nj)
+                    _mm512_mask_storeu_ps(dst + (ptrdiff_t)(j0 + j) * ldd + i0, w, v[j]);
+        }
+    }
+}
+
 static void nt_dot_avx512(const struct gemm_args *g, int m0, int m1, int n0, int n1, int k0, int k1,
                           float beta, float *C, ptrdiff_t ldc);
 
@@ -1065,4 +1088,17 @@ void yc_sgemm_nt_offsets(int M, int N, int K, float alpha, const float *A, int l
     const struct kernel kv = kernel_for_rows(get_kernel(), M);
     const struct gemm_args g = {false, true, M, N, K, alpha, A, NULL, lda, 0, NULL, 0, b, offs};
     sgemm_run(&kv, g, beta, C, ldc);
+}
+
+void yc_transpose(int rows, int cols, const float *src, ptrdiff_t lds, float *dst, ptrdiff_t ldd)
+{
+#if defined(__x86_64__)
+    if (strcmp(get_kernel()->name, "avx512") == 0) {
+        transpose_avx512(rows, cols, src, lds, dst, ldd);
+        return;
+    }
+#endif
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            dst[(ptrdiff_t)j * ldd + i] = src[(ptrdiff_t)i * lds + j];
 }

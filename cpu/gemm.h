@@ -44,6 +44,11 @@ void yc_sgemm_offsets(int M, int N, int K, float alpha, const float *A, int lda,
 void yc_sgemm_nt_offsets(int M, int N, int K, float alpha, const float *A, int lda, const float *b,
                          const ptrdiff_t *offs, float beta, float *C, int ldc);
 
+/* dst[j*ldd + i] = src[i*lds + j] for i < rows, j < cols (the arrays do not overlap): a
+ * convolution's input block made channel-minor for its weight gradient (cpu/conv.c).  With the
+ * AVX-512 kernel selected, in 16 x 16 register tiles. */
+void yc_transpose(int rows, int cols, const float *src, ptrdiff_t lds, float *dst, ptrdiff_t ldd);
+
 /* Name of the micro-kernel selected for this CPU ("avx512", "avx2", "generic").  The environment
  * variable YOLOCL_GEMM_KERNEL, read once at the first call, can select a lesser one than the CPU's best
  * (tests use it to cover every path); a name the CPU cannot run is ignored. */

@@ -1,6 +1,6 @@
 /* yc_sgemm against a double-accumulated reference: all transpose combinations, awkward shapes, padded
  * strides, alpha/beta, beta == 0 over NaN, K == 0, long K (split-K, the unpacked NT path), calls
- * from inside a parallel region.  Every case runs once per micro-kernel this CPU supports (forced
+ * from inside a parallel region; and yc_transpose.  Every case runs once per micro-kernel this CPU supports (forced
  * through YOLOCL_GEMM_KERNEL in a checked fixture, so each test is forked with its own kernel choice);
  * the shapes include row counts that select the AVX-512 kernel's narrow (8-row) tile.
  *
@@ -499,6 +499,32 @@ START_TEST(test_in_parallel)
 }
 END_TEST
 
+/* yc_transpose: every element lands at its place, whole and partial 16 x 16 tiles, padded strides;
+ * the destination's padding is left alone. */
+START_TEST(test_transpose)
+{
+    assert_kernel();
+    static const int shapes[][2] = {{16, 16}, {1, 1}, {16, 37}, {33, 16}, {5, 70}, {48, 161}};
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        int rows = shapes[t][0], cols = shapes[t][1], lds = cols + 3, ldd = rows + (int)t;
+        float *src = alloc_floats((size_t)rows * lds), *dst = alloc_floats((size_t)cols * ldd);
+        for (int i = 0; i < rows * lds; i++)
+            src[i] = (float)i;
+        for (int i = 0; i < cols * ldd; i++)
+            dst[i] = SENTINEL;
+        yc_transpose(rows, cols, src, lds, dst, ldd);
+        for (int j = 0; j < cols; j++)
+            for (int i = 0; i < ldd; i++) {
+                float want = i < rows ? (float)(i * lds + j) : SENTINEL;
+                ck_assert_msg(dst[j * ldd + i] == want, "%dx%d: dst[%d][%d] = %g, want %g", rows, cols, j, i,
+                              (double)dst[j * ldd + i], (double)want);
+            }
+        free(src);
+        free(dst);
+    }
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_set_timeout(tc, 120);
@@ -513,6 +539,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_packed_a);
     tcase_add_test(tc, test_offsets);
     tcase_add_test(tc, test_nt_offsets);
+    tcase_add_test(tc, test_transpose);
 }
 
 START_TEST(test_default_kernel)

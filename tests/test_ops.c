@@ -558,6 +558,12 @@ static void build_cases(void)
         {0, 16, 90, 90, 3, 3, 3, 1, 1, 1, 1},
         {0, 8, 130, 129, 3, 6, 6, 2, 2, 2, 2},
         {0, 64, 130, 130, 3, 1, 1, 1, 1, 0, 0},
+        /* backward-filter with channel-minor phases (cpu/conv.c's tapwise: C a multiple of 16, >= 32,
+         * and K*C*R*S above 20480): 32 channels (whole panels of columns), 48 (a half panel read past
+         * each position), and two blocks per image */
+        {0, 32, 11, 10, 72, 3, 3, 1, 1, 1, 1},
+        {0, 48, 9, 12, 48, 3, 3, 2, 2, 1, 1},
+        {0, 32, 40, 62, 72, 3, 3, 1, 1, 1, 1},
     };
     /* batch, bias, accumulate, view */
     static const int variants[][4] = {{1, 1, 0, 0}, {3, 0, 1, 1}, {3, 1, 0, 1}, {4, 1, 1, 0}, {2, 0, 0, 0}};
