@@ -506,6 +506,17 @@ static void implicit_row(const geom *g, const yc_hv *x, size_t xr, int b, float 
 /* The phases of output rows [p0, p1) of image x (element offset xo; FP16 converted): phase (a, b)
  * of channel c, row u holds padded input row (p0 + u)*sh + a, for u < p1 - p0 + (R - 1)/sh; the
  * rest of each plane and the slack after the last are zero.  T threads. */
+/* Row d[0, Wv) of phase (a, b) of channel c: padded input row p*sh + a (p an output row) of image x
+ * (element offset xo), zero above and below the image. */
+static void phase_row(const geom *g, const yc_hv *x, size_t xo, int c, int a, int b, int p, float *d)
+{
+    int ih = p * g->sh + a - g->ph;
+    if (ih < 0 || ih >= g->H)
+        memset(d, 0, (size_t)g->Wv * sizeof *d);
+    else
+        implicit_row(g, x, xo + (size_t)c * g->hw + (size_t)ih * g->W, b, d);
+}
+
 static void implicit_input(const geom *g, const yc_hv *x, size_t xo, int p0, int p1, float *xb, int T)
 {
     int rb = p1 - p0 + (g->R - 1) / g->sh, nph = g->C * g->sh * g->sw;
@@ -514,13 +525,8 @@ static void implicit_input(const geom *g, const yc_hv *x, size_t xo, int p0, int
     for (int ph = 0; ph < nph; ph++) {
         int c = ph / (g->sh * g->sw), a = ph / g->sw % g->sh, b = ph % g->sw;
         float *d = xb + (size_t)ph * g->plane;
-        for (int u = 0; u < rb; u++, d += g->Wv) {
-            int ih = (p0 + u) * g->sh + a - g->ph;
-            if (ih < 0 || ih >= g->H)
-                memset(d, 0, (size_t)g->Wv * sizeof *d);
-            else
-                implicit_row(g, x, xo + (size_t)c * g->hw + (size_t)ih * g->W, b, d);
-        }
+        for (int u = 0; u < rb; u++, d += g->Wv)
+            phase_row(g, x, xo, c, a, b, p0 + u, d);
         memset(d, 0, rest * sizeof *d);
     }
     memset(xb + (size_t)nph * g->plane, 0, g->slack * sizeof *xb);
@@ -528,7 +534,7 @@ static void implicit_input(const geom *g, const yc_hv *x, size_t xo, int p0, int
 
 /* Tapwise backward-filter: the block's phases channel-minor, xt[(ph*plane + u*Wv + v)*C + c] = phase
  * ph (= a*sw + b) of channel c at row u, column v as implicit_input lays them out (zero where that
- * is zero), then the slack.  Each phase row of 16 channels is made by implicit_row into the
+ * is zero), then the slack.  Each phase row of 16 channels is made by phase_row into the
  * transposition rows of the thread that makes it (trs + thread * trn floats, 16 x Wv) and
  * transposed into place.  T threads. */
 static void implicit_input_t(const geom *g, const yc_hv *x, size_t xo, int p0, int p1, float *xt, float *trs,
@@ -540,17 +546,11 @@ static void implicit_input_t(const geom *g, const yc_hv *x, size_t xo, int p0, i
     for (int pu = 0; pu < nph * rb; pu++) {
         int ph = pu / rb, u = pu % rb, a = ph / g->sw, b = ph % g->sw;
         float *d = xt + ((size_t)ph * g->plane + (size_t)u * (size_t)g->Wv) * C;
-        int ih = (p0 + u) * g->sh + a - g->ph;
-        if (ih < 0 || ih >= g->H) {
-            memset(d, 0, (size_t)g->Wv * C * sizeof *d);
-        } else {
-            float *tr = trs + (size_t)(T > 1 ? omp_get_thread_num() : outer) * trn;
-            for (int c0 = 0; c0 < g->C; c0 += 16) {
-                for (int i = 0; i < 16; i++)
-                    implicit_row(g, x, xo + (size_t)(c0 + i) * g->hw + (size_t)ih * g->W, b,
-                                 tr + (size_t)i * g->Wv);
-                yc_transpose(16, g->Wv, tr, g->Wv, d + c0, (ptrdiff_t)C);
-            }
+        float *tr = trs + (size_t)(T > 1 ? omp_get_thread_num() : outer) * trn;
+        for (int c0 = 0; c0 < g->C; c0 += 16) {
+            for (int i = 0; i < 16; i++)
+                phase_row(g, x, xo, c0 + i, a, b, p0 + u, tr + (size_t)i * g->Wv);
+            yc_transpose(16, g->Wv, tr, g->Wv, d + c0, (ptrdiff_t)C);
         }
         if (u == rb - 1)
             memset(d + (size_t)g->Wv * C, 0, rest * C * sizeof *d);
