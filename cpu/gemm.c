@@ -459,14 +459,15 @@ __attribute__((target("avx512f"))) static void pack_copy_avx512(const float *src
         }
 }
 
-/* 16 x 16 blocks: 16 rows of 16 consecutive k are loaded, transposed and stored as 16 k rows; the
- * rows are read 4 lines ahead, as 16 or 32 concurrent streams are more than the prefetcher follows. */
-__attribute__((target("avx512f"))) static void pack_trans_avx512(const float *src, ptrdiff_t rs, int n, int R,
-                                                                 int kc, float *restrict dst)
+/* dst[k*ldd + r] = src[r*rs + k] for r < width (zero for r >= n), k < kc, in 16 x 16 blocks: 16 rows of
+ * 16 consecutive k are loaded, transposed and stored as 16 k rows; the rows are read 4 lines ahead,
+ * as 16 or 32 concurrent streams are more than the prefetcher follows. */
+__attribute__((target("avx512f"))) static void trans_blocks_avx512(const float *src, ptrdiff_t rs, int n, int width,
+                                                                   int kc, float *restrict dst, ptrdiff_t ldd)
 {
-    for (int r0 = 0; r0 < R; r0 += 16) {
+    for (int r0 = 0; r0 < width; r0 += 16) {
         const int rows = n - r0;
-        const __mmask16 w = mask16(R - r0);
+        const __mmask16 w = mask16(width - r0);
         for (int k0 = 0; k0 < kc; k0 += 16) {
             const int kk = imin(16, kc - k0);
             const __mmask16 km = mask16(kk);
@@ -481,32 +482,15 @@ __attribute__((target("avx512f"))) static void pack_trans_avx512(const float *sr
 #pragma GCC unroll 16
             for (int j = 0; j < 16; j++)
                 if (j < kk)
-                    _mm512_mask_storeu_ps(dst + (ptrdiff_t)(k0 + j) * R + r0, w, v[j]);
+                    _mm512_mask_storeu_ps(dst + (ptrdiff_t)(k0 + j) * ldd + r0, w, v[j]);
         }
     }
 }
 
-/* dst[j*ldd + i] = src[i*lds + j] for i < rows, j < cols, in 16 x 16 tiles (masked at the edges). */
-__attribute__((target("avx512f"))) static void transpose_avx512(int rows, int cols, const float *src, ptrdiff_t lds,
-                                                                float *restrict dst, ptrdiff_t ldd)
+__attribute__((target("avx512f"))) static void pack_trans_avx512(const float *src, ptrdiff_t rs, int n, int R,
+                                                                 int kc, float *restrict dst)
 {
-    for (int i0 = 0; i0 < rows; i0 += 16) {
-        const int ni = imin(16, rows - i0);
-        const __mmask16 w = mask16(ni);
-        for (int j0 = 0; j0 < cols; j0 += 16) {
-            const int nj = imin(16, cols - j0);
-            const __mmask16 m = mask16(nj);
-            __m512 v[16];
-#pragma GCC unroll 16
-            for (int i = 0; i < 16; i++)
-                v[i] = i < ni ? _mm512_maskz_loadu_ps(m, src + (ptrdiff_t)(i0 + i) * lds + j0) : _mm512_setzero_ps();
-            transpose16(v);
-#pragma GCC unroll 16
-            for (int j = 0; j < 16; j++)
-                if (j < nj)
-                    _mm512_mask_storeu_ps(dst + (ptrdiff_t)(j0 + j) * ldd + i0, w, v[j]);
-        }
-    }
+    trans_blocks_avx512(src, rs, n, R, kc, dst, R);
 }
 
 static void nt_dot_avx512(const struct gemm_args *g, int m0, int m1, int n0, int n1, int k0, int k1,
@@ -1094,7 +1078,7 @@ void yc_transpose(int rows, int cols, const float *src, ptrdiff_t lds, float *ds
 {
 #if defined(__x86_64__)
     if (strcmp(get_kernel()->name, "avx512") == 0) {
-        transpose_avx512(rows, cols, src, lds, dst, ldd);
+        trans_blocks_avx512(src, lds, rows, rows, cols, dst, ldd);
         return;
     }
 #endif
