@@ -503,9 +503,6 @@ static void implicit_row(const geom *g, const yc_hv *x, size_t xr, int b, float 
     memset(d + v1, 0, (size_t)(g->Wv - v1) * sizeof *d);
 }
 
-/* The phases of output rows [p0, p1) of image x (element offset xo; FP16 converted): phase (a, b)
- * of channel c, row u holds padded input row (p0 + u)*sh + a, for u < p1 - p0 + (R - 1)/sh; the
- * rest of each plane and the slack after the last are zero.  T threads. */
 /* Row d[0, Wv) of phase (a, b) of channel c: padded input row p*sh + a (p an output row) of image x
  * (element offset xo), zero above and below the image. */
 static void phase_row(const geom *g, const yc_hv *x, size_t xo, int c, int a, int b, int p, float *d)
@@ -517,6 +514,9 @@ static void phase_row(const geom *g, const yc_hv *x, size_t xo, int c, int a, in
         implicit_row(g, x, xo + (size_t)c * g->hw + (size_t)ih * g->W, b, d);
 }
 
+/* The phases of output rows [p0, p1) of image x (element offset xo; FP16 converted): phase (a, b)
+ * of channel c, row u holds padded input row (p0 + u)*sh + a, for u < p1 - p0 + (R - 1)/sh; the
+ * rest of each plane and the slack after the last are zero.  T threads. */
 static void implicit_input(const geom *g, const yc_hv *x, size_t xo, int p0, int p1, float *xb, int T)
 {
     int rb = p1 - p0 + (g->R - 1) / g->sh, nph = g->C * g->sh * g->sw;

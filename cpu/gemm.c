@@ -718,9 +718,9 @@ static void gemm_block(const struct kernel *kr, const struct gemm_args *g, int m
 
 /* ---- NT with a small output (the weight gradients of the early layers: M = Cout and N = Cin*k*k
  * small, K = H*W long).  Packing would cost as much as the product, so the rows of B are read in
- * place (from their offsets for yc_sgemm_nt_offsets): a DOT_TM x DOT_TN tile of dot products is accumulated in vectors along K (24 zmm
- * accumulators, 11 loads per 24 FMAs), over chunks of DOT_KD; the A tile (8 rows x 2 KiB) is copied
- * to a buffer that stays in L1 while the B rows come from L2.  The vector partial sums of all tiles
+ * place (from their offsets for yc_sgemm_nt_offsets): a DOT_TM x DOT_TN tile of dot products is
+ * accumulated in vectors along K (24 zmm accumulators, 11 loads per 24 FMAs), over chunks of DOT_KD;
+ * the A tile (8 rows x 2 KiB) is copied to a buffer that stays in L1 while the B rows come from L2.  The vector partial sums of all tiles
  * stay in scratch (16 floats per element of C) between chunks and are reduced at the end. */
 enum { DOT_TM = 8, DOT_TN = 3, DOT_KD = 512 };
 
