@@ -353,6 +353,8 @@ static geom geom_of_op(const yc_op *op)
 
 size_t yc_cpu_conv2d_workspace(const yc_op *op, int threads)
 {
+    if (yc_cpu_winograd_applies(op))
+        return yc_cpu_winograd_workspace(op, threads);
     geom g = geom_of_op(op);
     return plan_make(op->kind, &g, threads).bytes;
 }
@@ -629,6 +631,10 @@ static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float
 
 void yc_cpu_conv2d_fwd(const yc_cpu_args *a)
 {
+    if (yc_cpu_winograd_applies(a->op)) {
+        yc_cpu_winograd_fwd(a);
+        return;
+    }
     const yc_hv *x = &a->src[0], *y = &a->dst[0];
     const float *w = a->src[1].p, *b = a->src[2].p;
     geom g = geom_make(a->op, x->n, x->c, x->h, x->w, y->c, y->h, y->w);
@@ -694,6 +700,10 @@ static void bwd_data_image(const geom *g, const float *dy, const float *w, const
 
 void yc_cpu_conv2d_bwd_data(const yc_cpu_args *a)
 {
+    if (yc_cpu_winograd_applies(a->op)) {
+        yc_cpu_winograd_bwd_data(a);
+        return;
+    }
     const yc_hv *dy = &a->src[0], *dx = &a->dst[0];
     const float *w = a->src[1].p;
     int acc = a->op->accumulate;
@@ -789,6 +799,10 @@ static void bwd_filter_block(const geom *g, const yc_hv *x, size_t xo, const flo
 
 void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a)
 {
+    if (yc_cpu_winograd_applies(a->op)) {
+        yc_cpu_winograd_bwd_filter(a);
+        return;
+    }
     const yc_hv *x = &a->src[0], *dy = &a->src[1];
     float *dw = a->dst[0].p, *db = a->dst[1].p;
     geom g = geom_make(a->op, x->n, x->c, x->h, x->w, dy->c, dy->h, dy->w);

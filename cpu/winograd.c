@@ -1,0 +1,606 @@
+/* Winograd F(2x2, 3x3) convolution on the CPU: the 3x3 stride-1 convolutions with padding 1 (YOLOv5's
+ * bottleneck convolutions), forward, backward-data and backward-filter, in 16 GEMMs of a quarter of
+ * the direct convolution's multiply-adds each (2.25x fewer in all).
+ *
+ * The output is cut into 2 x 2 tiles; tile (ty, tx) of an image reads the 4 x 4 input patch d at
+ * rows 2ty-1 .. 2ty+2, columns 2tx-1 .. 2tx+2 (zero outside the image), and with
+ *   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],  G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
+ *   A^T = [1 1 1 0; 0 1 -1 -1]
+ * its outputs are
+ *   Y[k] = A^T [ sum_c U[k, c] (.) V[c] ] A,   U[k, c] = G g[k, c] G^T,   V[c] = B^T d[c] B,
+ * (.) elementwise over the 16 positions xi of a 4 x 4 matrix.  For each xi the sum over c is a
+ * matrix product over all tiles at once:
+ *   forward          M_xi[K, tiles] = U_xi[K, C] * V_xi[C, tiles]
+ *   backward-data    the same with dy as input and the weights flipped and transposed,
+ *                    U'[c, k] = G rot180(g[k, c]) G^T (a stride-1 pad-1 3x3 convolution's
+ *                    transpose is one with its kernel rotated), dx (=|+=) the output
+ *   backward-filter  dU_xi[K, C] += Z_xi[K, tiles] * V_xi[C, tiles]^T,  Z[k] = A dY[k] A^T
+ *                    (dY the tile's 2 x 2 outputs' gradient, zero past the image), and at the
+ *                    end dW[k, c] += G^T dU[k, c] G
+ * (the last is the transpose of the forward's linear map from g to Y: dL/dg = G^T [V (.) A dY A^T] G
+ * summed over tiles).  Tiles past an odd image edge compute outputs that are dropped (forward)
+ * or multiply dy's zeros (backward-filter).
+ *
+ * Arithmetic: the transforms add and subtract, and halve (exact), so the GEMMs see the direct
+ * convolution's products regrouped: the result differs from the implicit GEMM's (conv.c) by
+ * rounding only, a few units of the last place of the largest terms (tests/test_ops.c compares
+ * both with a double reference at the same tolerance).  An Inf or NaN in the input spreads over
+ * its tile's outputs (a transform adds it to its neighbours) where the direct convolution keeps
+ * it to the outputs that read it.
+ *
+ * Work: the tiles of all images, in (image, tile row, tile column) order, are cut into blocks of
+ * `nt` tiles (a multiple of the GEMM's panel width, so that V's rows are read in place by the
+ * GEMM, yc_sgemm_offsets); a block is one work item: its input transform (V: 16 x C x nt floats),
+ * the 16 GEMMs, then the output transform (forward, backward-data: M, 16 x K x nt) or its dy
+ * transform before the GEMMs (backward-filter: Z).  Forward and backward-data hand blocks out
+ * dynamically (a block's result does not depend on the thread computing it); backward-filter
+ * splits them statically, each thread adding into its own dU (16 x K x C floats), the partials
+ * added in thread order before the final transform.  Transforms run on 16 tiles at a time
+ * (vec16.h): an input row is first split into its even and odd columns (yc_cpu_gather2), after
+ * which tile tx's four columns are elements tx and tx + 1 of those two rows; outputs are
+ * interleaved back (yc_cpu_interleave2).
+ *
+ * FP16 activations (x of forward and backward-filter, y of forward) are converted row by row on
+ * the way in and rounded on the way out; the rest is as for FP32 tensors holding the same values.
+ *
+ * Workspace (each buffer rounded up to 16 floats): forward and backward-data: U (16 x K x C), U
+ * packed for the 16 GEMMs, V's row offsets, then per thread V, M and the transform rows;
+ * backward-filter: per thread V, Z and the transform rows, then one dU per thread. */
+#include <omp.h>
+#include <stdlib.h>
+
+#include "cpu_ops.h"
+#include "gemm.h"
+#include "vec16.h"
+
+/* Floats of a block's V and M (or Z) together: 1 MiB, half of a core's L2 on the machines measured,
+ * the other half for U's rows of the current GEMM and the transform rows. */
+#define YC_WINO_BLOCK ((size_t)1 << 18)
+
+/* Shapes: a 3x3 stride-1 pad-1 convolution keeps the image size. */
+typedef struct wgeom {
+    /* images; channels transformed on the way in (forward, backward-filter: x's C; backward-data:
+     * dy's K) and channels produced (forward: K, backward-data: C; backward-filter: dy's K) */
+    int N, Cin, Kout;
+    /* rows and columns of every image (input and output alike) */
+    int H, W;
+    /* tile rows and columns per image, ceil(H/2) and ceil(W/2) */
+    int TH, TW;
+    /* tiles of all images */
+    size_t tiles;
+    /* tiles per block, and the row stride of V, M and Z: nt rounded up to the GEMM's panel (which it
+     * reads), plus a vector of slack (the transforms store whole vectors past a run's end) */
+    int nt, ldt;
+    /* blocks */
+    int nblocks;
+} wgeom;
+
+static size_t round16(size_t n)
+{
+    return (n + 15) / 16 * 16;
+}
+
+/* One thread's transform rows, each with room for the whole vectors the transforms load and store
+ * past a run's end: the input transform's four padded input rows (rowin floats each); the output
+ * transform's four rows of tile outputs (rowt each) and one interleaved output row (2*rowt); the
+ * dy transform's two dy rows split into even and odd columns (four of rowt). */
+static size_t rowin(const wgeom *g)
+{
+    return round16(2 * (size_t)g->TW + 2 + 3 * VL);
+}
+
+static size_t rowt(const wgeom *g)
+{
+    return round16((size_t)g->TW + VL);
+}
+
+static size_t scratch_floats(const wgeom *g)
+{
+    size_t in = 4 * rowin(g), out = 6 * rowt(g);
+    return in > out ? in : out;
+}
+
+static wgeom wgeom_make(int N, int Cin, int Kout, int H, int W)
+{
+    wgeom g = {.N = N, .Cin = Cin, .Kout = Kout, .H = H, .W = W};
+    g.TH = (H + 1) / 2;
+    g.TW = (W + 1) / 2;
+    g.tiles = (size_t)N * (size_t)g.TH * (size_t)g.TW;
+    size_t nr = (size_t)yc_sgemm_nr();
+    size_t nt = YC_WINO_BLOCK / (16 * (size_t)(Cin + Kout)) / nr * nr;
+    nt = nt < nr ? nr : nt;
+    if (nt > g.tiles)
+        nt = g.tiles;
+    g.nt = (int)nt;
+    g.ldt = (int)((nt + nr - 1) / nr * nr + VL);
+    g.nblocks = (int)((g.tiles + nt - 1) / nt);
+    return g;
+}
+
+/* Whether a convolution op runs here: 3x3, stride 1, padding 1, one group, and at least
+ * YC_WINO_MIN_C channels on both sides (with fewer, the GEMMs' short sums over channels run too far
+ * below the micro-kernel's speed for the 2.25x to pay: YOLOv5s's 32-channel layer at 160 x 160 was
+ * even with the implicit GEMM).  YOLOCL_WINOGRAD=0 in the environment turns it off (read once). */
+#define YC_WINO_MIN_C 64
+
+static int wino_env = -1;
+
+static bool wino_enabled(void)
+{
+    int e = __atomic_load_n(&wino_env, __ATOMIC_RELAXED);
+    if (e < 0) {
+        const char *s = getenv("YOLOCL_WINOGRAD");
+        e = s && s[0] == '0' && s[1] == '\0' ? 0 : 1;
+        __atomic_store_n(&wino_env, e, __ATOMIC_RELAXED);
+    }
+    return e;
+}
+
+/* The convolution's input channels C, filters K, image rows and columns from its tensors. */
+static void conv_dims(const yc_op *op, int *N, int *C, int *K, int *H, int *W)
+{
+    const yc_tensor *x = op->kind == YC_OP_CONV2D_BWD_DATA ? op->dst[0] : op->src[0];
+    const yc_tensor *w = op->kind == YC_OP_CONV2D_BWD_FILTER ? op->dst[0] : op->src[1];
+    *N = x->n, *C = x->c, *K = w->n, *H = x->h, *W = x->w;
+}
+
+bool yc_cpu_winograd_applies(const yc_op *op)
+{
+    if (op->p.conv.kh != 3 || op->p.conv.kw != 3 || op->p.conv.stride_h != 1 || op->p.conv.stride_w != 1 ||
+        op->p.conv.pad_h != 1 || op->p.conv.pad_w != 1 || op->p.conv.groups != 1)
+        return false;
+    int N, C, K, H, W;
+    conv_dims(op, &N, &C, &K, &H, &W);
+    return C >= YC_WINO_MIN_C && K >= YC_WINO_MIN_C && wino_enabled();
+}
+
+/* The op's geometry: forward and backward-filter transform x (C channels) into K outputs,
+ * backward-data transforms dy (K channels) into C. */
+static wgeom wgeom_of(const yc_op *op)
+{
+    int N, C, K, H, W;
+    conv_dims(op, &N, &C, &K, &H, &W);
+    return op->kind == YC_OP_CONV2D_BWD_DATA ? wgeom_make(N, K, C, H, W) : wgeom_make(N, C, K, H, W);
+}
+
+/* Where one op's buffers lie (floats from the workspace's start). */
+typedef struct wplan {
+    int T;
+    /* forward, backward-data: U (16 x Kout x Cin), its 16 packed copies (pk floats each), the
+     * GEMM's row offsets of V (Cin ptrdiff_t) */
+    size_t u, pk, offs;
+    /* per thread: V (16 x Cin x ldt), M or Z (16 x Kout x ldt), transform rows */
+    size_t v, m, scr, per;
+    /* floats before the first thread's set */
+    size_t head;
+    /* backward-filter: one dU (16 x Kout x Cin) per thread, after the thread sets */
+    size_t part;
+    size_t bytes;
+} wplan;
+
+static wplan wplan_make(yc_op_kind kind, const wgeom *g, int threads)
+{
+    wplan pl = {.T = threads > 0 ? threads : 1};
+    size_t kc = (size_t)g->Kout * (size_t)g->Cin;
+    if (kind != YC_OP_CONV2D_BWD_FILTER) {
+        pl.u = round16(16 * kc);
+        pl.pk = round16(yc_sgemm_packed_floats(g->Kout, g->Cin));
+        pl.offs = round16((size_t)g->Cin * sizeof(ptrdiff_t) / sizeof(float));
+    } else {
+        pl.part = round16(16 * kc);
+    }
+    pl.v = round16(16 * (size_t)g->Cin * (size_t)g->ldt);
+    pl.m = round16(16 * (size_t)g->Kout * (size_t)g->ldt);
+    pl.scr = scratch_floats(g);
+    pl.per = pl.v + pl.m + pl.scr;
+    pl.head = pl.u + 16 * pl.pk + pl.offs;
+    pl.bytes = (pl.head + (size_t)pl.T * (pl.per + pl.part)) * sizeof(float);
+    return pl;
+}
+
+size_t yc_cpu_winograd_workspace(const yc_op *op, int threads)
+{
+    wgeom g = wgeom_of(op);
+    return wplan_make(op->kind, &g, threads).bytes;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Transforms, 16 tiles at a time.  A block's tiles come in runs along one tile row: image i, tile
+ * row ty, columns [tx0, tx0 + len), stored at column j0 of V, M or Z.  The transforms load and
+ * store whole vectors: past a run's end they compute junk from the rows' slack, which lands in
+ * columns that the next run overwrites, in the rows' slack, or in outputs nobody reads.
+ * ------------------------------------------------------------------------------------------- */
+
+static inline __attribute__((always_inline)) void vload(vf *v, const float *p)
+{
+    memcpy(v, p, sizeof *v);
+}
+
+static inline __attribute__((always_inline)) void vstore(float *p, const vf *v)
+{
+    memcpy(p, v, sizeof *v);
+}
+
+typedef struct run {
+    int i, ty, tx0, len;
+    size_t j0;
+} run;
+
+/* The run of block tiles starting at tile t (< end), j0 = t - first. */
+static run run_at(const wgeom *g, size_t t, size_t end, size_t first)
+{
+    size_t per = (size_t)g->TH * (size_t)g->TW, r = t % per;
+    run u = {.i = (int)(t / per), .ty = (int)(r / (size_t)g->TW), .tx0 = (int)(r % (size_t)g->TW)};
+    size_t left = end - t, row = (size_t)(g->TW - u.tx0);
+    u.len = (int)(left < row ? left : row);
+    u.j0 = t - first;
+    return u;
+}
+
+/* Input row ro of t (element offset; FP32 or FP16, W columns) for tiles [tx0, tx0 + len): xp[u] =
+ * x[2*tx0 - 1 + u] for u < 2*len + 2, zero outside the row, or everywhere when the row is outside
+ * the image (!inside). */
+static void pad_row(const wgeom *g, const yc_hv *t, size_t ro, bool inside, int tx0, int len, float *xp)
+{
+    int first = 2 * tx0 - 1, n = 2 * len + 2;
+    if (!inside) {
+        memset(xp, 0, (size_t)n * sizeof *xp);
+        return;
+    }
+    int lo = first < 0 ? 0 : first, hi = first + n > g->W ? g->W : first + n; /* columns read */
+    memset(xp, 0, (size_t)(lo - first) * sizeof *xp);
+    yc_hv_load(t, ro + (size_t)lo, xp + (lo - first), (size_t)(hi - lo));
+    memset(xp + (hi - first), 0, (size_t)(first + n - hi) * sizeof *xp);
+}
+
+/* The even and odd elements of the 32 floats at p: p[0], p[2], ... p[30] and p[1], p[3], ... p[31]. */
+static inline __attribute__((always_inline)) void deinterleave(vf *even, vf *odd, const float *p)
+{
+    vf a, b;
+    vload(&a, p);
+    vload(&b, p + VL);
+    *even = __builtin_shuffle(a, b, (vi){0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30});
+    *odd = __builtin_shuffle(a, b, (vi){1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31});
+}
+
+/* V[xi][v] (xi = 4a + b, row stride sv between the 16) = (B^T d B)[a][b] of the run's tiles v <
+ * len, from the four input rows made by pad_row: tile v's patch row r is xp[r][2v .. 2v + 3]. */
+YC_CPU_CLONES
+static void input_transform(float *vrow, size_t sv, float *const xp[4], int len)
+{
+    vf c[4][4], d0, d1, d2, d3;
+    for (size_t v = 0; v < (size_t)len; v += VL) {
+        for (int r = 0; r < 4; r++) {
+            deinterleave(&d0, &d1, xp[r] + 2 * v);
+            deinterleave(&d2, &d3, xp[r] + 2 * v + 2);
+            /* d B: the patch row's four columns d0 .. d3 combined */
+            c[r][0] = d0 - d2;
+            c[r][1] = d1 + d2;
+            c[r][2] = d2 - d1;
+            c[r][3] = d1 - d3;
+        }
+        for (int b = 0; b < 4; b++) {
+            vf t0 = c[0][b] - c[2][b], t1 = c[1][b] + c[2][b], t2 = c[2][b] - c[1][b], t3 = c[1][b] - c[3][b];
+            vstore(vrow + (size_t)(0 + b) * sv + v, &t0);
+            vstore(vrow + (size_t)(4 + b) * sv + v, &t1);
+            vstore(vrow + (size_t)(8 + b) * sv + v, &t2);
+            vstore(vrow + (size_t)(12 + b) * sv + v, &t3);
+        }
+    }
+}
+
+/* V (16 x Cin x ldt: V[xi][c][j]) of the block's tiles [t0, t1) of t (Cin channels). */
+static void input_tiles(const wgeom *g, const yc_hv *t, size_t t0, size_t t1, float *V, float *scr)
+{
+    size_t rl = rowin(g), sv = (size_t)g->Cin * (size_t)g->ldt;
+    float *xp[4];
+    for (int r = 0; r < 4; r++)
+        xp[r] = scr + (size_t)r * rl;
+    size_t hw = (size_t)g->H * (size_t)g->W;
+    for (int c = 0; c < g->Cin; c++) {
+        run prev = {.i = -1};
+        for (size_t tt = t0; tt < t1;) {
+            run u = run_at(g, tt, t1, t0);
+            size_t base = (size_t)u.i * t->ns + (size_t)c * hw;
+            /* the next tile row of the same columns: its first two input rows are the last two */
+            int r0 = 0;
+            if (u.i == prev.i && u.ty == prev.ty + 1 && u.tx0 == prev.tx0 && u.len == prev.len) {
+                float *a = xp[0], *b = xp[1];
+                xp[0] = xp[2], xp[1] = xp[3], xp[2] = a, xp[3] = b;
+                r0 = 2;
+            }
+            for (int r = r0; r < 4; r++) {
+                int ih = 2 * u.ty - 1 + r;
+                bool inside = ih >= 0 && ih < g->H;
+                pad_row(g, t, base + (inside ? (size_t)ih * g->W : 0), inside, u.tx0, u.len, xp[r]);
+            }
+            input_transform(V + (size_t)c * g->ldt + u.j0, sv, xp, u.len);
+            prev = u;
+            tt += (size_t)u.len;
+        }
+    }
+    /* columns past the last tile of a short block: read by the GEMM, never used */
+    size_t n = t1 - t0;
+    if (n < (size_t)g->ldt)
+        for (size_t row = 0; row < 16 * (size_t)g->Cin; row++)
+            memset(V + row * g->ldt + n, 0, ((size_t)g->ldt - n) * sizeof *V);
+}
+
+/* The run's outputs from M[xi][j0 + v] (row stride sm between the 16): y00, y01 (output row 2ty,
+ * columns 2tx and 2tx+1) and y10, y11 (row 2ty + 1) = A^T M A + bias. */
+YC_CPU_CLONES
+static void output_transform(float *const y[4], const float *mrow, size_t sm, int len, float bias)
+{
+    vf m[16];
+    for (size_t v = 0; v < (size_t)len; v += VL) {
+        for (int xi = 0; xi < 16; xi++)
+            vload(&m[xi], mrow + (size_t)xi * sm + v);
+        vf s[4], d[4];
+        for (int b = 0; b < 4; b++) {
+            s[b] = m[b] + m[4 + b] + m[8 + b];
+            d[b] = m[4 + b] - m[8 + b] - m[12 + b];
+        }
+        vf y00 = s[0] + s[1] + s[2] + bias, y01 = s[1] - s[2] - s[3] + bias;
+        vf y10 = d[0] + d[1] + d[2] + bias, y11 = d[1] - d[2] - d[3] + bias;
+        vstore(y[0] + v, &y00);
+        vstore(y[1] + v, &y01);
+        vstore(y[2] + v, &y10);
+        vstore(y[3] + v, &y11);
+    }
+}
+
+/* Output t (Kout channels; FP32 or FP16, acc: added to, FP32 only) of the block's tiles [t0, t1)
+ * from M (16 x Kout x ldt), plus bias[k] (may be NULL). */
+static void output_tiles(const wgeom *g, const float *M, size_t t0, size_t t1, const float *bias, const yc_hv *t,
+                         int acc, float *scr)
+{
+    size_t tw = rowt(g), sm = (size_t)g->Kout * (size_t)g->ldt, hw = (size_t)g->H * (size_t)g->W;
+    float *y[4], *row = scr + 4 * tw;
+    for (int q = 0; q < 4; q++)
+        y[q] = scr + (size_t)q * tw;
+    for (size_t tt = t0; tt < t1;) {
+        run u = run_at(g, tt, t1, t0);
+        int col = 2 * u.tx0, n = 2 * u.len < g->W - col ? 2 * u.len : g->W - col;
+        for (int k = 0; k < g->Kout; k++) {
+            output_transform(y, M + (size_t)k * g->ldt + u.j0, sm, u.len, bias ? bias[k] : 0.0f);
+            for (int h = 0; h < 2; h++) {
+                int oh = 2 * u.ty + h;
+                if (oh >= g->H)
+                    break;
+                size_t off = (size_t)u.i * t->ns + (size_t)k * hw + (size_t)oh * g->W + (size_t)col;
+                if (!t->p16 && !acc && n == 2 * u.len) {
+                    yc_cpu_interleave2(t->p + off, y[2 * h], y[2 * h + 1], u.len);
+                    continue;
+                }
+                yc_cpu_interleave2(row, y[2 * h], y[2 * h + 1], u.len);
+                if (acc)
+                    yc_cpu_add_row(t->p + off, row, n);
+                else
+                    yc_hv_store(t, off, row, (size_t)n);
+            }
+        }
+        tt += (size_t)u.len;
+    }
+}
+
+/* Z[xi][j0 + v] (row stride sz) = (A dY A^T)[a][b] of the run's tiles from dy's two rows split into
+ * even and odd columns: e[h][v] = dy[2ty + h][2(tx0 + v)], o[h][v] = dy[...][2(tx0 + v) + 1]. */
+YC_CPU_CLONES
+static void dy_transform(float *zrow, size_t sz, float *const e[2], float *const o[2], int len)
+{
+    vf c[2][4], a, b;
+    for (size_t v = 0; v < (size_t)len; v += VL) {
+        for (int h = 0; h < 2; h++) {
+            vload(&a, e[h] + v);
+            vload(&b, o[h] + v);
+            c[h][0] = a;
+            c[h][1] = a + b;
+            c[h][2] = a - b;
+            c[h][3] = -b;
+        }
+        for (int q = 0; q < 4; q++) {
+            vf t1 = c[0][q] + c[1][q], t2 = c[0][q] - c[1][q], t3 = -c[1][q];
+            vstore(zrow + (size_t)(0 + q) * sz + v, &c[0][q]);
+            vstore(zrow + (size_t)(4 + q) * sz + v, &t1);
+            vstore(zrow + (size_t)(8 + q) * sz + v, &t2);
+            vstore(zrow + (size_t)(12 + q) * sz + v, &t3);
+        }
+    }
+}
+
+/* Z (16 x Kout x ldt) of dy (FP32) for the block's tiles [t0, t1). */
+static void dy_tiles(const wgeom *g, const yc_hv *dy, size_t t0, size_t t1, float *Z, float *scr)
+{
+    size_t tw = rowt(g), sz = (size_t)g->Kout * (size_t)g->ldt, hw = (size_t)g->H * (size_t)g->W;
+    float *e[2] = {scr, scr + 2 * tw}, *o[2] = {scr + tw, scr + 3 * tw};
+    for (size_t tt = t0; tt < t1;) {
+        run u = run_at(g, tt, t1, t0);
+        int col = 2 * u.tx0, ne = (g->W - col + 1) / 2, no = (g->W - col) / 2;
+        ne = ne > u.len ? u.len : ne;
+        no = no > u.len ? u.len : no;
+        for (int k = 0; k < g->Kout; k++) {
+            for (int h = 0; h < 2; h++) {
+                int oh = 2 * u.ty + h;
+                memset(e[h], 0, (size_t)u.len * sizeof(float));
+                memset(o[h], 0, (size_t)u.len * sizeof(float));
+                if (oh >= g->H)
+                    continue;
+                const float *src = dy->p + (size_t)u.i * dy->ns + (size_t)k * hw + (size_t)oh * g->W + col;
+                yc_cpu_gather2(e[h], src, ne);
+                yc_cpu_gather2(o[h], src + 1, no);
+            }
+            dy_transform(Z + (size_t)k * g->ldt + u.j0, sz, e, o, u.len);
+        }
+        tt += (size_t)u.len;
+    }
+    size_t n = t1 - t0;
+    if (n < (size_t)g->ldt)
+        for (size_t row = 0; row < 16 * (size_t)g->Kout; row++)
+            memset(Z + row * g->ldt + n, 0, ((size_t)g->ldt - n) * sizeof *Z);
+}
+
+/* U[xi][r][q] (16 matrices of rows x cols, row stride cols) = G g G^T for the 3x3 kernel g at
+ * w + r*rs + q*qs (rot: rotated by 180 degrees). */
+static void weight_transform(float *U, size_t rows, size_t cols, size_t r, size_t q, const float *g, int rot)
+{
+    float k[3][3], t[4][3];
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            k[a][b] = rot ? g[(2 - a) * 3 + (2 - b)] : g[a * 3 + b];
+    for (int b = 0; b < 3; b++) { /* G k: rows */
+        t[0][b] = k[0][b];
+        t[1][b] = 0.5f * (k[0][b] + k[1][b] + k[2][b]);
+        t[2][b] = 0.5f * (k[0][b] - k[1][b] + k[2][b]);
+        t[3][b] = k[2][b];
+    }
+    for (int a = 0; a < 4; a++) { /* (G k) G^T: columns */
+        float *u = U + (size_t)(4 * a) * rows * cols + r * cols + q;
+        size_t s = rows * cols;
+        u[0] = t[a][0];
+        u[s] = 0.5f * (t[a][0] + t[a][1] + t[a][2]);
+        u[2 * s] = 0.5f * (t[a][0] - t[a][1] + t[a][2]);
+        u[3 * s] = t[a][2];
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Forward and backward-data.
+ * ------------------------------------------------------------------------------------------- */
+
+/* out (N, Kout, H, W) (=|+= with acc) = the convolution of in (N, Cin, H, W) by U + bias, over the
+ * op's workspace (U already transformed at its start). */
+static void wino_forward(const wgeom *g, const wplan *pl, const yc_hv *in, const yc_hv *out, const float *bias,
+                         int acc, void *ws)
+{
+    float *U = ws, *Up = U + pl->u;
+    ptrdiff_t *offs = (ptrdiff_t *)(Up + 16 * pl->pk);
+    size_t kc = (size_t)g->Kout * (size_t)g->Cin;
+    for (int xi = 0; xi < 16; xi++)
+        yc_sgemm_pack(false, g->Kout, g->Cin, U + (size_t)xi * kc, g->Cin, Up + (size_t)xi * pl->pk);
+    for (int c = 0; c < g->Cin; c++)
+        offs[c] = (ptrdiff_t)c * g->ldt;
+#pragma omp parallel num_threads(pl->T)
+    {
+        float *V = (float *)ws + pl->head + (size_t)omp_get_thread_num() * pl->per, *M = V + pl->v, *scr = M + pl->m;
+#pragma omp for schedule(dynamic, 1)
+        for (int b = 0; b < g->nblocks; b++) {
+            size_t t0 = (size_t)b * g->nt, t1 = t0 + (size_t)g->nt < g->tiles ? t0 + (size_t)g->nt : g->tiles;
+            int n = (int)(t1 - t0);
+            input_tiles(g, in, t0, t1, V, scr);
+            for (int xi = 0; xi < 16; xi++)
+                yc_sgemm_offsets(g->Kout, n, g->Cin, 1.0f, U + (size_t)xi * kc, g->Cin, Up + (size_t)xi * pl->pk,
+                                 V + (size_t)xi * g->Cin * g->ldt, offs, 0.0f, M + (size_t)xi * g->Kout * g->ldt,
+                                 g->ldt);
+            output_tiles(g, M, t0, t1, bias, out, acc, scr);
+        }
+    }
+}
+
+void yc_cpu_winograd_fwd(const yc_cpu_args *a)
+{
+    const yc_hv *x = &a->src[0], *y = &a->dst[0];
+    const float *w = a->src[1].p, *bias = a->src[2].p;
+    wgeom g = wgeom_of(a->op);
+    wplan pl = wplan_make(YC_OP_CONV2D, &g, a->threads);
+    float *U = a->ws;
+    /* U_xi[k, c] from W[k, c] */
+#pragma omp parallel for num_threads(pl.T) schedule(static)
+    for (int k = 0; k < g.Kout; k++)
+        for (int c = 0; c < g.Cin; c++)
+            weight_transform(U, (size_t)g.Kout, (size_t)g.Cin, (size_t)k, (size_t)c,
+                             w + ((size_t)k * g.Cin + (size_t)c) * 9, 0);
+    wino_forward(&g, &pl, x, y, bias, 0, a->ws);
+}
+
+void yc_cpu_winograd_bwd_data(const yc_cpu_args *a)
+{
+    const yc_hv *dy = &a->src[0], *dx = &a->dst[0];
+    const float *w = a->src[1].p;
+    wgeom g = wgeom_of(a->op); /* Cin = K (dy's channels), Kout = C */
+    wplan pl = wplan_make(YC_OP_CONV2D_BWD_DATA, &g, a->threads);
+    float *U = a->ws;
+    /* U'_xi[c, k] from W[k, c] rotated */
+#pragma omp parallel for num_threads(pl.T) schedule(static)
+    for (int c = 0; c < g.Kout; c++)
+        for (int k = 0; k < g.Cin; k++)
+            weight_transform(U, (size_t)g.Kout, (size_t)g.Cin, (size_t)c, (size_t)k,
+                             w + ((size_t)k * g.Kout + (size_t)c) * 9, 1);
+    wino_forward(&g, &pl, dy, dx, NULL, a->op->accumulate, a->ws);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Backward-filter.
+ * ------------------------------------------------------------------------------------------- */
+
+/* dw[0..8] += G^T du G for one (k, c): du[xi] at du + xi*s (16 values), in double. */
+static void filter_transform(float *dw, const float *du, size_t s)
+{
+    double t[4][3];
+    for (int a = 0; a < 4; a++) { /* du G: columns */
+        double u0 = du[(size_t)(4 * a) * s], u1 = du[(size_t)(4 * a + 1) * s], u2 = du[(size_t)(4 * a + 2) * s],
+               u3 = du[(size_t)(4 * a + 3) * s];
+        t[a][0] = u0 + 0.5 * (u1 + u2);
+        t[a][1] = 0.5 * (u1 - u2);
+        t[a][2] = 0.5 * (u1 + u2) + u3;
+    }
+    for (int q = 0; q < 3; q++) { /* G^T (du G): rows */
+        double r0 = t[0][q] + 0.5 * (t[1][q] + t[2][q]), r1 = 0.5 * (t[1][q] - t[2][q]),
+               r2 = 0.5 * (t[1][q] + t[2][q]) + t[3][q];
+        dw[q] = (float)((double)dw[q] + r0);
+        dw[3 + q] = (float)((double)dw[3 + q] + r1);
+        dw[6 + q] = (float)((double)dw[6 + q] + r2);
+    }
+}
+
+void yc_cpu_winograd_bwd_filter(const yc_cpu_args *a)
+{
+    const yc_hv *x = &a->src[0], *dy = &a->src[1];
+    float *dw = a->dst[0].p, *db = a->dst[1].p;
+    wgeom g = wgeom_of(a->op);
+    wplan pl = wplan_make(YC_OP_CONV2D_BWD_FILTER, &g, a->threads);
+    size_t kc = (size_t)g.Kout * (size_t)g.Cin;
+    float *parts = (float *)a->ws + pl.head + (size_t)pl.T * pl.per;
+#pragma omp parallel num_threads(pl.T)
+    {
+        int t = omp_get_thread_num();
+        float *V = (float *)a->ws + pl.head + (size_t)t * pl.per, *Z = V + pl.v, *scr = Z + pl.m;
+        float *du = parts + (size_t)t * pl.part;
+        memset(du, 0, 16 * kc * sizeof *du);
+#pragma omp for schedule(static)
+        for (int b = 0; b < g.nblocks; b++) {
+            size_t t0 = (size_t)b * g.nt, t1 = t0 + (size_t)g.nt < g.tiles ? t0 + (size_t)g.nt : g.tiles;
+            input_tiles(&g, x, t0, t1, V, scr);
+            dy_tiles(&g, dy, t0, t1, Z, scr);
+            /* dU_xi[K, C] += Z_xi[K, tiles] * V_xi[C, tiles]^T */
+            for (int xi = 0; xi < 16; xi++)
+                yc_sgemm(false, true, g.Kout, g.Cin, (int)(t1 - t0), 1.0f, Z + (size_t)xi * g.Kout * g.ldt, g.ldt,
+                         V + (size_t)xi * g.Cin * g.ldt, g.ldt, 1.0f, du + (size_t)xi * kc, g.Cin);
+        }
+        /* the partials into the first, in thread order; then dW += G^T dU G */
+        int nt = omp_get_num_threads();
+#pragma omp for schedule(static)
+        for (size_t e = 0; e < 16 * kc; e++) {
+            float s = parts[e];
+            for (int u = 1; u < nt; u++)
+                s += parts[(size_t)u * pl.part + e];
+            parts[e] = s;
+        }
+#pragma omp for schedule(static)
+        for (size_t e = 0; e < kc; e++)
+            filter_transform(dw + e * 9, parts + e, kc);
+    }
+    if (db) {
+        size_t hw = (size_t)g.H * (size_t)g.W;
+#pragma omp parallel for num_threads(pl.T) schedule(static)
+        for (int k = 0; k < g.Kout; k++) {
+            double s = 0.0;
+            for (int i = 0; i < g.N; i++) {
+                const float *d = dy->p + (size_t)i * dy->ns + (size_t)k * hw;
+#pragma omp simd reduction(+ : s)
+                for (size_t j = 0; j < hw; j++)
+                    s += d[j];
+            }
+            db[k] = (float)((double)db[k] + s);
+        }
+    }
+}
