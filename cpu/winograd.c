@@ -75,6 +75,13 @@ typedef struct wgeom {
     int nblocks;
 } wgeom;
 
+/* A run of a block's tiles along one tile row: image i, tile row ty, columns [tx0, tx0 + len),
+ * stored from column j0 of V, M and Z. */
+typedef struct run {
+    int i, ty, tx0, len;
+    size_t j0;
+} run;
+
 static size_t round16(size_t n)
 {
     return (n + 15) / 16 * 16;
@@ -82,8 +89,7 @@ static size_t round16(size_t n)
 
 /* One thread's transform rows, each with room for the whole vectors the transforms load and store
  * past a run's end: the input transform's four padded input rows (rowin floats each); the output
- * transform's four rows of tile outputs (rowt each) and one interleaved output row (2*rowt); the
- * dy transform's two dy rows split into even and odd columns (four of rowt). */
+ * transform's two interleaved output rows and the dy transform's two dy rows (2*rowt each). */
 static size_t rowin(const wgeom *g)
 {
     return round16(2 * (size_t)g->TW + 2 + 3 * VL);
@@ -96,7 +102,7 @@ static size_t rowt(const wgeom *g)
 
 static size_t scratch_floats(const wgeom *g)
 {
-    size_t in = 4 * rowin(g), out = 6 * rowt(g);
+    size_t in = 4 * rowin(g), out = 4 * rowt(g);
     return in > out ? in : out;
 }
 
@@ -169,8 +175,8 @@ typedef struct wplan {
     /* forward, backward-data: U (16 x Kout x Cin), its 16 packed copies (pk floats each), the
      * GEMM's row offsets of V (Cin ptrdiff_t) */
     size_t u, pk, offs;
-    /* per thread: V (16 x Cin x ldt), M or Z (16 x Kout x ldt), transform rows */
-    size_t v, m, scr, per;
+    /* per thread: V (16 x Cin x ldt), M or Z (16 x Kout x ldt), transform rows, a block's runs */
+    size_t v, m, scr, runs, per;
     /* floats before the first thread's set */
     size_t head;
     /* backward-filter: one dU (16 x Kout x Cin) per thread, after the thread sets */
@@ -192,7 +198,8 @@ static wplan wplan_make(yc_op_kind kind, const wgeom *g, int threads)
     pl.v = round16(16 * (size_t)g->Cin * (size_t)g->ldt);
     pl.m = round16(16 * (size_t)g->Kout * (size_t)g->ldt);
     pl.scr = scratch_floats(g);
-    pl.per = pl.v + pl.m + pl.scr;
+    pl.runs = round16((size_t)g->nt * sizeof(run) / sizeof(float) + 1);
+    pl.per = pl.v + pl.m + pl.scr + pl.runs;
     pl.head = pl.u + 16 * pl.pk + pl.offs;
     pl.bytes = (pl.head + (size_t)pl.T * (pl.per + pl.part)) * sizeof(float);
     return pl;
@@ -205,8 +212,7 @@ size_t yc_cpu_winograd_workspace(const yc_op *op, int threads)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Transforms, 16 tiles at a time.  A block's tiles come in runs along one tile row: image i, tile
- * row ty, columns [tx0, tx0 + len), stored at column j0 of V, M or Z.  The transforms load and
+ * Transforms, 16 tiles of a run at a time.  The transforms load and
  * store whole vectors: past a run's end they compute junk from the rows' slack, which lands in
  * columns that the next run overwrites, in the rows' slack, or in outputs nobody reads.
  * ------------------------------------------------------------------------------------------- */
@@ -221,20 +227,24 @@ static inline __attribute__((always_inline)) void vstore(float *p, const vf *v)
     memcpy(p, v, sizeof *v);
 }
 
-typedef struct run {
-    int i, ty, tx0, len;
-    size_t j0;
-} run;
 
-/* The run of block tiles starting at tile t (< end), j0 = t - first. */
-static run run_at(const wgeom *g, size_t t, size_t end, size_t first)
+/* The runs of tiles [t0, t1) into runs[] (at most t1 - t0 of them); returns their count. */
+static int runs_of(const wgeom *g, size_t t0, size_t t1, run *runs)
 {
-    size_t per = (size_t)g->TH * (size_t)g->TW, r = t % per;
-    run u = {.i = (int)(t / per), .ty = (int)(r / (size_t)g->TW), .tx0 = (int)(r % (size_t)g->TW)};
-    size_t left = end - t, row = (size_t)(g->TW - u.tx0);
-    u.len = (int)(left < row ? left : row);
-    u.j0 = t - first;
-    return u;
+    size_t per = (size_t)g->TH * (size_t)g->TW, r = t0 % per;
+    run u = {.i = (int)(t0 / per), .ty = (int)(r / (size_t)g->TW), .tx0 = (int)(r % (size_t)g->TW)};
+    int n = 0;
+    for (size_t t = t0; t < t1;) {
+        size_t left = t1 - t, row = (size_t)(g->TW - u.tx0);
+        u.len = (int)(left < row ? left : row);
+        u.j0 = t - t0;
+        runs[n++] = u;
+        t += (size_t)u.len;
+        u.tx0 = 0;
+        if (++u.ty == g->TH)
+            u.ty = 0, u.i++;
+    }
+    return n;
 }
 
 /* Input row ro of t (element offset; FP32 or FP16, W columns) for tiles [tx0, tx0 + len): xp[u] =
@@ -289,8 +299,8 @@ static void input_transform(float *vrow, size_t sv, float *const xp[4], int len)
     }
 }
 
-/* V (16 x Cin x ldt: V[xi][c][j]) of the block's tiles [t0, t1) of t (Cin channels). */
-static void input_tiles(const wgeom *g, const yc_hv *t, size_t t0, size_t t1, float *V, float *scr)
+/* V (16 x Cin x ldt: V[xi][c][j]) of the block's runs of t (Cin channels); n tiles in all. */
+static void input_tiles(const wgeom *g, const yc_hv *t, const run *runs, int nruns, size_t n, float *V, float *scr)
 {
     size_t rl = rowin(g), sv = (size_t)g->Cin * (size_t)g->ldt;
     float *xp[4];
@@ -298,13 +308,13 @@ static void input_tiles(const wgeom *g, const yc_hv *t, size_t t0, size_t t1, fl
         xp[r] = scr + (size_t)r * rl;
     size_t hw = (size_t)g->H * (size_t)g->W;
     for (int c = 0; c < g->Cin; c++) {
-        run prev = {.i = -1};
-        for (size_t tt = t0; tt < t1;) {
-            run u = run_at(g, tt, t1, t0);
+        for (int ri = 0; ri < nruns; ri++) {
+            run u = runs[ri];
             size_t base = (size_t)u.i * t->ns + (size_t)c * hw;
             /* the next tile row of the same columns: its first two input rows are the last two */
             int r0 = 0;
-            if (u.i == prev.i && u.ty == prev.ty + 1 && u.tx0 == prev.tx0 && u.len == prev.len) {
+            if (ri > 0 && u.i == runs[ri - 1].i && u.ty == runs[ri - 1].ty + 1 && u.tx0 == runs[ri - 1].tx0 &&
+                u.len == runs[ri - 1].len) {
                 float *a = xp[0], *b = xp[1];
                 xp[0] = xp[2], xp[1] = xp[3], xp[2] = a, xp[3] = b;
                 r0 = 2;
@@ -315,22 +325,21 @@ static void input_tiles(const wgeom *g, const yc_hv *t, size_t t0, size_t t1, fl
                 pad_row(g, t, base + (inside ? (size_t)ih * g->W : 0), inside, u.tx0, u.len, xp[r]);
             }
             input_transform(V + (size_t)c * g->ldt + u.j0, sv, xp, u.len);
-            prev = u;
-            tt += (size_t)u.len;
         }
     }
     /* columns past the last tile of a short block: read by the GEMM, never used */
-    size_t n = t1 - t0;
     if (n < (size_t)g->ldt)
         for (size_t row = 0; row < 16 * (size_t)g->Cin; row++)
             memset(V + row * g->ldt + n, 0, ((size_t)g->ldt - n) * sizeof *V);
 }
 
-/* The run's outputs from M[xi][j0 + v] (row stride sm between the 16): y00, y01 (output row 2ty,
- * columns 2tx and 2tx+1) and y10, y11 (row 2ty + 1) = A^T M A + bias. */
+/* Two output rows of the run's tiles from M[xi][v] (row stride sm between the 16), A^T M A + bias,
+ * interleaved: out[h][2v + w] = the output at row 2ty + h, column 2(tx0 + v) + w. */
 YC_CPU_CLONES
-static void output_transform(float *const y[4], const float *mrow, size_t sm, int len, float bias)
+static void output_transform(float *const out[2], const float *mrow, size_t sm, int len, float bias)
 {
+    const vi lo = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23};
+    const vi hi = {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
     vf m[16];
     for (size_t v = 0; v < (size_t)len; v += VL) {
         for (int xi = 0; xi < 16; xi++)
@@ -342,57 +351,47 @@ static void output_transform(float *const y[4], const float *mrow, size_t sm, in
         }
         vf y00 = s[0] + s[1] + s[2] + bias, y01 = s[1] - s[2] - s[3] + bias;
         vf y10 = d[0] + d[1] + d[2] + bias, y11 = d[1] - d[2] - d[3] + bias;
-        vstore(y[0] + v, &y00);
-        vstore(y[1] + v, &y01);
-        vstore(y[2] + v, &y10);
-        vstore(y[3] + v, &y11);
+        vf r00 = __builtin_shuffle(y00, y01, lo), r01 = __builtin_shuffle(y00, y01, hi);
+        vf r10 = __builtin_shuffle(y10, y11, lo), r11 = __builtin_shuffle(y10, y11, hi);
+        vstore(out[0] + 2 * v, &r00);
+        vstore(out[0] + 2 * v + VL, &r01);
+        vstore(out[1] + 2 * v, &r10);
+        vstore(out[1] + 2 * v + VL, &r11);
     }
 }
 
-/* Output t (Kout channels; FP32 or FP16, acc: added to, FP32 only) of the block's tiles [t0, t1)
- * from M (16 x Kout x ldt), plus bias[k] (may be NULL). */
-static void output_tiles(const wgeom *g, const float *M, size_t t0, size_t t1, const float *bias, const yc_hv *t,
-                         int acc, float *scr)
+/* Output t (Kout channels; FP32 or FP16, acc: added to, FP32 only) of the block's runs from M
+ * (16 x Kout x ldt), plus bias[k] (may be NULL). */
+static void output_tiles(const wgeom *g, const float *M, const run *runs, int nruns, const float *bias,
+                         const yc_hv *t, int acc, float *scr)
 {
-    size_t tw = rowt(g), sm = (size_t)g->Kout * (size_t)g->ldt, hw = (size_t)g->H * (size_t)g->W;
-    float *y[4], *row = scr + 4 * tw;
-    for (int q = 0; q < 4; q++)
-        y[q] = scr + (size_t)q * tw;
-    for (size_t tt = t0; tt < t1;) {
-        run u = run_at(g, tt, t1, t0);
+    size_t sm = (size_t)g->Kout * (size_t)g->ldt, hw = (size_t)g->H * (size_t)g->W;
+    float *out[2] = {scr, scr + 2 * rowt(g)};
+    for (int ri = 0; ri < nruns; ri++) {
+        run u = runs[ri];
         int col = 2 * u.tx0, n = 2 * u.len < g->W - col ? 2 * u.len : g->W - col;
         for (int k = 0; k < g->Kout; k++) {
-            output_transform(y, M + (size_t)k * g->ldt + u.j0, sm, u.len, bias ? bias[k] : 0.0f);
-            for (int h = 0; h < 2; h++) {
-                int oh = 2 * u.ty + h;
-                if (oh >= g->H)
-                    break;
-                size_t off = (size_t)u.i * t->ns + (size_t)k * hw + (size_t)oh * g->W + (size_t)col;
-                if (!t->p16 && !acc && n == 2 * u.len) {
-                    yc_cpu_interleave2(t->p + off, y[2 * h], y[2 * h + 1], u.len);
-                    continue;
-                }
-                yc_cpu_interleave2(row, y[2 * h], y[2 * h + 1], u.len);
+            output_transform(out, M + (size_t)k * g->ldt + u.j0, sm, u.len, bias ? bias[k] : 0.0f);
+            for (int h = 0; h < 2 && 2 * u.ty + h < g->H; h++) {
+                size_t off = (size_t)u.i * t->ns + (size_t)k * hw + (size_t)(2 * u.ty + h) * g->W + (size_t)col;
                 if (acc)
-                    yc_cpu_add_row(t->p + off, row, n);
+                    yc_cpu_add_row(t->p + off, out[h], n);
                 else
-                    yc_hv_store(t, off, row, (size_t)n);
+                    yc_hv_store(t, off, out[h], (size_t)n);
             }
         }
-        tt += (size_t)u.len;
     }
 }
 
-/* Z[xi][j0 + v] (row stride sz) = (A dY A^T)[a][b] of the run's tiles from dy's two rows split into
- * even and odd columns: e[h][v] = dy[2ty + h][2(tx0 + v)], o[h][v] = dy[...][2(tx0 + v) + 1]. */
+/* Z[xi][v] (row stride sz) = (A dY A^T)[a][b] of the run's tiles from dy's two rows: dp[h][2v + w] =
+ * dy at row 2ty + h, column 2(tx0 + v) + w (zero past the image). */
 YC_CPU_CLONES
-static void dy_transform(float *zrow, size_t sz, float *const e[2], float *const o[2], int len)
+static void dy_transform(float *zrow, size_t sz, float *const dp[2], int len)
 {
     vf c[2][4], a, b;
     for (size_t v = 0; v < (size_t)len; v += VL) {
         for (int h = 0; h < 2; h++) {
-            vload(&a, e[h] + v);
-            vload(&b, o[h] + v);
+            deinterleave(&a, &b, dp[h] + 2 * v);
             c[h][0] = a;
             c[h][1] = a + b;
             c[h][2] = a - b;
@@ -408,32 +407,28 @@ static void dy_transform(float *zrow, size_t sz, float *const e[2], float *const
     }
 }
 
-/* Z (16 x Kout x ldt) of dy (FP32) for the block's tiles [t0, t1). */
-static void dy_tiles(const wgeom *g, const yc_hv *dy, size_t t0, size_t t1, float *Z, float *scr)
+/* Z (16 x Kout x ldt) of dy (FP32) for the block's runs; n tiles in all. */
+static void dy_tiles(const wgeom *g, const yc_hv *dy, const run *runs, int nruns, size_t n, float *Z, float *scr)
 {
-    size_t tw = rowt(g), sz = (size_t)g->Kout * (size_t)g->ldt, hw = (size_t)g->H * (size_t)g->W;
-    float *e[2] = {scr, scr + 2 * tw}, *o[2] = {scr + tw, scr + 3 * tw};
-    for (size_t tt = t0; tt < t1;) {
-        run u = run_at(g, tt, t1, t0);
-        int col = 2 * u.tx0, ne = (g->W - col + 1) / 2, no = (g->W - col) / 2;
-        ne = ne > u.len ? u.len : ne;
-        no = no > u.len ? u.len : no;
+    size_t sz = (size_t)g->Kout * (size_t)g->ldt, hw = (size_t)g->H * (size_t)g->W;
+    float *dp[2] = {scr, scr + 2 * rowt(g)};
+    for (int ri = 0; ri < nruns; ri++) {
+        run u = runs[ri];
+        int col = 2 * u.tx0, m = 2 * u.len < g->W - col ? 2 * u.len : g->W - col;
         for (int k = 0; k < g->Kout; k++) {
             for (int h = 0; h < 2; h++) {
                 int oh = 2 * u.ty + h;
-                memset(e[h], 0, (size_t)u.len * sizeof(float));
-                memset(o[h], 0, (size_t)u.len * sizeof(float));
-                if (oh >= g->H)
-                    continue;
-                const float *src = dy->p + (size_t)u.i * dy->ns + (size_t)k * hw + (size_t)oh * g->W + col;
-                yc_cpu_gather2(e[h], src, ne);
-                yc_cpu_gather2(o[h], src + 1, no);
+                if (oh < g->H) {
+                    memcpy(dp[h], dy->p + (size_t)u.i * dy->ns + (size_t)k * hw + (size_t)oh * g->W + col,
+                           (size_t)m * sizeof(float));
+                    memset(dp[h] + m, 0, (size_t)(2 * u.len - m) * sizeof(float));
+                } else {
+                    memset(dp[h], 0, (size_t)(2 * u.len) * sizeof(float));
+                }
             }
-            dy_transform(Z + (size_t)k * g->ldt + u.j0, sz, e, o, u.len);
+            dy_transform(Z + (size_t)k * g->ldt + u.j0, sz, dp, u.len);
         }
-        tt += (size_t)u.len;
     }
-    size_t n = t1 - t0;
     if (n < (size_t)g->ldt)
         for (size_t row = 0; row < 16 * (size_t)g->Kout; row++)
             memset(Z + row * g->ldt + n, 0, ((size_t)g->ldt - n) * sizeof *Z);
@@ -482,16 +477,18 @@ static void wino_forward(const wgeom *g, const wplan *pl, const yc_hv *in, const
 #pragma omp parallel num_threads(pl->T)
     {
         float *V = (float *)ws + pl->head + (size_t)omp_get_thread_num() * pl->per, *M = V + pl->v, *scr = M + pl->m;
+        run *runs = (run *)(scr + pl->scr);
 #pragma omp for schedule(dynamic, 1)
         for (int b = 0; b < g->nblocks; b++) {
             size_t t0 = (size_t)b * g->nt, t1 = t0 + (size_t)g->nt < g->tiles ? t0 + (size_t)g->nt : g->tiles;
             int n = (int)(t1 - t0);
-            input_tiles(g, in, t0, t1, V, scr);
+            int nr = runs_of(g, t0, t1, runs);
+            input_tiles(g, in, runs, nr, t1 - t0, V, scr);
             for (int xi = 0; xi < 16; xi++)
                 yc_sgemm_offsets(g->Kout, n, g->Cin, 1.0f, U + (size_t)xi * kc, g->Cin, Up + (size_t)xi * pl->pk,
                                  V + (size_t)xi * g->Cin * g->ldt, offs, 0.0f, M + (size_t)xi * g->Kout * g->ldt,
                                  g->ldt);
-            output_tiles(g, M, t0, t1, bias, out, acc, scr);
+            output_tiles(g, M, runs, nr, bias, out, acc, scr);
         }
     }
 }
@@ -564,13 +561,15 @@ void yc_cpu_winograd_bwd_filter(const yc_cpu_args *a)
     {
         int t = omp_get_thread_num();
         float *V = (float *)a->ws + pl.head + (size_t)t * pl.per, *Z = V + pl.v, *scr = Z + pl.m;
+        run *runs = (run *)(scr + pl.scr);
         float *du = parts + (size_t)t * pl.part;
         memset(du, 0, 16 * kc * sizeof *du);
 #pragma omp for schedule(static)
         for (int b = 0; b < g.nblocks; b++) {
             size_t t0 = (size_t)b * g.nt, t1 = t0 + (size_t)g.nt < g.tiles ? t0 + (size_t)g.nt : g.tiles;
-            input_tiles(&g, x, t0, t1, V, scr);
-            dy_tiles(&g, dy, t0, t1, Z, scr);
+            int nr = runs_of(&g, t0, t1, runs);
+            input_tiles(&g, x, runs, nr, t1 - t0, V, scr);
+            dy_tiles(&g, dy, runs, nr, t1 - t0, Z, scr);
             /* dU_xi[K, C] += Z_xi[K, tiles] * V_xi[C, tiles]^T */
             for (int xi = 0; xi < 16; xi++)
                 yc_sgemm(false, true, g.Kout, g.Cin, (int)(t1 - t0), 1.0f, Z + (size_t)xi * g.Kout * g.ldt, g.ldt,
