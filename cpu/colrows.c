@@ -5,7 +5,6 @@
  *   yc_cpu_add_row:       d[j]   += s[j]     for j < n
  *   yc_cpu_gather2:       d[j]    = x[2j]    for j < n
  *   yc_cpu_scatter_add2:  d[2j]  += s[j]     for j < n   (d[2j+1] untouched)
- *   yc_cpu_interleave2:   d[2j]   = a[j], d[2j+1] = b[j]  for j < n   (Winograd's output tiles)
  *
  * With AVX-512 (chosen at run time) 16 values at a time: for the stride-2 rows two loads and one
  * two-source permute, or two loads, two permutes, two masked adds and two stores; the last partial
@@ -27,14 +26,6 @@ static void gather2_c(float *restrict d, const float *restrict x, int n)
 {
     for (int j = 0; j < n; j++)
         d[j] = x[2 * j];
-}
-
-static void interleave2_c(float *restrict d, const float *restrict a, const float *restrict b, int n)
-{
-    for (int j = 0; j < n; j++) {
-        d[2 * j] = a[j];
-        d[2 * j + 1] = b[j];
-    }
 }
 
 static void scatter_add2_c(float *restrict d, const float *restrict s, int n)
@@ -103,19 +94,6 @@ __attribute__((target("avx512f"))) static void scatter_add2_avx512(float *restri
     }
 }
 
-__attribute__((target("avx512f"))) static void interleave2_avx512(float *restrict d, const float *restrict a,
-                                                                  const float *restrict b, int n)
-{
-    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    for (int j = 0; j < n; j += 16) {
-        const int r = n - j < 16 ? n - j : 16;
-        const __m512 va = _mm512_maskz_loadu_ps(lanes(r), a + j), vb = _mm512_maskz_loadu_ps(lanes(r), b + j);
-        _mm512_mask_storeu_ps(d + 2 * j, lanes(2 * r), _mm512_permutex2var_ps(va, lo, vb));
-        _mm512_mask_storeu_ps(d + 2 * j + 16, lanes(2 * r - 16), _mm512_permutex2var_ps(va, hi, vb));
-    }
-}
-
 #endif
 
 /* 1 when the CPU runs the AVX-512 versions, 0 when not, -1 before the first call. */
@@ -167,15 +145,4 @@ void yc_cpu_scatter_add2(float *d, const float *s, int n)
     }
 #endif
     scatter_add2_c(d, s, n);
-}
-
-void yc_cpu_interleave2(float *d, const float *a, const float *b, int n)
-{
-#if defined(__x86_64__)
-    if (avx512()) {
-        interleave2_avx512(d, a, b, n);
-        return;
-    }
-#endif
-    interleave2_c(d, a, b, n);
 }

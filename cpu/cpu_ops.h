@@ -130,12 +130,10 @@ void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a);
 void yc_cpu_add_row(float *d, const float *s, int n);
 void yc_cpu_gather2(float *d, const float *x, int n);
 void yc_cpu_scatter_add2(float *d, const float *s, int n);
-/* colrows.c: d[2j] = a[j], d[2j+1] = b[j] for j < n (d does not overlap a or b). */
-void yc_cpu_interleave2(float *d, const float *a, const float *b, int n);
 
-/* winograd.c: whether a convolution op runs as Winograd F(2x2, 3x3) (3x3, stride 1, padding 1, at
- * least 64 channels in and out, not turned off by YOLOCL_WINOGRAD=0); its scratch bytes with
- * `threads` threads; its three passes (conv.c hands such ops over). */
+/* winograd.c: whether a convolution op runs as Winograd F(2x2, 3x3) (3x3, stride 1, padding 1, enough
+ * channels for its pass, not turned off by YOLOCL_WINOGRAD=0); its scratch bytes with `threads`
+ * threads; its three passes (conv.c hands such ops over). */
 bool yc_cpu_winograd_applies(const yc_op *op);
 size_t yc_cpu_winograd_workspace(const yc_op *op, int threads);
 void yc_cpu_winograd_fwd(const yc_cpu_args *a);

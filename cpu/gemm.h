@@ -30,8 +30,9 @@ void yc_sgemm_packed(bool trans_a, int M, int N, int K, float alpha, const float
 /* op(B) read in place, without packing (a convolution's input with its padding, whose column
  * matrix is the image at shifted offsets): element (k, j) of B is b[offs[k] + j].
  * yc_sgemm_offsets computes C[M x N] = alpha * op(A) * B + beta * C from op(A) packed by
- * yc_sgemm_pack; it reads b[offs[k] + j] for j up to N rounded up to yc_sgemm_nr() (the columns
- * past N are read but not used), and gives the bits yc_sgemm_packed gives for the same B. */
+ * yc_sgemm_pack (trans_a either way: only `apacked` is read, A and lda never); it reads
+ * b[offs[k] + j] for j up to N rounded up to yc_sgemm_nr() (the columns past N are read but not
+ * used), and gives the bits yc_sgemm_packed gives for the same B. */
 int yc_sgemm_nr(void);
 void yc_sgemm_offsets(int M, int N, int K, float alpha, const float *A, int lda, const float *apacked,
                       const float *b, const ptrdiff_t *offs, float beta, float *C, int ldc);

@@ -29,23 +29,30 @@
  * it to the outputs that read it.
  *
  * Work: the tiles of all images, in (image, tile row, tile column) order, are cut into blocks of
- * `nt` tiles (a multiple of the GEMM's panel width, so that V's rows are read in place by the
- * GEMM, yc_sgemm_offsets); a block is one work item: its input transform (V: 16 x C x nt floats),
- * the 16 GEMMs, then the output transform (forward, backward-data: M, 16 x K x nt) or its dy
- * transform before the GEMMs (backward-filter: Z).  Forward and backward-data hand blocks out
- * dynamically (a block's result does not depend on the thread computing it); backward-filter
- * splits them statically, each thread adding into its own dU (16 x K x C floats), the partials
- * added in thread order before the final transform.  Transforms run on 16 tiles at a time
- * (vec16.h): an input row is first split into its even and odd columns (yc_cpu_gather2), after
- * which tile tx's four columns are elements tx and tx + 1 of those two rows; outputs are
- * interleaved back (yc_cpu_interleave2).
+ * `nt` tiles (forward, backward-data: a multiple of the GEMM's panel width, so that V's rows are read
+ * in place by the GEMM, yc_sgemm_offsets); a block is one work item: its input transform, the 16
+ * GEMMs, then the output transform (forward, backward-data) or, before the GEMMs, its dy transform
+ * (backward-filter).  Forward and backward-data hand blocks out dynamically (a block's result does
+ * not depend on the thread computing it); backward-filter splits them statically, each thread
+ * adding into its own dU (16 x K x C floats), the partials added in thread order before the final
+ * transform.
+ *
+ * Transforms run on 16 values at a time (vec16.h).  Forward and backward-data store V[xi][c][tile]
+ * and M[xi][k][tile], 16 tiles of a run along a tile row at a time: the input rows are copied with
+ * their zero padding, tile v's four columns are then elements 2v .. 2v+3, split into even and odd
+ * ones in registers; the outputs are interleaved back the same way.  Backward-filter stores them
+ * tile-major, V^T[xi][tile][c] and Z^T[xi][tile][k], 16 channels at a time, from input and dy rows
+ * made channel-minor first (yc_transpose): its GEMMs sum over tiles, and with both operands
+ * tile-major V^T is read in place and Z^T packed by copying, where channel-major operands had both
+ * transposed by the GEMM's packing (four times the input's size, against once for the rows).
  *
  * FP16 activations (x of forward and backward-filter, y of forward) are converted row by row on
  * the way in and rounded on the way out; the rest is as for FP32 tensors holding the same values.
  *
  * Workspace (each buffer rounded up to 16 floats): forward and backward-data: U (16 x K x C), U
- * packed for the 16 GEMMs, V's row offsets, then per thread V, M and the transform rows;
- * backward-filter: per thread V, Z and the transform rows, then one dU per thread. */
+ * packed for the 16 GEMMs, V's row offsets, then per thread V, M, the transform rows and the
+ * block's runs; backward-filter: V^T's row offsets, per thread V^T, Z^T, the transform rows, the
+ * runs and one of Z^T's matrices packed, then one dU per thread. */
 #include <omp.h>
 #include <stdlib.h>
 
@@ -106,6 +113,14 @@ static size_t scratch_floats(const wgeom *g)
     return in > out ? in : out;
 }
 
+/* Backward-filter's transform rows: four channel-minor input rows and two of dy (2*TW + 2 columns
+ * each), and the rows they are transposed from (the larger channel count, columns rounded up to 16). */
+static size_t bf_scratch_floats(const wgeom *g)
+{
+    size_t nc = 2 * (size_t)g->TW + 2, big = g->Cin > g->Kout ? (size_t)g->Cin : (size_t)g->Kout;
+    return round16(nc * (4 * (size_t)g->Cin + 2 * (size_t)g->Kout) + big * round16(nc));
+}
+
 static wgeom wgeom_make(int N, int Cin, int Kout, int H, int W)
 {
     wgeom g = {.N = N, .Cin = Cin, .Kout = Kout, .H = H, .W = W};
@@ -124,10 +139,24 @@ static wgeom wgeom_make(int N, int Cin, int Kout, int H, int W)
 }
 
 /* Whether a convolution op runs here: 3x3, stride 1, padding 1, one group, and at least
- * YC_WINO_MIN_C channels on both sides (with fewer, the GEMMs' short sums over channels run too far
- * below the micro-kernel's speed for the 2.25x to pay: YOLOv5s's 32-channel layer at 160 x 160 was
- * even with the implicit GEMM).  YOLOCL_WINOGRAD=0 in the environment turns it off (read once). */
-#define YC_WINO_MIN_C 64
+ * min_channels(kind) channels on both sides.  Below that the 16 GEMMs' sums over channels are too
+ * short for the 2.25x fewer multiply-adds to pay (measured on YOLOv5s's layers at 640, one thread,
+ * against the implicit GEMM: with 32 channels the forward pass was even and backward-data 17%
+ * faster; with 64, backward-filter, whose products have one operand packed per block, was 7%
+ * slower, with 128 and 256 channels 18-27% faster).  Backward-filter also needs channel counts
+ * that are multiples of 16 (its transforms run on 16 channels at a time).  YOLOCL_WINOGRAD=0 in the
+ * environment turns all of it off (read once). */
+static int min_channels(yc_op_kind kind)
+{
+    switch (kind) {
+    case YC_OP_CONV2D_BWD_DATA:
+        return 32;
+    case YC_OP_CONV2D_BWD_FILTER:
+        return 128;
+    default:
+        return 64;
+    }
+}
 
 static int wino_env = -1;
 
@@ -157,7 +186,9 @@ bool yc_cpu_winograd_applies(const yc_op *op)
         return false;
     int N, C, K, H, W;
     conv_dims(op, &N, &C, &K, &H, &W);
-    return C >= YC_WINO_MIN_C && K >= YC_WINO_MIN_C && wino_enabled();
+    if (op->kind == YC_OP_CONV2D_BWD_FILTER && (C % 16 || K % 16))
+        return false;
+    return C >= min_channels(op->kind) && K >= min_channels(op->kind) && wino_enabled();
 }
 
 /* The op's geometry: forward and backward-filter transform x (C channels) into K outputs,
@@ -175,8 +206,9 @@ typedef struct wplan {
     /* forward, backward-data: U (16 x Kout x Cin), its 16 packed copies (pk floats each), the
      * GEMM's row offsets of V (Cin ptrdiff_t) */
     size_t u, pk, offs;
-    /* per thread: V (16 x Cin x ldt), M or Z (16 x Kout x ldt), transform rows, a block's runs */
-    size_t v, m, scr, runs, per;
+    /* per thread: V (16 x Cin x ldt), M or Z (16 x Kout x ldt), transform rows, a block's runs, and
+     * for backward-filter one of Z's 16 matrices packed */
+    size_t v, m, scr, runs, ap, per;
     /* floats before the first thread's set */
     size_t head;
     /* backward-filter: one dU (16 x Kout x Cin) per thread, after the thread sets */
@@ -193,13 +225,16 @@ static wplan wplan_make(yc_op_kind kind, const wgeom *g, int threads)
         pl.pk = round16(yc_sgemm_packed_floats(g->Kout, g->Cin));
         pl.offs = round16((size_t)g->Cin * sizeof(ptrdiff_t) / sizeof(float));
     } else {
+        /* V^T's row offsets (nt ptrdiff_t) in the head; per thread, a block's Z^T packed */
+        pl.offs = round16((size_t)g->nt * sizeof(ptrdiff_t) / sizeof(float));
+        pl.ap = round16(yc_sgemm_packed_floats(g->Kout, g->nt));
         pl.part = round16(16 * kc);
     }
     pl.v = round16(16 * (size_t)g->Cin * (size_t)g->ldt);
     pl.m = round16(16 * (size_t)g->Kout * (size_t)g->ldt);
-    pl.scr = scratch_floats(g);
+    pl.scr = kind == YC_OP_CONV2D_BWD_FILTER ? bf_scratch_floats(g) : scratch_floats(g);
     pl.runs = round16((size_t)g->nt * sizeof(run) / sizeof(float) + 1);
-    pl.per = pl.v + pl.m + pl.scr + pl.runs;
+    pl.per = pl.v + pl.m + pl.scr + pl.runs + pl.ap;
     pl.head = pl.u + 16 * pl.pk + pl.offs;
     pl.bytes = (pl.head + (size_t)pl.T * (pl.per + pl.part)) * sizeof(float);
     return pl;
@@ -383,57 +418,6 @@ static void output_tiles(const wgeom *g, const float *M, const run *runs, int nr
     }
 }
 
-/* Z[xi][v] (row stride sz) = (A dY A^T)[a][b] of the run's tiles from dy's two rows: dp[h][2v + w] =
- * dy at row 2ty + h, column 2(tx0 + v) + w (zero past the image). */
-YC_CPU_CLONES
-static void dy_transform(float *zrow, size_t sz, float *const dp[2], int len)
-{
-    vf c[2][4], a, b;
-    for (size_t v = 0; v < (size_t)len; v += VL) {
-        for (int h = 0; h < 2; h++) {
-            deinterleave(&a, &b, dp[h] + 2 * v);
-            c[h][0] = a;
-            c[h][1] = a + b;
-            c[h][2] = a - b;
-            c[h][3] = -b;
-        }
-        for (int q = 0; q < 4; q++) {
-            vf t1 = c[0][q] + c[1][q], t2 = c[0][q] - c[1][q], t3 = -c[1][q];
-            vstore(zrow + (size_t)(0 + q) * sz + v, &c[0][q]);
-            vstore(zrow + (size_t)(4 + q) * sz + v, &t1);
-            vstore(zrow + (size_t)(8 + q) * sz + v, &t2);
-            vstore(zrow + (size_t)(12 + q) * sz + v, &t3);
-        }
-    }
-}
-
-/* Z (16 x Kout x ldt) of dy (FP32) for the block's runs; n tiles in all. */
-static void dy_tiles(const wgeom *g, const yc_hv *dy, const run *runs, int nruns, size_t n, float *Z, float *scr)
-{
-    size_t sz = (size_t)g->Kout * (size_t)g->ldt, hw = (size_t)g->H * (size_t)g->W;
-    float *dp[2] = {scr, scr + 2 * rowt(g)};
-    for (int ri = 0; ri < nruns; ri++) {
-        run u = runs[ri];
-        int col = 2 * u.tx0, m = 2 * u.len < g->W - col ? 2 * u.len : g->W - col;
-        for (int k = 0; k < g->Kout; k++) {
-            for (int h = 0; h < 2; h++) {
-                int oh = 2 * u.ty + h;
-                if (oh < g->H) {
-                    memcpy(dp[h], dy->p + (size_t)u.i * dy->ns + (size_t)k * hw + (size_t)oh * g->W + col,
-                           (size_t)m * sizeof(float));
-                    memset(dp[h] + m, 0, (size_t)(2 * u.len - m) * sizeof(float));
-                } else {
-                    memset(dp[h], 0, (size_t)(2 * u.len) * sizeof(float));
-                }
-            }
-            dy_transform(Z + (size_t)k * g->ldt + u.j0, sz, dp, u.len);
-        }
-    }
-    if (n < (size_t)g->ldt)
-        for (size_t row = 0; row < 16 * (size_t)g->Kout; row++)
-            memset(Z + row * g->ldt + n, 0, ((size_t)g->ldt - n) * sizeof *Z);
-}
-
 /* U[xi][r][q] (16 matrices of rows x cols, row stride cols) = G g G^T for the 3x3 kernel g at
  * w + r*rs + q*qs (rot: rotated by 180 degrees). */
 static void weight_transform(float *U, size_t rows, size_t cols, size_t r, size_t q, const float *g, int rot)
@@ -549,6 +533,118 @@ static void filter_transform(float *dw, const float *du, size_t s)
     }
 }
 
+/* Channel-minor rows for backward-filter: rows of `rows` channels of t (element offset base of
+ * channel 0, channel stride hw), each given by pad_row (first, ncols columns) or plain columns
+ * [col, col + m) zero up to ncols (dy), transposed into dst[u*rows + c] through tmp (rows x ld). */
+static void minor_row(const wgeom *g, const yc_hv *t, size_t base, size_t hw, int rows, int ih, bool pad, int tx0,
+                      int len, float *tmp, size_t ld, float *dst)
+{
+    int ncols = pad ? 2 * len + 2 : 2 * len;
+    bool inside = ih >= 0 && ih < g->H;
+    for (int c = 0; c < rows; c++) {
+        float *d = tmp + (size_t)c * ld;
+        size_t ro = base + (size_t)c * hw + (inside ? (size_t)ih * g->W : 0);
+        if (pad) {
+            pad_row(g, t, ro, inside, tx0, len, d);
+        } else {
+            int col = 2 * tx0, m = !inside ? 0 : ncols < g->W - col ? ncols : g->W - col;
+            yc_hv_load(t, ro + (size_t)col, d, (size_t)m);
+            memset(d + m, 0, (size_t)(ncols - m) * sizeof *d);
+        }
+    }
+    yc_transpose(rows, ncols, tmp, (ptrdiff_t)ld, dst, rows);
+}
+
+/* V^T[xi][v][c] (xi's matrices sx floats apart, rows of C) = (B^T d B)[a][b] of the run's tiles v <
+ * len from four channel-minor input rows: tile v's patch element (r, q) of channel c is
+ * xr[r][(2v + q)*C + c].  C is a multiple of 16. */
+YC_CPU_CLONES
+static void input_transform_t(float *vt, size_t sx, float *const xr[4], int len, int C)
+{
+    vf c[4][4], d0, d1, d2, d3;
+    for (int v = 0; v < len; v++)
+        for (int c0 = 0; c0 < C; c0 += VL) {
+            for (int r = 0; r < 4; r++) {
+                const float *p = xr[r] + (size_t)(2 * v) * C + c0;
+                vload(&d0, p);
+                vload(&d1, p + C);
+                vload(&d2, p + 2 * (size_t)C);
+                vload(&d3, p + 3 * (size_t)C);
+                c[r][0] = d0 - d2;
+                c[r][1] = d1 + d2;
+                c[r][2] = d2 - d1;
+                c[r][3] = d1 - d3;
+            }
+            float *o = vt + (size_t)v * C + c0;
+            for (int b = 0; b < 4; b++) {
+                vf t0 = c[0][b] - c[2][b], t1 = c[1][b] + c[2][b], t2 = c[2][b] - c[1][b], t3 = c[1][b] - c[3][b];
+                vstore(o + (size_t)(0 + b) * sx, &t0);
+                vstore(o + (size_t)(4 + b) * sx, &t1);
+                vstore(o + (size_t)(8 + b) * sx, &t2);
+                vstore(o + (size_t)(12 + b) * sx, &t3);
+            }
+        }
+}
+
+/* Z^T[xi][v][k] (matrices sx floats apart, rows of K) = (A dY A^T)[a][b] of the run's tiles from dy's
+ * two channel-minor rows: dr[h][(2v + w)*K + k] = dy[k] at row 2ty + h, column 2(tx0 + v) + w (zero
+ * past the image).  K is a multiple of 16. */
+YC_CPU_CLONES
+static void dy_transform_t(float *zt, size_t sx, float *const dr[2], int len, int K)
+{
+    vf c[2][4], a, b;
+    for (int v = 0; v < len; v++)
+        for (int k0 = 0; k0 < K; k0 += VL) {
+            for (int h = 0; h < 2; h++) {
+                vload(&a, dr[h] + (size_t)(2 * v) * K + k0);
+                vload(&b, dr[h] + (size_t)(2 * v + 1) * K + k0);
+                c[h][0] = a;
+                c[h][1] = a + b;
+                c[h][2] = a - b;
+                c[h][3] = -b;
+            }
+            float *o = zt + (size_t)v * K + k0;
+            for (int q = 0; q < 4; q++) {
+                vf t1 = c[0][q] + c[1][q], t2 = c[0][q] - c[1][q], t3 = -c[1][q];
+                vstore(o + (size_t)(0 + q) * sx, &c[0][q]);
+                vstore(o + (size_t)(4 + q) * sx, &t1);
+                vstore(o + (size_t)(8 + q) * sx, &t2);
+                vstore(o + (size_t)(12 + q) * sx, &t3);
+            }
+        }
+}
+
+/* V^T (16 x nt x Cin) and Z^T (16 x nt x Kout) of the block's runs from x and dy.  scr: the
+ * channel-minor rows (four of x, two of dy) and the transposition rows (bf_scratch). */
+static void filter_tiles(const wgeom *g, const yc_hv *x, const yc_hv *dy, const run *runs, int nruns, float *Vt,
+                         float *Zt, float *scr)
+{
+    size_t C = (size_t)g->Cin, K = (size_t)g->Kout, hw = (size_t)g->H * (size_t)g->W, nc = 2 * (size_t)g->TW + 2;
+    size_t ld = round16(nc);
+    float *xr[4], *dr[2], *tmp = scr + 4 * nc * C + 2 * nc * K;
+    for (int r = 0; r < 4; r++)
+        xr[r] = scr + (size_t)r * nc * C;
+    dr[0] = scr + 4 * nc * C;
+    dr[1] = dr[0] + nc * K;
+    for (int ri = 0; ri < nruns; ri++) {
+        run u = runs[ri];
+        size_t xb = (size_t)u.i * x->ns, db = (size_t)u.i * dy->ns;
+        int r0 = 0;
+        if (ri > 0 && u.i == runs[ri - 1].i && u.ty == runs[ri - 1].ty + 1 && u.tx0 == runs[ri - 1].tx0 &&
+            u.len == runs[ri - 1].len) {
+            float *a = xr[0], *b = xr[1];
+            xr[0] = xr[2], xr[1] = xr[3], xr[2] = a, xr[3] = b;
+            r0 = 2;
+        }
+        for (int r = r0; r < 4; r++)
+            minor_row(g, x, xb, hw, g->Cin, 2 * u.ty - 1 + r, true, u.tx0, u.len, tmp, ld, xr[r]);
+        for (int h = 0; h < 2; h++)
+            minor_row(g, dy, db, hw, g->Kout, 2 * u.ty + h, false, u.tx0, u.len, tmp, ld, dr[h]);
+        input_transform_t(Vt + u.j0 * C, (size_t)g->nt * C, xr, u.len, g->Cin);
+        dy_transform_t(Zt + u.j0 * K, (size_t)g->nt * K, dr, u.len, g->Kout);
+    }
+}
+
 void yc_cpu_winograd_bwd_filter(const yc_cpu_args *a)
 {
     const yc_hv *x = &a->src[0], *dy = &a->src[1];
@@ -557,23 +653,29 @@ void yc_cpu_winograd_bwd_filter(const yc_cpu_args *a)
     wplan pl = wplan_make(YC_OP_CONV2D_BWD_FILTER, &g, a->threads);
     size_t kc = (size_t)g.Kout * (size_t)g.Cin;
     float *parts = (float *)a->ws + pl.head + (size_t)pl.T * pl.per;
+    ptrdiff_t *offs = (ptrdiff_t *)a->ws;
+    for (int t = 0; t < g.nt; t++)
+        offs[t] = (ptrdiff_t)t * g.Cin;
 #pragma omp parallel num_threads(pl.T)
     {
         int t = omp_get_thread_num();
-        float *V = (float *)a->ws + pl.head + (size_t)t * pl.per, *Z = V + pl.v, *scr = Z + pl.m;
+        float *Vt = (float *)a->ws + pl.head + (size_t)t * pl.per, *Zt = Vt + pl.v, *scr = Zt + pl.m;
         run *runs = (run *)(scr + pl.scr);
         float *du = parts + (size_t)t * pl.part;
         memset(du, 0, 16 * kc * sizeof *du);
+        float *ap = (float *)(runs) + pl.runs;
+        size_t sv = (size_t)g.nt * (size_t)g.Cin, sz = (size_t)g.nt * (size_t)g.Kout;
 #pragma omp for schedule(static)
         for (int b = 0; b < g.nblocks; b++) {
             size_t t0 = (size_t)b * g.nt, t1 = t0 + (size_t)g.nt < g.tiles ? t0 + (size_t)g.nt : g.tiles;
-            int nr = runs_of(&g, t0, t1, runs);
-            input_tiles(&g, x, runs, nr, t1 - t0, V, scr);
-            dy_tiles(&g, dy, runs, nr, t1 - t0, Z, scr);
-            /* dU_xi[K, C] += Z_xi[K, tiles] * V_xi[C, tiles]^T */
-            for (int xi = 0; xi < 16; xi++)
-                yc_sgemm(false, true, g.Kout, g.Cin, (int)(t1 - t0), 1.0f, Z + (size_t)xi * g.Kout * g.ldt, g.ldt,
-                         V + (size_t)xi * g.Cin * g.ldt, g.ldt, 1.0f, du + (size_t)xi * kc, g.Cin);
+            int nr = runs_of(&g, t0, t1, runs), n = (int)(t1 - t0);
+            filter_tiles(&g, x, dy, runs, nr, Vt, Zt, scr);
+            /* dU_xi[K, C] += Z^T_xi[tiles, K]^T * V^T_xi[tiles, C], V^T's rows read in place */
+            for (int xi = 0; xi < 16; xi++) {
+                yc_sgemm_pack(true, g.Kout, n, Zt + (size_t)xi * sz, g.Kout, ap);
+                yc_sgemm_offsets(g.Kout, g.Cin, n, 1.0f, Zt + (size_t)xi * sz, g.Kout, ap, Vt + (size_t)xi * sv, offs,
+                                 1.0f, du + (size_t)xi * kc, g.Cin);
+            }
         }
         /* the partials into the first, in thread order; then dW += G^T dU G */
         int nt = omp_get_num_threads();

@@ -564,10 +564,14 @@ static void build_cases(void)
         {0, 32, 11, 10, 72, 3, 3, 1, 1, 1, 1},
         {0, 48, 9, 12, 48, 3, 3, 2, 2, 1, 1},
         {0, 32, 40, 62, 72, 3, 3, 1, 1, 1, 1},
-        /* Winograd F(2x2, 3x3) (cpu/winograd.c: 3x3 s1 p1 with 64 channels or more on both sides): odd
-         * sizes in one block, and blocks of 96 tiles that start inside tile rows and span images */
+        /* Winograd F(2x2, 3x3) (cpu/winograd.c: 3x3 s1 p1; forward with 64 channels or more on both
+         * sides, backward-data 32, backward-filter 128 in multiples of 16; the shapes above with 32
+         * channels take it for backward-data): odd sizes in one block, blocks of 96 tiles that start
+         * inside tile rows and span images, 72 channels, and backward-filter's blocks of 32 tiles */
         {0, 64, 9, 11, 64, 3, 3, 1, 1, 1, 1},
-        {0, 64, 20, 19, 72, 3, 3, 1, 1, 1, 1},
+        {0, 64, 20, 19, 80, 3, 3, 1, 1, 1, 1},
+        {0, 72, 7, 6, 64, 3, 3, 1, 1, 1, 1},
+        {0, 128, 8, 9, 144, 3, 3, 1, 1, 1, 1},
     };
     /* batch, bias, accumulate, view */
     static const int variants[][4] = {{1, 1, 0, 0}, {3, 0, 1, 1}, {3, 1, 0, 1}, {4, 1, 1, 0}, {2, 0, 0, 0}};
