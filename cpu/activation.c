@@ -13,6 +13,12 @@
 YC_CPU_CLONES
 void yc_cpu_exp(const float *x, float *y, size_t n)
 {
+#if defined(__x86_64__)
+    if (yc_cpu_silu_avx512()) {
+        yc_cpu_exp_avx512(x, y, n);
+        return;
+    }
+#endif
     vf v;
     FOR_VECTORS(n, i, len, {
         load_n(&v, x + i, len);
@@ -25,6 +31,12 @@ void yc_cpu_exp(const float *x, float *y, size_t n)
 YC_CPU_CLONES
 void yc_cpu_silu_span(float *y, const float *x, size_t n)
 {
+#if defined(__x86_64__)
+    if (yc_cpu_silu_avx512()) {
+        yc_cpu_silu_span_avx512(y, x, n);
+        return;
+    }
+#endif
     vf v;
     FOR_VECTORS(n, i, len, {
         load_n(&v, x + i, len);
@@ -50,6 +62,12 @@ void yc_cpu_silu_fwd(const yc_cpu_args *a)
 YC_CPU_CLONES
 void yc_cpu_silu_bwd_span(float *dx, const float *dy, const float *x, size_t n, int acc)
 {
+#if defined(__x86_64__)
+    if (yc_cpu_silu_avx512()) {
+        yc_cpu_silu_bwd_span_avx512(dx, dy, x, n, acc);
+        return;
+    }
+#endif
     vf v, g, d;
     FOR_VECTORS(n, i, len, {
         load_n(&v, x + i, len);

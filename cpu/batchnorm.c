@@ -186,6 +186,12 @@ YC_CPU_CLONES
 static void normalise(float *y, const float *x, size_t n, float mean, float scale, float beta, int silu)
 {
     vf v;
+#if defined(__x86_64__)
+    if (silu && yc_cpu_silu_avx512()) {
+        yc_cpu_bn_silu_avx512(y, x, n, mean, scale, beta);
+        return;
+    }
+#endif
     if (silu) {
         FOR_VECTORS(n, i, len, {
             load_n(&v, x + i, len);
@@ -207,6 +213,12 @@ YC_CPU_CLONES
 static void silu_bwd_of_bn(float *dz, const float *da, const float *x, size_t n, float mean, float scale,
                            float beta)
 {
+#if defined(__x86_64__)
+    if (yc_cpu_silu_avx512()) {
+        yc_cpu_silu_bwd_of_bn_avx512(dz, da, x, n, mean, scale, beta);
+        return;
+    }
+#endif
     vf v, g;
     FOR_VECTORS(n, i, len, {
         load_n(&v, x + i, len);
@@ -256,6 +268,12 @@ YC_CPU_CLONES
 static void block_silu_bwd(double *sg, double *sgx, float *dz, const float *da, const float *x, size_t m,
                            float mean, float scale, float beta)
 {
+#if defined(__x86_64__)
+    if (yc_cpu_silu_avx512()) {
+        yc_cpu_bn_silu_bwd_block_avx512(sg, sgx, dz, da, x, m, mean, scale, beta);
+        return;
+    }
+#endif
     vf v, w, a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
 #define SBWD_STEP(k, j, len)                                                                                 \
     do {                                                                                                     \
