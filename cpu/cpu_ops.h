@@ -39,9 +39,11 @@
 
 /* Function multi-versioning for the vectorised loops: AVX-512 and AVX2 clones selected at load
  * time, the baseline build otherwise.  The clones compute bit-identical results (no contraction
- * into FMA under -std=c11; the same operations, wider).  Not under ThreadSanitizer: the clones'
- * ifunc resolvers run during relocation, before the TSan runtime is set up, and their
- * instrumented entry crashes the program before main (bench/tsan.sh). */
+ * into FMA under -std=c11; the same operations, wider).  Intrinsics cannot go in them: code
+ * written for one ISA is a function of its own with a run-time choice (gemm.c, silu_avx512.c).
+ * Not under ThreadSanitizer: the clones' ifunc resolvers run during relocation, before the TSan
+ * runtime is set up, and their instrumented entry crashes the program before main
+ * (bench/tsan.sh). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__) &&        \
     !defined(__SANITIZE_THREAD__)
 #define YC_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
