@@ -12,8 +12,8 @@
  *        of the true value over every float (checked exhaustively once; tests/test_ops.c sweeps
  *        every 61st float), but not bit for bit the generic exp: the FMAs round differently.
  *   the divisions stay vdivps, as in PyTorch: the 14-bit vrcp14ps estimate with a Newton step
- *        (FMAs, and a clamp for 1 + e = +inf) made SiLU about 10% slower on Sapphire Rapids,
- *        where the divider works beside the FMA ports, and cost a rounding more.
+ *        (FMAs, and a clamp for 1 + e = +inf) made SiLU and its gradient 10-40% slower on
+ *        Sapphire Rapids (the divider works beside the FMA ports), and cost a rounding more.
  *   silu_bwd(dy, x) = dy * s * (1 + x * (1 - s)) with the bracket one FMA.
  * Every kernel below that applies SiLU or its gradient goes through silu16 or silu_bwd16, so the
  * fused ops stay bit-identical to the unfused ones on this path, and the batch-norm parts (z, the
