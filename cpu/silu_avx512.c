@@ -70,7 +70,7 @@ AVX512_INLINE __m512 neg16(__m512 x)
 AVX512_INLINE __m512 exp16(__m512 x)
 {
     /* vmaxps and vminps return their second operand when either is NaN: x goes second, so that
-     * NaN passes (and makes every later step NaN).  89 and -104 as in vec16.h: above 89 the
+     * NaN passes (and makes every later step NaN; the exp sweep checks exp(NaN)).  89 and -104 as in vec16.h: above 89 the
      * result is +inf (scalef overflows), below -104 it is +0. */
     __m512 xc = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
@@ -111,7 +111,9 @@ AVX512_INLINE __m512 silu_bwd16(__m512 g, __m512 x)
     return _mm512_mul_ps(_mm512_mul_ps(g, s), _mm512_fmadd_ps(x, _mm512_sub_ps(one, s), one));
 }
 
-/* (x - mean) * scale + beta without FMA, as batchnorm.c's normalise computes it. */
+/* (x - mean) * scale + beta without FMA, as batchnorm.c's normalise computes it.  GCC defines these
+ * intrinsics as plain vector operators, so this relies on -std=c11 not contracting them, as
+ * vec16.h does (tests/test_ops.c's fused_bn_silu fails if they are contracted). */
 AVX512_INLINE __m512 bn16(__m512 x, __m512 mean, __m512 scale, __m512 beta)
 {
     return _mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(x, mean), scale), beta);
