@@ -3,7 +3,9 @@
  *
  * Statistics are per channel over (N, H, W), M = N*H*W values.  Normalising uses the biased
  * variance, the running estimate the unbiased one (PyTorch).  Per-element arithmetic is FP32, on
- * vectors of 16 floats (vec16.h), without FMA (-std=c11 does not contract):
+ * vectors of 16 floats (vec16.h), without FMA (-std=c11 does not contract; silu_avx512.c's
+ * kernels, which the SiLU parts of the fused ops call on CPUs with AVX-512, compute z and the
+ * sums with the same operations, and only SiLU with FMA):
  *   z  = (x - mean) * scale + beta,          scale = gamma * invstd rounded to FP32,
  *   dx = (dy - mdy) * k - (x - mean) * kc,   k = gamma * invstd, mdy = sum(dy) / M,
  *                                            kc = k * sum(dy * (x - mean)) * invstd^2 / M,
@@ -32,19 +34,21 @@
  * clones of YC_CPU_CLONES: the lanes are fixed at 16 and the trees written out), nor on the
  * pieces a plane is processed in (FP16 chunks, the fused ops' chunks: whole blocks), which is
  * what makes the fused ops bit-identical to the unfused sequence and FP16 inputs identical to FP32
- * ones of equal value.
+ * ones of equal value.  Where SiLU enters (the fused ops' outputs, their backward's dz and hence
+ * its sums), they depend on the path as well: AVX-512 or generic vectors (vec16.h), which differ
+ * in the last bits; the identities above hold within either.
  *
  * Fused ops: YC_OP_BN_SILU_TRAIN computes z as YC_OP_BN_TRAIN computes y and applies SiLU to it in
- * registers (vec16.h's silu_v, which the SILU op uses too); YC_OP_BN_SILU_APPLY is the
- * per-element half of it alone (z from x and the saved statistics, then SiLU: both elementwise,
- * so its bits are those of BN_SILU_TRAIN's `a` however the work is split); YC_OP_BN_SILU_BWD
- * recomputes z, applies the SiLU backward (silu_bwd_v) to get dz (what YC_OP_SILU_BWD would store)
- * and runs the batch-norm backward on it: the sums in a first pass over the channel (dz computed
- * and summed in registers, block_silu_bwd), dx in a second.  The first pass keeps up to
- * YC_BN_CACHE values of the channel's dz in the thread's part of the workspace, and the second
- * pass recomputes only the rest (the exp and division of SiLU's gradient cost more than the rest
- * of the backward: recomputing every dz made it about 1.5x slower on YOLOv5s's shapes); nothing
- * of the size of x is ever stored.
+ * registers (vec16.h's silu_v, or silu_avx512.c's silu16, as the SILU op does);
+ * YC_OP_BN_SILU_APPLY is the per-element half of it alone (z from x and the saved statistics, then
+ * SiLU: both elementwise, so its bits are those of BN_SILU_TRAIN's `a` however the work is
+ * split); YC_OP_BN_SILU_BWD recomputes z, applies the SiLU backward (silu_bwd_v, or silu_bwd16) to
+ * get dz (what YC_OP_SILU_BWD would store) and runs the batch-norm backward on it: the sums in a
+ * first pass over the channel (dz computed and summed in registers, block_silu_bwd), dx in a
+ * second.  The first pass keeps up to YC_BN_CACHE values of the channel's dz in the thread's part
+ * of the workspace, and the second pass recomputes only the rest (the exp and division of SiLU's
+ * gradient cost more than the rest of the backward: recomputing every dz made it about 1.5x
+ * slower on YOLOv5s's shapes); nothing of the size of x is ever stored.
  *
  * Threads split channels (evaluation and BN_SILU_APPLY: (image, channel) planes): one parallel
  * region per op, no barrier but its end. */
@@ -186,6 +190,12 @@ YC_CPU_CLONES
 static void normalise(float *y, const float *x, size_t n, float mean, float scale, float beta, int silu)
 {
     vf v;
+#if defined(__x86_64__)
+    if (silu && yc_cpu_silu_avx512()) {
+        yc_cpu_bn_silu_avx512(y, x, n, mean, scale, beta);
+        return;
+    }
+#endif
     if (silu) {
         FOR_VECTORS(n, i, len, {
             load_n(&v, x + i, len);
@@ -207,6 +217,12 @@ YC_CPU_CLONES
 static void silu_bwd_of_bn(float *dz, const float *da, const float *x, size_t n, float mean, float scale,
                            float beta)
 {
+#if defined(__x86_64__)
+    if (yc_cpu_silu_avx512()) {
+        yc_cpu_silu_bwd_of_bn_avx512(dz, da, x, n, mean, scale, beta);
+        return;
+    }
+#endif
     vf v, g;
     FOR_VECTORS(n, i, len, {
         load_n(&v, x + i, len);
@@ -256,6 +272,12 @@ YC_CPU_CLONES
 static void block_silu_bwd(double *sg, double *sgx, float *dz, const float *da, const float *x, size_t m,
                            float mean, float scale, float beta)
 {
+#if defined(__x86_64__)
+    if (yc_cpu_silu_avx512()) {
+        yc_cpu_bn_silu_bwd_block_avx512(sg, sgx, dz, da, x, m, mean, scale, beta);
+        return;
+    }
+#endif
     vf v, w, a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
 #define SBWD_STEP(k, j, len)                                                                                 \
     do {                                                                                                     \

@@ -39,9 +39,11 @@
 
 /* Function multi-versioning for the vectorised loops: AVX-512 and AVX2 clones selected at load
  * time, the baseline build otherwise.  The clones compute bit-identical results (no contraction
- * into FMA under -std=c11; the same operations, wider).  Not under ThreadSanitizer: the clones'
- * ifunc resolvers run during relocation, before the TSan runtime is set up, and their
- * instrumented entry crashes the program before main (bench/tsan.sh). */
+ * into FMA under -std=c11; the same operations, wider).  Intrinsics cannot go in them: code
+ * written for one ISA is a function of its own with a run-time choice (gemm.c, silu_avx512.c).
+ * Not under ThreadSanitizer: the clones' ifunc resolvers run during relocation, before the TSan
+ * runtime is set up, and their instrumented entry crashes the program before main
+ * (bench/tsan.sh). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__) &&        \
     !defined(__SANITIZE_THREAD__)
 #define YC_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -164,6 +166,25 @@ void yc_cpu_silu_bwd_span(float *dx, const float *dy, const float *x, size_t n, 
  * under 1 ulp from the true value over the whole float range, subnormal results included;
  * exp(+inf) = +inf, exp(-inf) = +0, exp(NaN) = NaN, overflow to +inf above 88.72284. */
 void yc_cpu_exp(const float *x, float *y, size_t n);
+
+/* silu_avx512.c: whether the exp, SiLU and batch norm + SiLU kernels take their AVX-512 versions
+ * below (when the GEMM's micro-kernel is "avx512": gemm.h's yc_sgemm_kernel_name(), so that
+ * YOLOCL_GEMM_KERNEL selects the generic-vector code too).  The AVX-512 versions use FMA: their
+ * results differ from the generic code's in the last bits (see silu_avx512.c). */
+bool yc_cpu_silu_avx512(void);
+#if defined(__x86_64__)
+/* yc_cpu_exp, yc_cpu_silu_span, yc_cpu_silu_bwd_span */
+void yc_cpu_exp_avx512(const float *x, float *y, size_t n);
+void yc_cpu_silu_span_avx512(float *y, const float *x, size_t n);
+void yc_cpu_silu_bwd_span_avx512(float *dx, const float *dy, const float *x, size_t n, int acc);
+/* batchnorm.c's kernels: a = silu((x - mean) * scale + beta);  dz = silu_bwd(da, z) for that z;
+ * the same dz for one block of at most YC_CPU_CHUNK values with its sums added to sg and sgx */
+void yc_cpu_bn_silu_avx512(float *a, const float *x, size_t n, float mean, float scale, float beta);
+void yc_cpu_silu_bwd_of_bn_avx512(float *dz, const float *da, const float *x, size_t n, float mean,
+                                  float scale, float beta);
+void yc_cpu_bn_silu_bwd_block_avx512(double *sg, double *sgx, float *dz, const float *da, const float *x,
+                                     size_t m, float mean, float scale, float beta);
+#endif
 
 /* pool.c: scratch bytes of a max-pool op run with `threads` threads (FP16 planes as FP32). */
 size_t yc_cpu_maxpool_workspace(const yc_op *op, int threads);

@@ -52,7 +52,8 @@ void yc_transpose(int rows, int cols, const float *src, ptrdiff_t lds, float *ds
 
 /* Name of the micro-kernel selected for this CPU ("avx512", "avx2", "generic").  The environment
  * variable YOLOCL_GEMM_KERNEL, read once at the first call, can select a lesser one than the CPU's best
- * (tests use it to cover every path); a name the CPU cannot run is ignored. */
+ * (tests use it to cover every path); a name the CPU cannot run is ignored.  The AVX-512 exp and
+ * SiLU kernels (silu_avx512.c) run when this is "avx512". */
 const char *yc_sgemm_kernel_name(void);
 
 #endif

@@ -6,6 +6,13 @@
  * below stay branch-free, which the auto-vectoriser does not manage when FP operations may trap
  * (the default -ftrapping-math).
  *
+ * On CPUs with AVX-512 (when the GEMM runs its AVX-512 kernel: silu_avx512.c), the exp and SiLU
+ * kernels of activation.c and batchnorm.c take their AVX-512 versions instead of the code below:
+ * the same formulas with FMA and scalef, whose results differ from these in the last bits.  So a
+ * value's exp and SiLU depend on the machine (and on YOLOCL_GEMM_KERNEL); what holds on every
+ * machine is that within its path they do not depend on position, on the clone, on the fused or
+ * unfused op, nor on FP16 or FP32 storage.
+ *
  * Vector helpers are macros or always-inline functions that take pointers: no vector crosses a
  * call boundary, where vectors wider than the baseline ABI's registers would be passed in memory.
  *
@@ -20,7 +27,8 @@
  *   silu(x)        = x / (1 + exp(-x))
  *   silu_bwd(dy,x) = dy * s * (1 + x * (1 - s)),  s = 1 / (1 + exp(-x))
  * Every kernel that applies them (the SiLU ops, the fused batch norm + SiLU ops) goes through
- * silu_v and silu_bwd_v, which is what makes the fused ops bit-identical to the unfused ones. */
+ * silu_v and silu_bwd_v (silu_avx512.c's silu16 and silu_bwd16 on the AVX-512 path), which is
+ * what makes the fused ops bit-identical to the unfused ones. */
 #ifndef YC_VEC16_H
 #define YC_VEC16_H
 

@@ -23,6 +23,9 @@
  *  7. the fused batch norm + SiLU ops bit for bit against the unfused sequence, and
  *     BN_SILU_APPLY against the output of BN_SILU_TRAIN on every backend;
  *  8. FP16 conversion on every path (portable, F16C, AVX-512) against exact values;
+ *  4, 7, the in-place test and the cases of 2 that apply exp or SiLU run on both paths of those
+ *  kernels where the CPU has AVX-512 (cpu/silu_avx512.c, and the generic vectors of vec16.h
+ *  selected through YOLOCL_GEMM_KERNEL);
  *  and the op checker (FP16 accepted exactly in activation slots), buffers, tensor get/set with
  *  nstride and FP16, device info, error paths. */
 #include "config.h"
@@ -1587,6 +1590,34 @@ START_TEST(op_cases)
 }
 END_TEST
 
+/* The cases of the ops that apply exp or SiLU (indices into `cases`), run again on the generic-vector
+ * path of cpu/activation.c and cpu/batchnorm.c (the exp_paths test case). */
+static int silu_cases[MAX_CASES];
+static int nsilu_cases;
+
+static bool uses_silu(const op_case *c)
+{
+    switch (c->kind) {
+    case YC_OP_SILU:
+    case YC_OP_SILU_BWD:
+    case YC_OP_BN_SILU_TRAIN:
+    case YC_OP_BN_SILU_APPLY:
+    case YC_OP_BN_SILU_BWD:
+        return true;
+    case YC_OP_BN_EVAL:
+        return c->bias; /* with SiLU */
+    default:
+        return false;
+    }
+}
+
+START_TEST(op_cases_silu)
+{
+    for (int i = _i * cases_per_test; i < (_i + 1) * cases_per_test && i < nsilu_cases; i++)
+        run_op_case(&cases[silu_cases[i]]);
+}
+END_TEST
+
 /* In-place elementwise ops: the output is the input tensor itself. */
 START_TEST(in_place)
 {
@@ -3019,6 +3050,38 @@ START_TEST(half_conversion)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * The two paths of the exp and SiLU kernels: AVX-512 (cpu/silu_avx512.c) where the CPU has it,
+ * the generic vectors (vec16.h) otherwise or when YOLOCL_GEMM_KERNEL names another GEMM kernel.
+ * The exp, SiLU and batch norm + SiLU tests run once per path this CPU has: in a forked test, the
+ * fixture sets the variable before anything reads it.
+ * ------------------------------------------------------------------------------------------- */
+
+static bool cpu_has_avx512(void)
+{
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+#else
+    return false;
+#endif
+}
+
+/* Without YOLOCL_GEMM_KERNEL, the AVX-512 path exactly where the CPU has AVX-512F. */
+START_TEST(exp_default_path)
+{
+    unsetenv("YOLOCL_GEMM_KERNEL");
+    ck_assert_int_eq(yc_cpu_silu_avx512(), cpu_has_avx512());
+    ck_assert_int_eq(yc_cpu_silu_avx512(), strcmp(yc_sgemm_kernel_name(), "avx512") == 0);
+}
+END_TEST
+
+static void use_generic_vectors(void)
+{
+    setenv("YOLOCL_GEMM_KERNEL", "generic", 1);
+    ck_assert_msg(!yc_cpu_silu_avx512(), "the AVX-512 exp path was chosen before the fixture ran");
+}
+
 static Suite *ops_suite(void)
 {
     Suite *s = suite_create("ops");
@@ -3052,6 +3115,31 @@ static Suite *ops_suite(void)
     tcase_add_test(sp, bn_silu_apply_bits);
     tcase_add_test(sp, half_conversion);
     suite_add_tcase(s, sp);
+
+    /* the default path is tested above; the generic one again here where the CPU has AVX-512
+     * (needs forked tests: the path is chosen once per process) */
+    for (int i = 0; i < ncases; i++)
+        if (uses_silu(&cases[i]))
+            silu_cases[nsilu_cases++] = i;
+    TCase *ep = tcase_create("exp_paths");
+    tcase_set_timeout(ep, 120);
+    tcase_add_test(ep, exp_default_path);
+    suite_add_tcase(s, ep);
+    const char *fork = getenv("CK_FORK");
+    if (cpu_has_avx512() && !(fork && strcmp(fork, "no") == 0)) {
+        TCase *gv = tcase_create("generic_vectors");
+        tcase_set_timeout(gv, 120);
+        tcase_add_checked_fixture(gv, use_generic_vectors, NULL);
+        tcase_add_test(gv, exp_sweep);
+        tcase_add_test(gv, silu_accuracy);
+        tcase_add_test(gv, in_place);
+        tcase_add_test(gv, fused_bn_silu);
+        tcase_add_test(gv, bn_silu_apply_bits);
+        tcase_add_loop_test(gv, op_cases_silu, 0, (nsilu_cases + cases_per_test - 1) / cases_per_test);
+        suite_add_tcase(s, gv);
+    } else if (cpu_has_avx512()) {
+        fprintf(stderr, "test_ops: CK_FORK=no: the generic-vector exp and SiLU path is not tested\n");
+    }
 
     TCase *api = tcase_create("api");
     tcase_add_test(api, op_check);
