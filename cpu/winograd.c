@@ -247,9 +247,9 @@ size_t yc_cpu_winograd_workspace(const yc_op *op, int threads)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Transforms, 16 tiles of a run at a time.  The transforms load and
- * store whole vectors: past a run's end they compute junk from the rows' slack, which lands in
- * columns that the next run overwrites, in the rows' slack, or in outputs nobody reads.
+ * Transforms, 16 tiles (backward-filter: 16 channels) at a time.  They load and store whole
+ * vectors: past a run's end they compute junk from the rows' slack, which lands in columns that
+ * the next run overwrites, in the rows' slack, or in outputs nobody reads.
  * ------------------------------------------------------------------------------------------- */
 
 static inline __attribute__((always_inline)) void vload(vf *v, const float *p)
@@ -261,7 +261,6 @@ static inline __attribute__((always_inline)) void vstore(float *p, const vf *v)
 {
     memcpy(p, v, sizeof *v);
 }
-
 
 /* The runs of tiles [t0, t1) into runs[] (at most t1 - t0 of them); returns their count. */
 static int runs_of(const wgeom *g, size_t t0, size_t t1, run *runs)
@@ -418,8 +417,8 @@ static void output_tiles(const wgeom *g, const float *M, const run *runs, int nr
     }
 }
 
-/* U[xi][r][q] (16 matrices of rows x cols, row stride cols) = G g G^T for the 3x3 kernel g at
- * w + r*rs + q*qs (rot: rotated by 180 degrees). */
+/* Element (r, q) of the 16 matrices U[xi] (rows x cols each, row stride cols) = G g G^T for the 3x3
+ * kernel g (9 floats, row-major; rot: rotated by 180 degrees first). */
 static void weight_transform(float *U, size_t rows, size_t cols, size_t r, size_t q, const float *g, int rot)
 {
     float k[3][3], t[4][3];
