@@ -445,14 +445,19 @@ static void weight_transform(float *U, size_t rows, size_t cols, size_t r, size_
  * Forward and backward-data.
  * ------------------------------------------------------------------------------------------- */
 
-/* out (N, Kout, H, W) (=|+= with acc) = the convolution of in (N, Cin, H, W) by U + bias, over the
- * op's workspace (U already transformed at its start). */
-static void wino_forward(const wgeom *g, const wplan *pl, const yc_hv *in, const yc_hv *out, const float *bias,
-                         int acc, void *ws)
+/* out (N, Kout, H, W) (=|+= with acc) = the convolution of in (N, Cin, H, W) by the 3x3 kernels w,
+ * plus bias: w is (Kout, Cin, 3, 3) (forward), or (Cin, Kout, 3, 3) taken transposed and rotated
+ * (flip: backward-data, U'[c, k] from W[k, c]). */
+static void wino_forward(const wgeom *g, const wplan *pl, const yc_hv *in, const yc_hv *out, const float *w,
+                         bool flip, const float *bias, int acc, void *ws)
 {
     float *U = ws, *Up = U + pl->u;
     ptrdiff_t *offs = (ptrdiff_t *)(Up + 16 * pl->pk);
-    size_t kc = (size_t)g->Kout * (size_t)g->Cin;
+    size_t kc = (size_t)g->Kout * (size_t)g->Cin, rows = (size_t)g->Kout, cols = (size_t)g->Cin;
+#pragma omp parallel for num_threads(pl->T) schedule(static)
+    for (size_t r = 0; r < rows; r++)
+        for (size_t q = 0; q < cols; q++)
+            weight_transform(U, rows, cols, r, q, w + (flip ? q * rows + r : r * cols + q) * 9, flip);
     for (int xi = 0; xi < 16; xi++)
         yc_sgemm_pack(false, g->Kout, g->Cin, U + (size_t)xi * kc, g->Cin, Up + (size_t)xi * pl->pk);
     for (int c = 0; c < g->Cin; c++)
@@ -478,34 +483,17 @@ static void wino_forward(const wgeom *g, const wplan *pl, const yc_hv *in, const
 
 void yc_cpu_winograd_fwd(const yc_cpu_args *a)
 {
-    const yc_hv *x = &a->src[0], *y = &a->dst[0];
-    const float *w = a->src[1].p, *bias = a->src[2].p;
     wgeom g = wgeom_of(a->op);
     wplan pl = wplan_make(YC_OP_CONV2D, &g, a->threads);
-    float *U = a->ws;
-    /* U_xi[k, c] from W[k, c] */
-#pragma omp parallel for num_threads(pl.T) schedule(static)
-    for (int k = 0; k < g.Kout; k++)
-        for (int c = 0; c < g.Cin; c++)
-            weight_transform(U, (size_t)g.Kout, (size_t)g.Cin, (size_t)k, (size_t)c,
-                             w + ((size_t)k * g.Cin + (size_t)c) * 9, 0);
-    wino_forward(&g, &pl, x, y, bias, 0, a->ws);
+    wino_forward(&g, &pl, &a->src[0], &a->dst[0], a->src[1].p, false, a->src[2].p, 0, a->ws);
 }
 
+/* dx (=|+=) the convolution of dy by W transposed and rotated: Cin = K (dy's channels), Kout = C */
 void yc_cpu_winograd_bwd_data(const yc_cpu_args *a)
 {
-    const yc_hv *dy = &a->src[0], *dx = &a->dst[0];
-    const float *w = a->src[1].p;
-    wgeom g = wgeom_of(a->op); /* Cin = K (dy's channels), Kout = C */
+    wgeom g = wgeom_of(a->op);
     wplan pl = wplan_make(YC_OP_CONV2D_BWD_DATA, &g, a->threads);
-    float *U = a->ws;
-    /* U'_xi[c, k] from W[k, c] rotated */
-#pragma omp parallel for num_threads(pl.T) schedule(static)
-    for (int c = 0; c < g.Kout; c++)
-        for (int k = 0; k < g.Cin; k++)
-            weight_transform(U, (size_t)g.Kout, (size_t)g.Cin, (size_t)c, (size_t)k,
-                             w + ((size_t)k * g.Kout + (size_t)c) * 9, 1);
-    wino_forward(&g, &pl, dy, dx, NULL, a->op->accumulate, a->ws);
+    wino_forward(&g, &pl, &a->src[0], &a->dst[0], a->src[1].p, true, NULL, a->op->accumulate, a->ws);
 }
 
 /* ---------------------------------------------------------------------------------------------
