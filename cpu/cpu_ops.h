@@ -2,7 +2,8 @@
  *
  * cpu_backend.c validates an op (yc_op_check, supports), resolves every tensor to host memory and
  * calls one kernel below; kernels cannot fail.  One file per concern, forward and backward next
- * to each other: conv.c, batchnorm.c (with the fused batch norm + SiLU ops), activation.c,
+ * to each other: conv.c (with winograd.c for the 3x3 stride-1 ones), batchnorm.c (with the fused
+ * batch norm + SiLU ops), activation.c (with silu_avx512.c, the AVX-512 exp and SiLU of both),
  * pool.c, upsample.c, elementwise.c, optim.c.
  *
  * Every kernel honours nstride for each tensor (images are `ns` elements apart; a tensor may be a
