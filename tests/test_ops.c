@@ -570,11 +570,12 @@ static void build_cases(void)
         /* Winograd F(2x2, 3x3) (cpu/winograd.c: 3x3 s1 p1; forward with 64 channels or more on both
          * sides, backward-data 32, backward-filter 128 in multiples of 16; the shapes above with 32
          * channels take it for backward-data): odd sizes in one block, blocks of 96 tiles that start
-         * inside tile rows and span images, 72 channels, and backward-filter's blocks of 32 tiles */
+         * inside tile rows and span images, 72 channels, and backward-filter's blocks (one per thread
+         * here: with 2 threads, 8 and 23 tiles, which start inside tile rows of 5 and span images) */
         {0, 64, 9, 11, 64, 3, 3, 1, 1, 1, 1},
         {0, 64, 20, 19, 80, 3, 3, 1, 1, 1, 1},
         {0, 72, 7, 6, 64, 3, 3, 1, 1, 1, 1},
-        {0, 128, 8, 9, 144, 3, 3, 1, 1, 1, 1},
+        {0, 128, 6, 9, 144, 3, 3, 1, 1, 1, 1},
     };
     /* batch, bias, accumulate, view */
     static const int variants[][4] = {{1, 1, 0, 0}, {3, 0, 1, 1}, {3, 1, 0, 1}, {4, 1, 1, 0}, {2, 0, 0, 0}};
