@@ -301,6 +301,21 @@ static int runs_of(const wgeom *g, size_t t0, size_t t1, run *runs)
     return n;
 }
 
+/* The first of the four input rows (2ty - 1 .. 2ty + 2) that run ri needs made: 2 when run ri - 1 was
+ * the tile row above over the same columns, whose last two rows are this run's first two (the row
+ * pointers are rotated so that rows[0], rows[1] point to them), else 0. */
+static int reuse_rows(const run *runs, int ri, float *rows[4])
+{
+    if (ri == 0)
+        return 0;
+    const run *u = &runs[ri], *p = &runs[ri - 1];
+    if (u->i != p->i || u->ty != p->ty + 1 || u->tx0 != p->tx0 || u->len != p->len)
+        return 0;
+    float *a = rows[0], *b = rows[1];
+    rows[0] = rows[2], rows[1] = rows[3], rows[2] = a, rows[3] = b;
+    return 2;
+}
+
 /* Input row ro of t (element offset; FP32 or FP16, W columns) for tiles [tx0, tx0 + len): xp[u] =
  * x[2*tx0 - 1 + u] for u < 2*len + 2, zero outside the row, or everywhere when the row is outside
  * the image (!inside). */
@@ -365,15 +380,7 @@ static void input_tiles(const wgeom *g, const yc_hv *t, const run *runs, int nru
         for (int ri = 0; ri < nruns; ri++) {
             run u = runs[ri];
             size_t base = (size_t)u.i * t->ns + (size_t)c * hw;
-            /* the next tile row of the same columns: its first two input rows are the last two */
-            int r0 = 0;
-            if (ri > 0 && u.i == runs[ri - 1].i && u.ty == runs[ri - 1].ty + 1 && u.tx0 == runs[ri - 1].tx0 &&
-                u.len == runs[ri - 1].len) {
-                float *a = xp[0], *b = xp[1];
-                xp[0] = xp[2], xp[1] = xp[3], xp[2] = a, xp[3] = b;
-                r0 = 2;
-            }
-            for (int r = r0; r < 4; r++) {
+            for (int r = reuse_rows(runs, ri, xp); r < 4; r++) {
                 int ih = 2 * u.ty - 1 + r;
                 bool inside = ih >= 0 && ih < g->H;
                 pad_row(g, t, base + (inside ? (size_t)ih * g->W : 0), inside, u.tx0, u.len, xp[r]);
@@ -636,14 +643,7 @@ static void filter_tiles(const wgeom *g, const yc_hv *x, const yc_hv *dy, const 
     for (int ri = 0; ri < nruns; ri++) {
         run u = runs[ri];
         size_t xb = (size_t)u.i * x->ns, db = (size_t)u.i * dy->ns;
-        int r0 = 0;
-        if (ri > 0 && u.i == runs[ri - 1].i && u.ty == runs[ri - 1].ty + 1 && u.tx0 == runs[ri - 1].tx0 &&
-            u.len == runs[ri - 1].len) {
-            float *a = xr[0], *b = xr[1];
-            xr[0] = xr[2], xr[1] = xr[3], xr[2] = a, xr[3] = b;
-            r0 = 2;
-        }
-        for (int r = r0; r < 4; r++)
+        for (int r = reuse_rows(runs, ri, xr); r < 4; r++)
             minor_row(g, x, xb, hw, g->Cin, 2 * u.ty - 1 + r, true, u.tx0, u.len, tmp, ld, xr[r]);
         for (int h = 0; h < 2; h++)
             minor_row(g, dy, db, hw, g->Kout, 2 * u.ty + h, false, u.tx0, u.len, tmp, ld, dr[h]);
