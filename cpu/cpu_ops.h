@@ -127,6 +127,9 @@ size_t yc_cpu_conv2d_workspace(const yc_op *op, int threads);
 void yc_cpu_conv2d_fwd(const yc_cpu_args *a);
 void yc_cpu_conv2d_bwd_data(const yc_cpu_args *a);
 void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a);
+/* conv.c: db[k] += the sum of dy's channel k over images and positions, in double (FP32 dy; the
+ * bias gradient of both convolution paths) */
+void yc_cpu_conv2d_bias_grad(const yc_hv *dy, float *db, int threads);
 
 /* colrows.c: d[j] += s[j];  d[j] = x[2j] (reads nothing past x[2n-2]);  d[2j] += s[j]
  * (touches nothing past d[2n-2]); for j < n, n <= 0 doing nothing. */

@@ -70,8 +70,8 @@ AVX512_INLINE __m512 neg16(__m512 x)
 AVX512_INLINE __m512 exp16(__m512 x)
 {
     /* vmaxps and vminps return their second operand when either is NaN: x goes second, so that
-     * NaN passes (and makes every later step NaN; the exp sweep checks exp(NaN)).  89 and -104 as in vec16.h: above 89 the
-     * result is +inf (scalef overflows), below -104 it is +0. */
+     * NaN passes (and makes every later step NaN; the exp sweep checks exp(NaN)).  89 and -104 as
+     * in vec16.h: above 89 the result is +inf (scalef overflows), below -104 it is +0. */
     __m512 xc = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -253,7 +253,7 @@ static wplan wplan_make(yc_op_kind kind, const wgeom *g, int threads)
     pl.v = round16(16 * (size_t)g->Cin * (size_t)g->ldt);
     pl.m = round16(16 * (size_t)g->Kout * (size_t)g->ldt);
     pl.scr = kind == YC_OP_CONV2D_BWD_FILTER ? bf_scratch_floats(g) : scratch_floats(g);
-    pl.runs = round16((size_t)g->nt * sizeof(run) / sizeof(float) + 1);
+    pl.runs = round16(((size_t)g->nt * sizeof(run) + sizeof(float) - 1) / sizeof(float));
     pl.per = pl.v + pl.m + pl.scr + pl.runs + pl.ap;
     pl.head = pl.u + 16 * pl.pk + pl.offs;
     pl.bytes = (pl.head + (size_t)pl.T * (pl.per + pl.part)) * sizeof(float);
@@ -491,7 +491,8 @@ static void wino_forward(const wgeom *g, const wplan *pl, const yc_hv *in, const
         offs[c] = (ptrdiff_t)c * g->ldt;
 #pragma omp parallel num_threads(pl->T)
     {
-        float *V = (float *)ws + pl->head + (size_t)omp_get_thread_num() * pl->per, *M = V + pl->v, *scr = M + pl->m;
+        float *V = (float *)ws + pl->head + (size_t)omp_get_thread_num() * pl->per;
+        float *M = V + pl->v, *scr = M + pl->m;
         run *runs = (run *)(scr + pl->scr);
 #pragma omp for schedule(dynamic, 1)
         for (int b = 0; b < g->nblocks; b++) {
@@ -680,8 +681,8 @@ void yc_cpu_winograd_bwd_filter(const yc_cpu_args *a)
             /* dU_xi[K, C] += Z^T_xi[tiles, K]^T * V^T_xi[tiles, C], V^T's rows read in place */
             for (int xi = 0; xi < 16; xi++) {
                 yc_sgemm_pack(true, g.Kout, n, Zt + (size_t)xi * sz, g.Kout, ap);
-                yc_sgemm_offsets(g.Kout, g.Cin, n, 1.0f, Zt + (size_t)xi * sz, g.Kout, ap, Vt + (size_t)xi * sv, offs,
-                                 1.0f, du + (size_t)xi * kc, g.Cin);
+                yc_sgemm_offsets(g.Kout, g.Cin, n, 1.0f, Zt + (size_t)xi * sz, g.Kout, ap, Vt + (size_t)xi * sv,
+                                 offs, 1.0f, du + (size_t)xi * kc, g.Cin);
             }
         }
         /* the partials into the first, in thread order; then dW += G^T dU G */
@@ -697,18 +698,6 @@ void yc_cpu_winograd_bwd_filter(const yc_cpu_args *a)
         for (size_t e = 0; e < kc; e++)
             filter_transform(dw + e * 9, parts + e, kc);
     }
-    if (db) {
-        size_t hw = (size_t)g.H * (size_t)g.W;
-#pragma omp parallel for num_threads(pl.T) schedule(static)
-        for (int k = 0; k < g.Kout; k++) {
-            double s = 0.0;
-            for (int i = 0; i < g.N; i++) {
-                const float *d = dy->p + (size_t)i * dy->ns + (size_t)k * hw;
-#pragma omp simd reduction(+ : s)
-                for (size_t j = 0; j < hw; j++)
-                    s += d[j];
-            }
-            db[k] = (float)((double)db[k] + s);
-        }
-    }
+    if (db)
+        yc_cpu_conv2d_bias_grad(dy, db, pl.T);
 }
