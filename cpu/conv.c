@@ -1,7 +1,7 @@
 /* Convolution on the CPU: forward, backward-data and backward-filter as GEMMs (gemm.h) over the
  * column matrix, read in place from the padded input (forward, backward-filter: implicit GEMM) or
  * written by the GEMM and added into dx (backward-data: col2im).  The 3x3 stride-1 convolutions
- * that Winograd's F(2x2, 3x3) computes faster (yc_cpu_winograd_applies) are handed to winograd.c.
+ * that Winograd's algorithms compute faster (yc_cpu_winograd_applies) are handed to winograd.c.
  *
  * Per image, with CRS = C*R*S and PQ = P*Q (the column matrix col is CRS x PQ):
  *   forward         y[K, PQ]     = W[K, CRS] * col(x)[CRS, PQ]  (+ b[k] per row)

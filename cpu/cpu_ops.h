@@ -137,10 +137,12 @@ void yc_cpu_add_row(float *d, const float *s, int n);
 void yc_cpu_gather2(float *d, const float *x, int n);
 void yc_cpu_scatter_add2(float *d, const float *s, int n);
 
-/* winograd.c: whether a convolution op runs as Winograd F(2x2, 3x3) (3x3, stride 1, padding 1, enough
- * channels for its pass, not turned off by YOLOCL_WINOGRAD=0); its scratch bytes with `threads`
- * threads; its three passes (conv.c hands such ops over). */
+/* winograd.c: whether a convolution op runs as Winograd (3x3, stride 1, padding 1, enough channels
+ * for its pass, not turned off by YOLOCL_WINOGRAD=0), and which algorithm ("F(2x2, 3x3)" or
+ * "F(4x4, 3x3)", NULL when none); its scratch bytes with `threads` threads; its three passes
+ * (conv.c hands such ops over). */
 bool yc_cpu_winograd_applies(const yc_op *op);
+const char *yc_cpu_winograd_name(const yc_op *op);
 size_t yc_cpu_winograd_workspace(const yc_op *op, int threads);
 void yc_cpu_winograd_fwd(const yc_cpu_args *a);
 void yc_cpu_winograd_bwd_data(const yc_cpu_args *a);

@@ -131,4 +131,40 @@ static inline __attribute__((always_inline)) void store_n(float *p, const vf *v,
         }                                                                                                    \
     } while (0)
 
+/* Whole-vector load and store (no alignment needed). */
+static inline __attribute__((always_inline)) void vload(vf *v, const float *p)
+{
+    memcpy(v, p, sizeof *v);
+}
+
+static inline __attribute__((always_inline)) void vstore(float *p, const vf *v)
+{
+    memcpy(p, v, sizeof *v);
+}
+
+/* Lane permutations of two vectors (GCC's __builtin_shuffle over their 32 lanes): the even and odd
+ * lanes, and the interleave of their low and high halves. */
+#define EVEN_LANES ((vi){0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30})
+#define ODD_LANES ((vi){1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31})
+#define LOW_ZIP ((vi){0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23})
+#define HIGH_ZIP ((vi){8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31})
+
+/* The even and odd elements of the 32 floats at p: p[0], p[2], ... p[30] and p[1], p[3], ... p[31]. */
+static inline __attribute__((always_inline)) void deinterleave(vf *even, vf *odd, const float *p)
+{
+    vf a, b;
+    vload(&a, p);
+    vload(&b, p + VL);
+    *even = __builtin_shuffle(a, b, EVEN_LANES);
+    *odd = __builtin_shuffle(a, b, ODD_LANES);
+}
+
+/* p[2i] = a[i], p[2i + 1] = b[i]: 32 floats. */
+static inline __attribute__((always_inline)) void interleave(float *p, const vf *a, const vf *b)
+{
+    vf lo = __builtin_shuffle(*a, *b, LOW_ZIP), hi = __builtin_shuffle(*a, *b, HIGH_ZIP);
+    vstore(p, &lo);
+    vstore(p + VL, &hi);
+}
+
 #endif
