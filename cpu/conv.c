@@ -76,9 +76,10 @@
  * (or within 1.5 times it, see block_rows_for). */
 #define YC_CONV_BLOCK ((size_t)1 << 18)
 
-/* FP16 forward sub-blocks: the x and y sub-block buffers together hold at most this many floats
- * (1 MiB, so that they stay in L2 between conversion and GEMM), unless that leaves fewer than
- * YC_CONV_SUB_MIN columns (each GEMM call packs W again: sub-blocks must not be narrow). */
+/* Direct forward sub-blocks (FP16 x or y, or a bias): the x and y sub-blocks together hold at most
+ * this many floats (1 MiB, so that they stay in L2 between conversion, GEMM and bias), unless that
+ * leaves fewer than YC_CONV_SUB_MIN columns (each GEMM call packs its B again: sub-blocks must not
+ * be narrow). */
 #define YC_CONV_SUB ((size_t)1 << 18)
 #define YC_CONV_SUB_MIN 256
 
@@ -130,6 +131,10 @@ typedef struct geom {
     bool tapwise;
     /* x is FP16 (forward, backward-filter); y is FP16 (forward) */
     bool x16, y16;
+    /* forward with a bias (YOLOv5's Detect convolutions): a direct convolution computes y in
+     * sub-blocks and adds the bias to each while it is in cache (added to a whole block of 255
+     * filters, out of L2 by then, it took a quarter of the Detect layers' time) */
+    bool bias;
     /* output rows per block and blocks per image */
     int rows, nblocks;
 } geom;
@@ -144,8 +149,8 @@ typedef struct plan {
     /* floats of one column block (implicit forward: of the block's input phases) and of one dW
      * partial (0 when not needed) */
     size_t col, part;
-    /* FP16 forward: columns per sub-block, and floats of the x and y sub-block buffers (0 when
-     * not needed) */
+    /* direct forward with FP16 x or y or a bias: columns per sub-block, and floats of the FP16 x and
+     * y sub-block buffers (0 when not needed) */
     int sub;
     size_t xs, ys;
     /* tapwise backward-filter: floats of the block's dy packed for the GEMMs (per thread), of the
@@ -236,6 +241,7 @@ static geom geom_make(const yc_op *op, int N, int C, int H, int W, int K, int P,
     g.direct = g.R == 1 && g.S == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
     g.x16 = op->kind != YC_OP_CONV2D_BWD_DATA && op->src[0]->type == YC_F16;
     g.y16 = op->kind == YC_OP_CONV2D && op->dst[0]->type == YC_F16;
+    g.bias = op->kind == YC_OP_CONV2D && op->src[2] != NULL;
     g.implicit = (op->kind == YC_OP_CONV2D || op->kind == YC_OP_CONV2D_BWD_FILTER) && !g.direct;
     size_t nw = (size_t)K * (size_t)g.crs;
     g.tapwise = g.implicit && op->kind == YC_OP_CONV2D_BWD_FILTER && C >= 32 && C % 16 == 0 &&
@@ -286,8 +292,9 @@ static plan plan_make(yc_op_kind kind, const geom *g, int threads)
     pl.part = kind == YC_OP_CONV2D_BWD_FILTER ? round16((size_t)g->K * (size_t)g->crs) : 0;
     bool xsub = kind == YC_OP_CONV2D && g->direct && g->x16;
     bool ysub = kind == YC_OP_CONV2D && g->y16 && !g->implicit;
-    if (xsub || ysub) {
-        size_t wide = (xsub ? (size_t)g->C : 0) + (ysub ? (size_t)g->K : 0);
+    bool bsub = kind == YC_OP_CONV2D && g->direct && g->bias;
+    if (xsub || ysub || bsub) {
+        size_t wide = (xsub ? (size_t)g->C : 0) + (ysub || bsub ? (size_t)g->K : 0);
         size_t sub = YC_CONV_SUB / wide;
         /* a multiple of 32, hence of every kernel's panel width: only the last sub-block pads */
         sub = sub < YC_CONV_SUB_MIN ? YC_CONV_SUB_MIN : sub / 32 * 32;
@@ -621,8 +628,8 @@ static void fwd_block_implicit(const geom *g, const yc_hv *x, const float *w, co
 }
 
 /* One block (output rows [p0, p1) of image i); T threads (1: the calling thread only).  A window
- * runs implicitly (above); a direct convolution multiplies x itself (FP32) or its FP32 copy (FP16,
- * per sub-block). */
+ * runs implicitly (above); a direct convolution multiplies x itself (FP32) or its FP32 copy (FP16),
+ * per sub-block when x or y is FP16 or there is a bias. */
 static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float *w, const float *wp,
                       const float *b, const yc_hv *y, const bufs *bf, int i, int blk, int T)
 {
@@ -634,8 +641,8 @@ static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float
     block_rows(g, blk, &p0, &p1);
     int n = (p1 - p0) * g->Q;
     size_t xo = (size_t)i * x->ns, yo = (size_t)i * y->ns + (size_t)p0 * g->Q;
-    /* y[K, block] = W[K, C] * x[C, block], in sub-blocks of columns when x or y is FP16 */
-    int sub = g->y16 || g->x16 ? pl->sub : n;
+    /* y[K, block] = W[K, C] * x[C, block] (+ b), in sub-blocks of columns (geom.bias, plan.sub) */
+    int sub = g->y16 || g->x16 || g->bias ? pl->sub : n;
     for (int j0 = 0; j0 < n; j0 += sub) {
         int jn = n - j0 < sub ? n - j0 : sub, ldc = g->pq;
         float *Cj = y->p + yo + j0;
