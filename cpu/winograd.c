@@ -435,8 +435,7 @@ static void wino_forward(const wgeom *g, const wplan *pl, const yc_hv *in, const
     size_t kc = (size_t)g->Kout * (size_t)g->Cin, rows = (size_t)g->Kout, cols = (size_t)g->Cin;
 #pragma omp parallel for num_threads(pl->T) schedule(static)
     for (size_t r = 0; r < rows; r++)
-        for (size_t q = 0; q < cols; q++)
-            al->weights(U + r * cols + q, kc, w + (flip ? q * rows + r : r * cols + q) * 9, flip);
+        al->weights(U + r * cols, kc, w + (flip ? r : r * cols) * 9, flip ? rows * 9 : 9, (int)cols, flip);
     for (int xi = 0; xi < g->np; xi++)
         yc_sgemm_pack(false, g->Kout, g->Cin, U + (size_t)xi * kc, g->Cin, Up + (size_t)xi * pl->pk);
     for (int c = 0; c < g->Cin; c++)

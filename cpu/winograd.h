@@ -34,9 +34,9 @@ typedef struct yc_wino_algo {
     /* the `out` output rows of tiles v < len from M[xi*sm + v] plus bias, interleaved:
      * rows[h][out*v + w] = output (h, w) of tile v */
     void (*output)(float *const *rows, const float *m, size_t sm, int len, float bias);
-    /* U[xi*s], xi < side*side, of the 3x3 kernel g (9 floats, row-major; rot: rotated by 180
-     * degrees first) */
-    void (*weights)(float *u, size_t s, const float *g, int rot);
+    /* U[xi*s + j], xi < side*side, of the n 3x3 kernels g + j*gs, j < n (9 floats each, row-major;
+     * rot: rotated by 180 degrees first) */
+    void (*weights)(float *u, size_t s, const float *g, size_t gs, int n, int rot);
     /* backward-filter (NULL where the algorithm has none): V^T[xi*sx + v*C + c] from `in`
      * channel-minor input rows (tile v's patch (r, q) of channel c at xr[r][(in_step*v + q)*C + c]),
      * C a multiple of 16 */

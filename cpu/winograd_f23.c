@@ -69,25 +69,30 @@ static void output_transform(float *const *out, const float *mrow, size_t sm, in
     }
 }
 
-/* u[xi*s] (16 values) = G g G^T for the 3x3 kernel g (rot: rotated by 180 degrees first). */
-static void weight_transform(float *u, size_t s, const float *g, int rot)
+/* u[xi*s + j] (16 values) = G g G^T for the 3x3 kernels g + j*gs, j < n (rot: rotated by 180
+ * degrees first), 16 kernels at a time in float. */
+YC_CPU_CLONES
+static void weight_transform(float *u, size_t s, const float *g, size_t gs, int n, int rot)
 {
-    float k[3][3], t[4][3];
-    for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++)
-            k[a][b] = rot ? g[(2 - a) * 3 + (2 - b)] : g[a * 3 + b];
-    for (int b = 0; b < 3; b++) { /* G k: rows */
-        t[0][b] = k[0][b];
-        t[1][b] = 0.5f * (k[0][b] + k[1][b] + k[2][b]);
-        t[2][b] = 0.5f * (k[0][b] - k[1][b] + k[2][b]);
-        t[3][b] = k[2][b];
-    }
-    for (int a = 0; a < 4; a++) { /* (G k) G^T: columns */
-        float *r = u + (size_t)(4 * a) * s;
-        r[0] = t[a][0];
-        r[s] = 0.5f * (t[a][0] + t[a][1] + t[a][2]);
-        r[2 * s] = 0.5f * (t[a][0] - t[a][1] + t[a][2]);
-        r[3 * s] = t[a][2];
+    for (int j0 = 0; j0 < n; j0 += VL) {
+        int m = n - j0 < VL ? n - j0 : VL;
+        vf k[3][3], t[4][3];
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++)
+                for (int l = 0; l < VL; l++)
+                    k[a][b][l] = l < m ? g[(size_t)(j0 + l) * gs + (size_t)(rot ? (2 - a) * 3 + (2 - b) : a * 3 + b)]
+                                       : 0.0f;
+        for (int b = 0; b < 3; b++) { /* G k: rows */
+            t[0][b] = k[0][b];
+            t[1][b] = 0.5f * (k[0][b] + k[1][b] + k[2][b]);
+            t[2][b] = 0.5f * (k[0][b] - k[1][b] + k[2][b]);
+            t[3][b] = k[2][b];
+        }
+        for (int a = 0; a < 4; a++) { /* (G k) G^T: columns */
+            vf r[4] = {t[a][0], 0.5f * (t[a][0] + t[a][1] + t[a][2]), 0.5f * (t[a][0] - t[a][1] + t[a][2]), t[a][2]};
+            for (int b = 0; b < 4; b++)
+                store_n(u + (size_t)(4 * a + b) * s + j0, &r[b], (size_t)m);
+        }
     }
 }
 

@@ -127,41 +127,59 @@ static void f43_output(float *const *out, const float *mrow, size_t sm, int len,
     }
 }
 
-/* G k for one dimension, in double: u[i*s] from k[j*ks], j < 3. */
-static void g_(double *u, size_t s, const double *k, size_t ks)
+/* 1/6, 1/12 and 1/24 in double. */
+#define SIXTH (1.0 / 6.0)
+#define TWELFTH (1.0 / 12.0)
+#define TWENTYFOURTH (1.0 / 24.0)
+
+/* Vectors of 8 doubles (the kernel transform's). */
+typedef double vd __attribute__((vector_size(8 * sizeof(double))));
+
+/* u = G k for one dimension, in double. */
+static inline __attribute__((always_inline)) void g_v(vd u[6], const vd k[3])
 {
-    double k0 = k[0], k1 = k[ks], k2 = k[2 * ks];
-    u[0] = k0 / 4.0;
-    u[s] = -(k0 + k1 + k2) / 6.0;
-    u[2 * s] = -(k0 - k1 + k2) / 6.0;
-    u[3 * s] = k0 / 24.0 + k1 / 12.0 + k2 / 6.0;
-    u[4 * s] = k0 / 24.0 - k1 / 12.0 + k2 / 6.0;
-    u[5 * s] = k2;
+    u[0] = 0.25 * k[0];
+    u[1] = -SIXTH * (k[0] + k[1] + k[2]);
+    u[2] = -SIXTH * (k[0] - k[1] + k[2]);
+    u[3] = TWENTYFOURTH * k[0] + TWELFTH * k[1] + SIXTH * k[2];
+    u[4] = TWENTYFOURTH * k[0] - TWELFTH * k[1] + SIXTH * k[2];
+    u[5] = k[2];
 }
 
-/* u[xi*s] (36 values) = G g G^T for the 3x3 kernel g (rot: rotated by 180 degrees first), worked out
- * in double and rounded once. */
-static void f43_weights(float *u, size_t s, const float *g, int rot)
+/* u[xi*s + j] (36 values) = G g G^T for the 3x3 kernels g + j*gs, j < n (rot: rotated by 180
+ * degrees first), 8 kernels at a time in double, each value rounded once. */
+YC_CPU_CLONES
+static void f43_weights(float *u, size_t s, const float *g, size_t gs, int n, int rot)
 {
-    double k[3][3], t[6][3], w[6][6];
-    for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++)
-            k[a][b] = rot ? g[(2 - a) * 3 + (2 - b)] : g[a * 3 + b];
-    for (int b = 0; b < 3; b++) /* G k: rows */
-        g_(&t[0][b], 3, &k[0][b], 3);
-    for (int a = 0; a < 6; a++) /* (G k) G^T: columns */
-        g_(&w[a][0], 1, &t[a][0], 1);
-    for (int xi = 0; xi < 36; xi++)
-        u[(size_t)xi * s] = (float)w[xi / 6][xi % 6];
+    for (int j0 = 0; j0 < n; j0 += 8) {
+        int m = n - j0 < 8 ? n - j0 : 8;
+        vd k[3][3], t[3][6], w[6];
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++)
+                for (int l = 0; l < 8; l++)
+                    k[a][b][l] = l < m ? g[(size_t)(j0 + l) * gs + (size_t)(rot ? (2 - a) * 3 + (2 - b) : a * 3 + b)]
+                                       : 0.0;
+        for (int b = 0; b < 3; b++) { /* G k: column b of the kernel into t[b][0..5] */
+            vd col[3] = {k[0][b], k[1][b], k[2][b]};
+            g_v(t[b], col);
+        }
+        for (int a = 0; a < 6; a++) { /* (G k) G^T: row a */
+            vd row[3] = {t[0][a], t[1][a], t[2][a]};
+            g_v(w, row);
+            for (int b = 0; b < 6; b++)
+                for (int l = 0; l < m; l++)
+                    u[(size_t)(6 * a + b) * s + (size_t)(j0 + l)] = (float)w[b][l];
+        }
+    }
 }
 
 /* G^T u for one dimension, in double: r[j*rs] from u[i*s], i < 6. */
 static void gt_(double *r, size_t rs, const double *u, size_t s)
 {
     double u0 = u[0], u1 = u[s], u2 = u[2 * s], u3 = u[3 * s], u4 = u[4 * s], u5 = u[5 * s];
-    r[0] = u0 / 4.0 - (u1 + u2) / 6.0 + (u3 + u4) / 24.0;
-    r[rs] = (u2 - u1) / 6.0 + (u3 - u4) / 12.0;
-    r[2 * rs] = (u3 + u4 - u1 - u2) / 6.0 + u5;
+    r[0] = 0.25 * u0 - SIXTH * (u1 + u2) + TWENTYFOURTH * (u3 + u4);
+    r[rs] = SIXTH * (u2 - u1) + TWELFTH * (u3 - u4);
+    r[2 * rs] = SIXTH * (u3 + u4 - u1 - u2) + u5;
 }
 
 /* dw[0..8] += G^T du G for one (k, c): du[xi] at du + xi*s (36 values), in double. */
