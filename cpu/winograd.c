@@ -196,8 +196,9 @@ static int wino_mode(void)
  * -> 14.2 ms forward against the implicit GEMM, 15.1 -> 13.5 backward-data against F(2x2, 3x3); 64
  * at 80 x 80: 14.4 -> 9.5 and 11.9 -> 9.8; 128 at 40 x 40: 12.4 -> 10.7 and 13.3 -> 10.8),
  * backward-filter from 64 (64: 17.8 -> 12.7 against the tapwise implicit GEMM; 128: 15.1 -> 12.2;
- * 32 was even).  With 256 channels F(2x2, 3x3) stays faster (16.6 against 14.0 ms forward at
- * 20 x 20).  F(2x2, 3x3) elsewhere from min_f23 channels: with 32 its forward pass was even against
+ * 32 was even).  With 256 channels at 20 x 20 F(2x2, 3x3) stays: backward-filter 11.8 against
+ * 13.7 ms, backward-data even, forward within the host's noise (14.0 against 16.6 once, 11.3 against
+ * 10.1 in a best of 5).  F(2x2, 3x3) elsewhere from min_f23 channels: with 32 its forward pass was even against
  * the implicit GEMM and backward-data 17% faster; with 64, backward-filter, whose products have one
  * operand packed per block, was 7% slower, with 128 and 256 channels 18-27% faster.
  * Backward-filter needs channel counts that are multiples of 16 (its transforms run on 16
