@@ -16,8 +16,8 @@
  *
  * Arithmetic: the transforms multiply by 2, 4, 5 and 8 and the kernel transform by 1/6, 1/12 and
  * 1/24 (worked out in double, rounded once), so the GEMMs' terms carry larger rounding errors than
- * F(2x2, 3x3)'s: about 4 times its error, a few 1e-6 of the largest output (cuDNN's FP32 Winograd
- * is this algorithm); tests/test_ops.c allows 1e-5 for it.
+ * F(2x2, 3x3)'s: about 4 times its error, up to about 1e-5 of the largest output on the test shapes;
+ * tests/test_ops.c allows 2e-5 for it.
  *
  * Input rows: tile v's six columns are elements 4v .. 4v+5 of the padded row: the 64 floats from
  * 4v split four ways in registers, the fifth and sixth the first two shifted by one tile; the four
