@@ -48,6 +48,13 @@ typedef struct yc_wino_algo {
     void (*filter)(float *dw, const float *du, size_t s);
 } yc_wino_algo;
 
+/* Index of element (a, b) of a row-major 3x3 kernel, rotated by 180 degrees first when rot (the
+ * kernel transforms' backward-data form). */
+static inline size_t yc_wino_tap(int a, int b, int rot)
+{
+    return (size_t)(rot ? (2 - a) * 3 + (2 - b) : a * 3 + b);
+}
+
 /* 3x3 stride-1 padding-1 convolutions, all three passes (backward-data: the kernels rotated):
  * F(2x2, 3x3) and F(4x4, 3x3) */
 extern const yc_wino_algo yc_wino_f23;

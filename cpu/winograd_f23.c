@@ -80,8 +80,7 @@ static void weight_transform(float *u, size_t s, const float *g, size_t gs, int 
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++)
                 for (int l = 0; l < VL; l++)
-                    k[a][b][l] = l < m ? g[(size_t)(j0 + l) * gs + (size_t)(rot ? (2 - a) * 3 + (2 - b) : a * 3 + b)]
-                                       : 0.0f;
+                    k[a][b][l] = l < m ? g[(size_t)(j0 + l) * gs + yc_wino_tap(a, b, rot)] : 0.0f;
         for (int b = 0; b < 3; b++) { /* G k: rows */
             t[0][b] = k[0][b];
             t[1][b] = 0.5f * (k[0][b] + k[1][b] + k[2][b]);

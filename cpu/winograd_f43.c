@@ -157,8 +157,7 @@ static void f43_weights(float *u, size_t s, const float *g, size_t gs, int n, in
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++)
                 for (int l = 0; l < 8; l++)
-                    k[a][b][l] = l < m ? g[(size_t)(j0 + l) * gs + (size_t)(rot ? (2 - a) * 3 + (2 - b) : a * 3 + b)]
-                                       : 0.0;
+                    k[a][b][l] = l < m ? g[(size_t)(j0 + l) * gs + yc_wino_tap(a, b, rot)] : 0.0;
         for (int b = 0; b < 3; b++) { /* G k: column b of the kernel into t[b][0..5] */
             vd col[3] = {k[0][b], k[1][b], k[2][b]};
             g_v(t[b], col);

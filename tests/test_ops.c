@@ -48,6 +48,7 @@
 #include "log.h"
 #include "ref_ops.h"
 #include "rng.h"
+#include "winograd.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Backends under test.  A backend that is not available here (no device) is skipped.
@@ -1004,8 +1005,7 @@ static double backend_tol(const op_case *c, const yc_op *op, int bi)
     yc_op_kind kind = c->kind == YC_OP_BN_EVAL && c->bias ? YC_OP_BN_SILU_APPLY : c->kind;
     bool conv = kind == YC_OP_CONV2D || kind == YC_OP_CONV2D_BWD_DATA || kind == YC_OP_CONV2D_BWD_FILTER;
     if (backends[bi].create != create_opencl) {
-        const char *wino = conv ? yc_cpu_winograd_name(op) : NULL;
-        return wino && strcmp(wino, "F(4x4, 3x3)") == 0 ? 2e-5 : case_tol(kind);
+        return conv && yc_cpu_winograd_name(op) == yc_wino_f43.name ? 2e-5 : case_tol(kind);
     }
     switch (kind) {
     case YC_OP_CONV2D:
