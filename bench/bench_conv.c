@@ -11,6 +11,7 @@
  * op's milliseconds per batch, GFLOP/s (2*K*CRS*PQ*N flops) and share of the peak; the totals
  * weigh each layer by how often it occurs in the model (the `x` column), which is the convolution
  * time of one training step of yolocl bench --cfg yolov5s --img 640 --batch N. */
+#include "bench_fill.h"
 #include "cpu_ops.h"
 #include "gemm.h"
 #include "fma_peak.h"
@@ -62,18 +63,6 @@ enum { NLAYER = sizeof layers / sizeof layers[0], NPASS = 3 };
 
 static const char *const pass_names[NPASS] = {"fwd", "bwd-d", "bwd-f"};
 
-static float *alloc_fill(size_t n, unsigned seed)
-{
-    float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
-    if (!p)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        p[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
-    }
-    return p;
-}
-
 static yc_hv hv_of(float *p, const yc_tensor *t)
 {
     return (yc_hv){.p = p, .type = YC_F32, .n = t->n, .c = t->c, .h = t->h, .w = t->w, .ns = t->nstride};
@@ -88,8 +77,8 @@ static double time_op(const layer *l, int N, int pass, int threads)
     yc_tensor w = yc_tensor_make(l->K, l->C, l->k, l->k, YC_F32, "W");
     yc_tensor b = yc_tensor_make(1, l->K, 1, 1, YC_F32, "b");
     yc_tensor y = yc_tensor_make(N, l->K, P, P, YC_F32, "y");
-    float *xp = alloc_fill(yc_tensor_elems(&x), 1), *wp = alloc_fill(yc_tensor_elems(&w), 2),
-          *bp = alloc_fill(yc_tensor_elems(&b), 3), *yp = alloc_fill(yc_tensor_elems(&y), 4);
+    float *xp = bench_alloc_fill(yc_tensor_elems(&x), 1), *wp = bench_alloc_fill(yc_tensor_elems(&w), 2),
+          *bp = bench_alloc_fill(yc_tensor_elems(&b), 3), *yp = bench_alloc_fill(yc_tensor_elems(&y), 4);
     yc_op op = {.kind = pass == 0 ? YC_OP_CONV2D : pass == 1 ? YC_OP_CONV2D_BWD_DATA : YC_OP_CONV2D_BWD_FILTER};
     op.p.conv.kh = op.p.conv.kw = l->k;
     op.p.conv.stride_h = op.p.conv.stride_w = l->s;

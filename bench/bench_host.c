@@ -15,6 +15,7 @@
  * machine the ratio stays within a few percent of its best from round to round; a spread of tens
  * of percent is the machine, and a `yolocl bench` fraction of the peak measured then reads low by
  * about as much. */
+#include "bench_fill.h"
 #include "fma_peak.h"
 #include "gemm.h"
 
@@ -37,18 +38,6 @@ static void print_spread(const char *what, double *v, int n, const char *unit)
            unit);
 }
 
-static float *alloc_fill(size_t n, unsigned seed)
-{
-    float *p = malloc(n * sizeof *p);
-    if (!p)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        p[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
-    }
-    return p;
-}
-
 int main(int argc, char **argv)
 {
     int rounds = 30, n = 512;
@@ -67,7 +56,7 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t nn = (size_t)n * (size_t)n;
-    float *a = alloc_fill(nn, 1), *b = alloc_fill(nn, 2), *c = alloc_fill(nn, 3);
+    float *a = bench_alloc_fill(nn, 1), *b = bench_alloc_fill(nn, 2), *c = bench_alloc_fill(nn, 3);
     double *peak = malloc((size_t)rounds * sizeof *peak), *gemm = malloc((size_t)rounds * sizeof *gemm);
     double *ratio = malloc((size_t)rounds * sizeof *ratio);
     if (!a || !b || !c || !peak || !gemm || !ratio) {
