@@ -5,16 +5,17 @@
  * On a shared machine (a cloud VM, a laptop running other work), the same yolocl binary's training
  * step moves by tens of percent from one run to the next.  The FMA peak that `yolocl bench` reports
  * against (src/fma_peak.c: the best of five 10 ms runs of a loop of independent FMAs, registers only)
- * moves much less than code that loads from its caches: a core's neighbour (another guest on the
- * sibling hyperthread, a process sharing the L1/L2) slows loads and cache-resident data, not the
- * FMA units.  This program tells whether now is a good time to benchmark: R rounds (30 by default,
- * about 4 s), each measuring the FMA peak as `yolocl bench` does, then timing yc_sgemm on N x N x N
- * (512 by default: 3 MiB of operands, the size of a convolution block's GEMM; the CPU backend's
- * packing and micro-kernels) for at least 50 ms.  It prints, over the rounds, the 10th percentile,
- * median and 90th percentile of the peak, of the GEMM's GFLOP/s and of their ratio.  On a quiet
- * machine the ratio stays within a few percent of its best from round to round; a spread of tens
- * of percent is the machine, and a `yolocl bench` fraction of the peak measured then reads low by
- * about as much. */
+ * moves much less than code that loads from its caches: another guest on the same physical core or
+ * caches slows loads and cache-resident data, not the FMA units.  This program tells whether now is
+ * a good time to benchmark: R rounds (30 by default, about 4 s), each measuring the FMA peak as
+ * `yolocl bench` does, then timing yc_sgemm on N x N x N (512 by default: 3 MiB of operands, about
+ * a convolution block's GEMM; the CPU backend's packing and micro-kernels) for at least 50 ms.  It
+ * prints, over the rounds, the 10th percentile, median and 90th percentile of the peak, of the
+ * GEMM's GFLOP/s and of their ratio.  On the 2-core AVX-512 VM this was written on, the ratio's
+ * median was 0.58-0.64 in hours when `yolocl bench` put the YOLOv5s step at 45-47% of the peak, and
+ * under 0.35 with another build running beside it; a lone GEMM's micro-kernel ran at 0.73 to 0.94 of
+ * the FMA loop's rate from one minute to the next.  A low or widely spread ratio is the machine:
+ * benchmark later. */
 #include "bench_fill.h"
 #include "fma_peak.h"
 #include "gemm.h"
