@@ -15,9 +15,16 @@ Timed, on a random batch (median and minimum over --iters after --warmup untimed
            zero_grad.  The loss is the mean square of every head output: YOLOv5's ComputeLoss
            (target assignment, CIoU, BCE) costs well under 1% of a step at these sizes, and a loss
            on every head output drives backward through the whole network as the real one does.
+On a GPU (--device cuda) every timed call ends with torch.cuda.synchronize(), and --precision picks
+how PyTorch computes: fp32 (TF32 off everywhere: IEEE float32 convolutions and matrix products),
+tf32 (PyTorch's default: cuDNN convolutions in TF32 on tensor cores, matrix products in float32) or
+amp (train.py's default on CUDA: autocast to float16 with a GradScaler).  --peak first times an
+8192x8192 float32 matrix product (TF32 off, then on) as the device's measured arithmetic ceiling.
+cuDNN's benchmark mode stays off, as YOLOv5's train.py leaves it.
 Prints one JSON object per line with the fields of `yolocl bench --json` that both have.
 """
 import argparse
+import contextlib
 import json
 import math
 import statistics
@@ -160,15 +167,31 @@ class Model(nn.Module):
         return x
 
 
-def timed(fn, warmup, iters):
+def timed(fn, warmup, iters, sync):
     for _ in range(warmup):
         fn()
+    sync()
     times = []
     for _ in range(iters):
         t0 = time.perf_counter()
         fn()
+        sync()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), min(times)
+
+
+def matmul_peak(device, sync):
+    """GFLOP/s of an 8192^3 float32 matrix product with TF32 off and on (the device's ceilings)."""
+    n = 8192
+    a = torch.rand(n, n, device=device)
+    b = torch.rand(n, n, device=device)
+    out = {}
+    for name, tf32 in (("fp32", False), ("tf32", True)):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        med, _ = timed(lambda: a @ b, 2, 5, sync)
+        out[f"matmul_{name}_gflops_per_s"] = 2 * n**3 / med / 1e9
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return out
 
 
 def main():
@@ -179,31 +202,57 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--precision", choices=("fp32", "tf32", "amp"), default="fp32",
+                    help="on cuda: fp32 (TF32 off), tf32 (PyTorch's default) or amp (autocast float16)")
+    ap.add_argument("--peak", action="store_true", help="also time an 8192^3 float32 matrix product")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = Model(a.cfg)
+    cuda = a.device.startswith("cuda")
+    if cuda and not torch.cuda.is_available():
+        raise SystemExit("torch_yolov5.py: --device cuda but torch.cuda.is_available() is False")
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    amp = cuda and a.precision == "amp"
+    if cuda:
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cudnn.allow_tf32 = a.precision != "fp32"
+        torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
+    extra = {}
+    if a.peak and cuda:
+        extra = matmul_peak(a.device, sync)
+        torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
+    model = Model(a.cfg).to(a.device)
     nparam = sum(p.numel() for p in model.parameters())
-    x = torch.rand(a.batch, 3, a.img, a.img)
+    x = torch.rand(a.batch, 3, a.img, a.img, device=a.device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.937, nesterov=True)
+    scaler = torch.amp.GradScaler("cuda", enabled=amp) if cuda else None
 
     def forward():
-        with torch.no_grad():
+        with torch.no_grad(), torch.autocast("cuda", enabled=amp) if cuda else contextlib.nullcontext():
             model(x)
 
     def train():
-        out = model(x)
-        loss = sum(o.float().pow(2).mean() for o in out)
-        loss.backward()
-        opt.step()
+        with torch.autocast("cuda", enabled=amp) if cuda else contextlib.nullcontext():
+            out = model(x)
+            loss = sum(o.float().pow(2).mean() for o in out)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
         opt.zero_grad(set_to_none=True)
 
     model.eval()
-    fwd_med, fwd_min = timed(forward, a.warmup, a.iters)
+    fwd_med, fwd_min = timed(forward, a.warmup, a.iters, sync)
     model.train()
-    tr_med, tr_min = timed(train, a.warmup, a.iters)
+    tr_med, tr_min = timed(train, a.warmup, a.iters, sync)
     print(json.dumps({
         "framework": f"pytorch {torch.__version__}",
+        "device": torch.cuda.get_device_name() if cuda else "cpu",
+        "precision": a.precision if cuda else "fp32",
         "cfg": a.cfg, "img": a.img, "batch": a.batch, "threads": torch.get_num_threads(),
         "parameters": nparam,
         "forward_ms": fwd_med * 1e3, "forward_ms_min": fwd_min * 1e3,
@@ -211,6 +260,7 @@ def main():
         "train_ms": tr_med * 1e3, "train_ms_min": tr_min * 1e3,
         "train_ms_per_image": tr_med * 1e3 / a.batch,
         "train_images_per_s": a.batch / tr_med,
+        **extra,
     }))
     return 0
 

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Runs Ultralytics YOLOv5 v7.0's own train.py on a machine with no network and no package registry
+(the GPU machine of bench/gpu_check.sh), so that its epoch can be timed beside yolocl's.
+
+    python3 bench/yolov5_epoch.py YOLOV5_DIR [train.py arguments...]
+
+YOLOv5 v7.0 imports three things at start-up that such a machine may lack, none of which takes part
+in training:
+  - IPython, for is_notebook() alone: where it is not installed, a module whose get_ipython()
+    returns None (what IPython itself returns outside a notebook) stands in;
+  - gitpython, for check_git_info(), which records the checkout's commit in the checkpoint: where
+    it is not installed, a module whose Repo() raises InvalidGitRepositoryError stands in, which
+    is what gitpython raises for a source tree that is not a git checkout (the result: no commit);
+  - its font, Arial.ttf, which check_dataset() downloads into its settings folder: matplotlib's
+    DejaVuSans.ttf is copied there under that name (used for plots only; run with --noplots).
+It sets YOLOv5_AUTOINSTALL=false, so that check_requirements() warns of missing packages instead of
+calling pip.  Everything else is YOLOv5's code, unchanged.  The YOLOv5 source must be a v7.0
+checkout (bench/gpu_check.sh --pack --yolov5 DIR copies its Python files).
+"""
+import importlib.util
+import os
+import runpy
+import shutil
+import sys
+import tempfile
+import types
+
+
+def stand_ins():
+    if importlib.util.find_spec("IPython") is None:
+        ipython = types.ModuleType("IPython")
+        ipython.get_ipython = lambda: None
+        sys.modules["IPython"] = ipython
+        print("yolov5_epoch.py: IPython not installed: get_ipython() returns None", file=sys.stderr)
+    if importlib.util.find_spec("git") is None:
+        git = types.ModuleType("git")
+        exc = types.ModuleType("git.exc")
+
+        class InvalidGitRepositoryError(Exception):
+            pass
+
+        def repo(path="."):
+            raise InvalidGitRepositoryError(path)
+
+        exc.InvalidGitRepositoryError = InvalidGitRepositoryError
+        git.exc, git.Repo = exc, repo
+        sys.modules["git"], sys.modules["git.exc"] = git, exc
+        print("yolov5_epoch.py: gitpython not installed: the source is treated as no git checkout",
+              file=sys.stderr)
+    if importlib.util.find_spec("pkg_resources") is None:
+        raise SystemExit("yolov5_epoch.py: YOLOv5 v7.0 imports pkg_resources (setuptools before 81), "
+                         "which this python lacks")
+
+
+def main():
+    if len(sys.argv) < 2 or not os.path.isfile(os.path.join(sys.argv[1], "train.py")):
+        raise SystemExit(__doc__)
+    src = os.path.abspath(sys.argv[1])
+    os.environ["YOLOv5_AUTOINSTALL"] = "false"
+    cfg_dir = os.environ.setdefault("YOLOV5_CONFIG_DIR", tempfile.mkdtemp(prefix="yolov5-cfg-"))
+    font = os.path.join(cfg_dir, "Arial.ttf")
+    if not os.path.exists(font):
+        import matplotlib
+
+        shutil.copy(os.path.join(matplotlib.get_data_path(), "fonts", "ttf", "DejaVuSans.ttf"), font)
+    stand_ins()
+    sys.path.insert(0, src)
+    os.chdir(src)
+    sys.argv = [os.path.join(src, "train.py")] + sys.argv[2:]
+    runpy.run_path(sys.argv[0], run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
