@@ -137,6 +137,19 @@ int main(int argc, char **argv)
     clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
     clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof ver, ver, NULL);
     printf("device %d: %s, driver %s\n", want, name, ver);
+    /* what the GPU kernels will be shaped by: local memory, work-group limits, extensions */
+    cl_ulong lmem = 0;
+    size_t wg = 0, dims[3] = {0, 0, 0};
+    cl_uint cus = 0;
+    char ext[8192] = "";
+    clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem, &lmem, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof dims, dims, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
+    printf("compute units %u, local memory %llu bytes, work-group %zu, work-item sizes %zu %zu %zu\n", cus,
+           (unsigned long long)lmem, wg, dims[0], dims[1], dims[2]);
+    printf("extensions: %s\n", ext);
     cl_int err;
     cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
     CHECK(err, "clCreateContext");

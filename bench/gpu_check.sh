@@ -277,7 +277,7 @@ run() {
     step "test_cl (golden step vs PyTorch)" 120 "$W/bin/test_cl"
     grep -hE 'Checks:|golden|loss total|gradients|skipped' "$W/last.out" | sed 's/^ */test_cl: /' >>"$report.golden"
     step "PTX inline assembly probe" 60 "$W/bin/cl_ptx_probe" "${device#opencl:}"
-    grep -hE '^(laneid|mma16|mmatf32) |kernels built' "$W/last.out" | sed 's/^/cl_ptx_probe: /' >>"$report.golden"
+    grep -hE '^(laneid|mma16|mmatf32|compute units|extensions)|kernels built' "$W/last.out" | sed 's/^/cl_ptx_probe: /' >>"$report.golden"
 
     bench() { # bench BATCH [--half] [more args]
         local b=$1; shift

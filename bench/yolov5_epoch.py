@@ -6,15 +6,17 @@
 
 YOLOv5 v7.0 imports three things at start-up that such a machine may lack, none of which takes part
 in training:
-  - IPython, for is_notebook() alone: where it is not installed, a module whose get_ipython()
-    returns None (what IPython itself returns outside a notebook) stands in;
+  - IPython, for is_notebook() and for showing detections in a notebook: where it is not
+    installed, a module whose get_ipython() returns None (what IPython itself returns outside a
+    notebook) and whose display.display() prints, as IPython's does outside a notebook, stands in;
   - gitpython, for check_git_info(), which records the checkout's commit in the checkpoint: where
     it is not installed, a module whose Repo() raises InvalidGitRepositoryError stands in, which
     is what gitpython raises for a source tree that is not a git checkout (the result: no commit);
   - its font, Arial.ttf, which check_dataset() downloads into its settings folder: matplotlib's
     DejaVuSans.ttf is copied there under that name (used for plots only; run with --noplots).
 It sets YOLOv5_AUTOINSTALL=false, so that check_requirements() warns of missing packages instead of
-calling pip.  Everything else is YOLOv5's code, unchanged.  The YOLOv5 source must be a v7.0
+calling pip, and TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1, so that PyTorch 2.6 and later load the
+checkpoints YOLOv5 writes (whole pickled models) as the PyTorch of its day did.  Everything else is YOLOv5's code, unchanged.  The YOLOv5 source must be a v7.0
 checkout (bench/gpu_check.sh --pack --yolov5 DIR copies its Python files).
 """
 import importlib.util
@@ -29,8 +31,12 @@ import types
 def stand_ins():
     if importlib.util.find_spec("IPython") is None:
         ipython = types.ModuleType("IPython")
+        display = types.ModuleType("IPython.display")
         ipython.get_ipython = lambda: None
-        sys.modules["IPython"] = ipython
+        ipython.__path__ = []
+        display.display = print
+        ipython.display = display
+        sys.modules["IPython"], sys.modules["IPython.display"] = ipython, display
         print("yolov5_epoch.py: IPython not installed: get_ipython() returns None", file=sys.stderr)
     if importlib.util.find_spec("git") is None:
         git = types.ModuleType("git")
@@ -57,6 +63,7 @@ def main():
         raise SystemExit(__doc__)
     src = os.path.abspath(sys.argv[1])
     os.environ["YOLOv5_AUTOINSTALL"] = "false"
+    os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
     cfg_dir = os.environ.setdefault("YOLOV5_CONFIG_DIR", tempfile.mkdtemp(prefix="yolov5-cfg-"))
     font = os.path.join(cfg_dir, "Arial.ttf")
     if not os.path.exists(font):
