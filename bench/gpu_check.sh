@@ -37,6 +37,9 @@
 # --quick runs the same sequence on YOLOv5n at 128 (batch 2 and 4), PyTorch on the CPU where
 # python3 has torch, and a coco128 epoch at 128 (or the demo dataset without coco128).
 #
+# --steps LIST runs only the named ones of tests, probe, bench, torch, epoch, yolov5 (all by
+# default); --ops-limit N gives test_ops N seconds (150), --device D another OpenCL device.
+#
 # What it writes to --out (default $OUT, else ./gpu_check_out): report.txt (the table printed
 # last), log.txt (every step's output), bench.jsonl (yolocl bench --json lines), torch.jsonl
 # (bench/torch_yolov5.py's lines).  Exit status: 0 when every step that ran passed, 1 otherwise.
@@ -46,6 +49,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 pack_dir=$root/.gpu
 mode= quick=0 with_ref=0 yolov5_src= coco_src= out_dir= budget= device=opencl:0
+steps=tests,probe,bench,torch,epoch,yolov5 ops_limit=150
 
 usage() {
     sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -63,6 +67,8 @@ while [ $# -gt 0 ]; do
     --out) out_dir=$2; shift ;;
     --budget) budget=$2; shift ;;
     --device) device=$2; shift ;;
+    --steps) steps=$2; shift ;;
+    --ops-limit) ops_limit=$2; shift ;;
     -h | --help) usage ;;
     *) echo "gpu_check.sh: unknown argument '$1'" >&2; usage ;;
     esac
@@ -73,6 +79,7 @@ if [ -z "$mode" ]; then
 fi
 
 die() { echo "gpu_check.sh: $*" >&2; exit 1; }
+want() { case ,$steps, in *,$1,*) return 0 ;; esac; return 1; }
 
 # ---------------------------------------------------------------------------------------------
 # --pack: the binaries, their libraries and the data, as one archive in .gpu/
@@ -272,20 +279,29 @@ run() {
     fi
     note "device: $("$Y" devices 2>/dev/null | grep -A1 "^  ${device}:" | head -n1 | sed 's/^ *//')"
 
-    step "test_ops (op parity vs CPU)" 150 "$W/bin/test_ops"
-    grep -h 'Checks:' "$W/last.out" | sed 's/^/test_ops: /' >>"$report.golden"
-    step "test_cl (golden step vs PyTorch)" 120 "$W/bin/test_cl"
-    grep -hE 'Checks:|golden|loss total|gradients|skipped' "$W/last.out" | sed 's/^ */test_cl: /' >>"$report.golden"
-    step "PTX inline assembly probe" 60 "$W/bin/cl_ptx_probe" "${device#opencl:}"
-    grep -hE '^(laneid|mma16|mmatf32|compute units|extensions)|kernels built' "$W/last.out" | sed 's/^/cl_ptx_probe: /' >>"$report.golden"
+    if want tests; then
+        # each test's result as it ends, with the seconds since the start (Check's verbose mode)
+        step "test_ops (op parity vs CPU)" "$ops_limit" env CK_VERBOSITY=verbose bash -c \
+            'set -o pipefail; "$0" 2>&1 | while IFS= read -r l; do printf "%4ds %s\n" $SECONDS "$l"; done' "$W/bin/test_ops"
+        grep -h 'Checks:' "$W/last.out" | sed 's/^ *[0-9]*s /test_ops: /' >>"$report.golden"
+        grep -h ':[EF]:' "$W/last.out" | head -n 20 | sed 's/^ *[0-9]*s /test_ops: /' >>"$report.golden"
+        step "test_cl (golden step vs PyTorch)" 120 "$W/bin/test_cl"
+        grep -hE 'Checks:|golden|loss total|gradients|skipped' "$W/last.out" | sed 's/^ */test_cl: /' >>"$report.golden"
+    fi
+    if want probe; then
+        step "PTX inline assembly probe" 60 "$W/bin/cl_ptx_probe" "${device#opencl:}"
+        grep -hE '^(laneid|mma16|mmatf32|compute units|extensions)|kernels built' "$W/last.out" | sed 's/^/cl_ptx_probe: /' >>"$report.golden"
+    fi
 
     bench() { # bench BATCH [--half] [more args]
+        want bench || return 0
         local b=$1; shift
         step "yolocl bench b$b ${1:-}" 90 "$Y" bench --cfg "$cfg" --img "$img" --batch "$b" --device "$device" \
             --iters "$iters" --warmup "$warm" --json "$@"
         grep -h '^{' "$W/last.out" >>"$out_dir/bench.jsonl"
     }
     torch() { # torch BATCH PRECISION [--peak]
+        want torch || return 0
         python3 -c 'import torch' 2>/dev/null || { note "pytorch: python3 has no torch: skipped"; return; }
         local b=$1 p=$2; shift 2
         step "pytorch b$b $p" 60 python3 "$here/torch_yolov5.py" --cfg "$tcfg" --img "$img" --batch "$b" \
@@ -306,28 +322,34 @@ run() {
     # one epoch of coco128 (or of the demo dataset), end to end
     local data
     if [ -f "$W/data/coco128.yaml" ]; then
+        # an absolute path: YOLOv5 resolves a relative one against its own folder
+        sed -i "s|^path: .*|path: $W/data/coco128|" "$W/data/coco128.yaml"
         data=$W/data/coco128.yaml
-    else
+    elif want epoch || want yolov5; then
         step "demo dataset" 120 "$Y" demo-data "$W/data/demo" --train 64 --val 16
         data=$W/data/demo/demo.yaml
     fi
-    gpu_mem_sampler "$W/gpumem.txt" &
-    local sampler=$!
-    # shellcheck disable=SC2086
-    step "yolocl train 1 epoch" 150 python3 -c "$wall_and_rss" "$Y" train --data "$data" $epoch_args --weights '' --epochs 1 \
-        --device "$device" --project "$W/runs" --name epoch --exist-ok --noplots
-    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
-    note "  epoch: $(grep -h '^wall ' "$W/last.out")"
-    [ -s "$W/gpumem.txt" ] && note "  epoch: peak GPU memory used $(sort -n "$W/gpumem.txt" | tail -n1) MiB (nvidia-smi, whole GPU)"
-    [ -f "$W/runs/epoch/results.csv" ] && { echo "results.csv:"; cat "$W/runs/epoch/results.csv"; } >>"$log"
+    if want epoch; then
+        gpu_mem_sampler "$W/gpumem.txt" &
+        local sampler=$!
+        # shellcheck disable=SC2086
+        step "yolocl train 1 epoch" 150 python3 -c "$wall_and_rss" "$Y" train --data "$data" $epoch_args --weights '' --epochs 1 \
+            --device "$device" --project "$W/runs" --name epoch --exist-ok --noplots
+        kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+        note "  epoch: $(grep -h '^wall ' "$W/last.out")"
+        [ -s "$W/gpumem.txt" ] && note "  epoch: peak GPU memory used $(sort -n "$W/gpumem.txt" | tail -n1) MiB (nvidia-smi, whole GPU)"
+        [ -f "$W/runs/epoch/results.csv" ] && { echo "results.csv:"; cat "$W/runs/epoch/results.csv"; } >>"$log"
+    fi
 
     bench "$b2"
     bench "$b2" --half
     if [ "$quick" = 1 ]; then torch "$b2" fp32; else torch "$b2" tf32; torch "$b2" amp; fi
-    step "yolocl bench --profile b$b1" 90 "$Y" bench --cfg "$cfg" --img "$img" --batch "$b1" --device "$device" \
-        --iters 2 --warmup 1 --profile
+    if want bench; then
+        step "yolocl bench --profile b$b1" 90 "$Y" bench --cfg "$cfg" --img "$img" --batch "$b1" --device "$device" \
+            --iters 2 --warmup 1 --profile
+    fi
 
-    if [ -d "$W/yolov5" ] && [ "$quick" = 0 ]; then
+    if [ -d "$W/yolov5" ] && [ "$quick" = 0 ] && want yolov5; then
         step "pytorch yolov5 v7.0 train.py 1 epoch" 150 python3 -c "$wall_and_rss" python3 "$here/yolov5_epoch.py" "$W/yolov5" \
             --data "$data" --cfg models/yolov5s.yaml --weights '' --img 640 --batch 16 --epochs 1 --noplots \
             --device 0 --workers 8 --project "$W/runs-torch" --name epoch --exist-ok
