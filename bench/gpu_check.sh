@@ -23,7 +23,8 @@
 # time limit and all of them under --budget seconds (default 450; a step that would pass it is
 # skipped and reported so):
 #   1. yolocl --version, yolocl devices, nvidia-smi;
-#   2. tests/test_ops: every op's forward and backward on the device against the CPU backend;
+#   2. tests/test_ops, one test case at a time: every op's forward and backward on the device
+#      against the CPU backend;
 #   3. tests/test_cl: the golden training step against PyTorch on the device, FP32 and FP16
 #      storage, recomputation (and YOLOv5n@320 when packed with --ref); bench/cl_ptx_probe:
 #      whether the OpenCL compiler takes PTX inline assembly and tensor-core mma instructions;
@@ -38,7 +39,7 @@
 # python3 has torch, and a coco128 epoch at 128 (or the demo dataset without coco128).
 #
 # --steps LIST runs only the named ones of tests, probe, bench, torch, epoch, yolov5 (all by
-# default); --ops-limit N gives test_ops N seconds (150), --device D another OpenCL device.
+# default); --ops-limit N gives each test case of test_ops N seconds (150), --device D another OpenCL device.
 #
 # What it writes to --out (default $OUT, else ./gpu_check_out): report.txt (the table printed
 # last), log.txt (every step's output), bench.jsonl (yolocl bench --json lines), torch.jsonl
@@ -280,11 +281,13 @@ run() {
     note "device: $("$Y" devices 2>/dev/null | grep -A1 "^  ${device}:" | head -n1 | sed 's/^ *//')"
 
     if want tests; then
-        # each test's result as it ends, with the seconds since the start (Check's verbose mode)
-        step "test_ops (op parity vs CPU)" "$ops_limit" env CK_VERBOSITY=verbose bash -c \
-            'set -o pipefail; "$0" 2>&1 | while IFS= read -r l; do printf "%4ds %s\n" $SECONDS "$l"; done' "$W/bin/test_ops"
-        grep -h 'Checks:' "$W/last.out" | sed 's/^ *[0-9]*s /test_ops: /' >>"$report.golden"
-        grep -h ':[EF]:' "$W/last.out" | head -n 20 | sed 's/^ *[0-9]*s /test_ops: /' >>"$report.golden"
+        # one test case at a time (CK_RUN_CASE), so that the report says which one is slow or fails
+        local tc
+        for tc in finite_differences backend_vs_reference special exp_paths generic_vectors api; do
+            step "test_ops $tc" "$ops_limit" env CK_RUN_CASE=$tc "$W/bin/test_ops"
+            grep -h 'Checks:' "$W/last.out" | sed "s/^/test_ops $tc: /" >>"$report.golden"
+            grep -h ':[EF]:' "$W/last.out" | head -n 10 | sed 's/^/test_ops: /' >>"$report.golden"
+        done
         step "test_cl (golden step vs PyTorch)" 120 "$W/bin/test_cl"
         grep -hE 'Checks:|golden|loss total|gradients|skipped' "$W/last.out" | sed 's/^ */test_cl: /' >>"$report.golden"
     fi
