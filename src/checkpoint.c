@@ -20,6 +20,7 @@ void yc_ckpt_meta_free(yc_ckpt_meta *meta)
     free(meta->names_json);
     free(meta->opt_json);
     free(meta->hyp_json);
+    free(meta->cwd);
     memset(meta, 0, sizeof *meta);
 }
 
@@ -107,8 +108,9 @@ static const char *pool_name(name_pool *p, const char *prefix, const char *name)
     return slot;
 }
 
-/* Bytes of every name a checkpoint of these models holds (prefixes included). */
-static size_t names_bytes(const yc_model *m, bool resume, bool adam)
+/* Bytes of every name a checkpoint of these models holds (prefixes included): the EMA's state
+ * dict and `copies` more (the raw model, optimizer buffers, gradients). */
+static size_t names_bytes(const yc_model *m, int copies)
 {
     size_t one = 0;
     for (int i = 0; i < m->nparams; i++)
@@ -117,7 +119,7 @@ static size_t names_bytes(const yc_model *m, bool resume, bool adam)
         one += strlen(m->state[i].name) + 1;
     one += strlen(m->anchors_name) + 1;
     size_t prefixes = (size_t)(m->nparams + m->nstate + 1) * 64;
-    return (resume ? (adam ? 4 : 3) : 1) * (one + prefixes);
+    return (size_t)(1 + copies) * (one + prefixes);
 }
 
 /* Adds a model's state dict (YOLOv5 order) under `prefix`. */
@@ -156,28 +158,33 @@ static int add_state_dict(yc_st_writer *w, name_pool *np, const char *prefix, co
     return yc_st_writer_add(w, name, YC_ST_F32, 3, ashape, m->anchors);
 }
 
-static int add_optim(yc_st_writer *w, name_pool *np, const yc_optim *o, const float *b1,
-                     const float *b2)
+/* Adds one value per parameter element (optimizer buffers, gradients: `v` laid out as the
+ * parameter arena) under `prefix` + the parameter's name. */
+static int add_per_param(yc_st_writer *w, name_pool *np, const char *prefix, const yc_model *m,
+                         const float *v)
 {
-    const yc_model *m = o->m;
-    const char *n1 = o->kind == YC_OPTIM_SGD ? "resume.optim.momentum_buffer."
-                                             : "resume.optim.exp_avg.";
     int st = YC_OK;
     for (int i = 0; i < m->nparams && !st; i++) {
         const yc_param *p = &m->params[i];
         int64_t shape[4];
         for (int d = 0; d < p->ndim; d++)
             shape[d] = p->shape[d];
-        const char *name = pool_name(np, n1, p->name);
+        const char *name = pool_name(np, prefix, p->name);
         if (!name)
             return YC_ENOMEM;
-        st = yc_st_writer_add(w, name, YC_ST_F32, p->ndim, shape, b1 + p->offset);
-        if (!st && b2) {
-            if (!(name = pool_name(np, "resume.optim.exp_avg_sq.", p->name)))
-                return YC_ENOMEM;
-            st = yc_st_writer_add(w, name, YC_ST_F32, p->ndim, shape, b2 + p->offset);
-        }
+        st = yc_st_writer_add(w, name, YC_ST_F32, p->ndim, shape, v + p->offset);
     }
+    return st;
+}
+
+static int add_optim(yc_st_writer *w, name_pool *np, const yc_optim *o, const float *b1,
+                     const float *b2)
+{
+    int st = add_per_param(w, np, o->kind == YC_OPTIM_SGD ? "resume.optim.momentum_buffer."
+                                                          : "resume.optim.exp_avg.",
+                           o->m, b1);
+    if (!st && b2)
+        st = add_per_param(w, np, "resume.optim.exp_avg_sq.", o->m, b2);
     return st;
 }
 
@@ -200,7 +207,8 @@ int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *mo
     name_pool np = {0};
     char *stride = NULL;
     yc_st_writer *w = yc_st_writer_new();
-    np.cap = names_bytes(ema, model != NULL, optim && optim->buf2);
+    bool grads = model && meta->grads && model->grad_buf;
+    np.cap = names_bytes(ema, (model ? 1 : 0) + (optim ? (optim->buf2 ? 2 : 1) : 0) + grads);
     np.buf = yc_malloc(np.cap, "checkpoint");
     int st = w && np.buf ? YC_OK : YC_ENOMEM;
     if (!st)
@@ -235,6 +243,22 @@ int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *mo
         }
         if (!st)
             st = add_optim(w, &np, optim, b1, b2);
+    }
+    float *g = NULL;
+    bool own_g = false;
+    if (!st && grads) {
+        /* the gradients of the batches since the last optimizer step */
+        yc_backend *be = model->be;
+        if (!(g = host_ptr(be, model->grad_buf))) {
+            own_g = true;
+            if (!(g = yc_malloc(model->param_elems * sizeof *g + 1, "checkpoint")))
+                st = YC_ENOMEM;
+            else
+                st = be->iface->buffer_read(be, model->grad_buf, 0, g,
+                                            model->param_elems * sizeof *g);
+        }
+        if (!st)
+            st = add_per_param(w, &np, "resume.grad.", model, g);
     }
     char num[64], date[64];
     time_t now = time(NULL);
@@ -272,6 +296,17 @@ int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *mo
     }
     META("opt", meta->opt_json);
     META("hyp", meta->hyp_json);
+    META("cwd", meta->cwd);
+    if (meta->epoch_batches > 0) {
+        char losses[128];
+        snprintf(losses, sizeof losses, "[%.17g, %.17g, %.17g]", meta->epoch_loss[0],
+                 meta->epoch_loss[1], meta->epoch_loss[2]);
+        META("epoch_loss", losses);
+        snprintf(num, sizeof num, "%d", meta->epoch_batches);
+        META("epoch_batches", num);
+    }
+    if (grads)
+        META("grads", "1");
     META("date", date);
 #undef META
     if (!st)
@@ -279,6 +314,8 @@ int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *mo
     yc_st_writer_free(w);
     free_host(&he);
     free_host(&hm);
+    if (own_g)
+        free(g);
     if (own_b) {
         free(b1);
         free(b2);
@@ -312,6 +349,22 @@ static int meta_long(const yc_st_file *f, const char *path, const char *key, lon
     return YC_OK;
 }
 
+int yc_checkpoint_model_cfg(const char *path, int nc_override, yc_model_cfg **cfg)
+{
+    *cfg = NULL;
+    yc_st_file *f = NULL;
+    int st = yc_st_open(&f, path);
+    if (st)
+        return st;
+    const char *text = yc_st_meta(f, "model_yaml"), *name = yc_st_meta(f, "model_name");
+    if (!text)
+        st = yc_error_status(YC_EFORMAT, "%s holds no model config (no model_yaml metadata)", path);
+    else if ((st = yc_model_cfg_parse(cfg, text, strlen(text), name ? name : path, nc_override)))
+        st = yc_error_context(st, "%s: embedded model config", path);
+    yc_st_close(f);
+    return st;
+}
+
 int yc_checkpoint_read_meta(const char *path, yc_ckpt_meta *meta)
 {
     memset(meta, 0, sizeof *meta);
@@ -325,9 +378,10 @@ int yc_checkpoint_read_meta(const char *path, yc_ckpt_meta *meta)
         return yc_error_status(YC_EFORMAT, "%s is not a yolocl checkpoint (no format yolocl-1)",
                                path);
     }
-    long epoch, next_batch;
+    long epoch, next_batch, epoch_batches;
     if ((st = meta_long(f, path, "epoch", -1, INT_MAX - 1, -1, &epoch)) ||
         (st = meta_long(f, path, "next_batch", 0, INT_MAX, 0, &next_batch)) ||
+        (st = meta_long(f, path, "epoch_batches", 0, INT_MAX, 0, &epoch_batches)) ||
         (st = meta_long(f, path, "updates", 0, LONG_MAX, 0, &meta->updates)) ||
         (st = meta_long(f, path, "last_opt_step", -1, LONG_MAX, -1, &meta->last_opt_step)) ||
         (st = meta_long(f, path, "optimizer_steps", 0, LONG_MAX, 0, &meta->optim_steps))) {
@@ -336,7 +390,18 @@ int yc_checkpoint_read_meta(const char *path, yc_ckpt_meta *meta)
     }
     meta->epoch = (int)epoch;
     meta->next_batch = (int)next_batch;
-    const char *v = yc_st_meta(f, "best_fitness");
+    meta->epoch_batches = (int)epoch_batches;
+    const char *v = yc_st_meta(f, "epoch_loss");
+    if (epoch_batches > 0 &&
+        (!v || sscanf(v, "[%lf , %lf , %lf ]", &meta->epoch_loss[0], &meta->epoch_loss[1],
+                      &meta->epoch_loss[2]) != 3 ||
+         !isfinite(meta->epoch_loss[0] + meta->epoch_loss[1] + meta->epoch_loss[2]))) {
+        st = yc_error_status(YC_EFORMAT, "%s: checkpoint metadata 'epoch_loss' is '%.60s', not "
+                             "three finite numbers [box, obj, cls]", path, v ? v : "(missing)");
+        yc_st_close(f);
+        return st;
+    }
+    v = yc_st_meta(f, "best_fitness");
     char *end = NULL;
     meta->best_fitness = v ? strtod(v, &end) : 0.0;
     if (v && (end == v || *end)) {
@@ -350,9 +415,12 @@ int yc_checkpoint_read_meta(const char *path, yc_ckpt_meta *meta)
     meta->names_json = meta_dup(f, "names");
     meta->opt_json = meta_dup(f, "opt");
     meta->hyp_json = meta_dup(f, "hyp");
+    meta->cwd = meta_dup(f, "cwd");
+    v = yc_st_meta(f, "grads");
+    meta->grads = v && strcmp(v, "1") == 0;
     bool oom = (yc_st_meta(f, "names") && !meta->names_json) ||
                (yc_st_meta(f, "opt") && !meta->opt_json) ||
-               (yc_st_meta(f, "hyp") && !meta->hyp_json);
+               (yc_st_meta(f, "hyp") && !meta->hyp_json) || (yc_st_meta(f, "cwd") && !meta->cwd);
     yc_st_close(f);
     if (oom) {
         yc_ckpt_meta_free(meta);
@@ -410,25 +478,31 @@ static int load_state_dict(yc_st_file *f, const char *path, const char *prefix, 
     return st;
 }
 
-static int load_optim(yc_st_file *f, const char *path, yc_optim *o)
+/* Reads one tensor per parameter, `prefix` + its name, into `buf` (laid out as the parameter
+ * arena). */
+static int load_per_param(yc_st_file *f, const char *path, const char *prefix, yc_model *m,
+                          yc_buffer *buf)
 {
-    yc_model *m = o->m;
-    size_t bytes = m->param_elems * sizeof(float);
     float *b = yc_calloc(m->param_elems + 1, sizeof *b, "checkpoint");
     if (!b)
         return YC_ENOMEM;
-    const char *p1 = o->kind == YC_OPTIM_SGD ? "resume.optim.momentum_buffer."
-                                             : "resume.optim.exp_avg.";
     int st = YC_OK;
-    for (int pass = 0; pass < (o->buf2 ? 2 : 1) && !st; pass++) {
-        const char *prefix = pass ? "resume.optim.exp_avg_sq." : p1;
-        for (int i = 0; i < m->nparams && !st; i++)
-            st = read_named(f, path, prefix, m->params[i].name, b + m->params[i].offset,
-                            m->params[i].numel);
-        if (!st)
-            st = m->be->iface->buffer_write(m->be, pass ? o->buf2 : o->buf1, 0, b, bytes);
-    }
+    for (int i = 0; i < m->nparams && !st; i++)
+        st = read_named(f, path, prefix, m->params[i].name, b + m->params[i].offset,
+                        m->params[i].numel);
+    if (!st)
+        st = m->be->iface->buffer_write(m->be, buf, 0, b, m->param_elems * sizeof *b);
     free(b);
+    return st;
+}
+
+static int load_optim(yc_st_file *f, const char *path, yc_optim *o)
+{
+    int st = load_per_param(f, path, o->kind == YC_OPTIM_SGD ? "resume.optim.momentum_buffer."
+                                                             : "resume.optim.exp_avg.",
+                            o->m, o->buf1);
+    if (!st && o->buf2)
+        st = load_per_param(f, path, "resume.optim.exp_avg_sq.", o->m, o->buf2);
     return st;
 }
 
@@ -443,6 +517,7 @@ int yc_checkpoint_load_train_state(const char *path, yc_model *model, yc_model *
         st = yc_error_status(YC_EFORMAT, "%s was trained with optimizer '%s', not %s", path,
                              meta.optimizer, yc_optim_kind_name(optim->kind));
     long steps = meta.optim_steps;
+    bool grads = meta.grads;
     yc_ckpt_meta_free(&meta);
     if (st)
         return st;
@@ -450,6 +525,8 @@ int yc_checkpoint_load_train_state(const char *path, yc_model *model, yc_model *
     if ((st = yc_st_open(&f, path)))
         return st;
     st = load_state_dict(f, path, "resume.model.", model);
+    if (!st && grads)
+        st = load_per_param(f, path, "resume.grad.", model, model->grad_buf);
     if (!st)
         st = load_state_dict(f, path, "", ema);
     if (!st && optim) {

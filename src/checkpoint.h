@@ -6,10 +6,16 @@
  *   resume.model.<name>                       the raw model's state dict
  *   resume.optim.<buffer>.<name>              optimizer state per parameter (momentum_buffer;
  *                                             exp_avg, exp_avg_sq for Adam/AdamW)
+ *   resume.grad.<name>                        inside an accumulation cycle (Ctrl-C between
+ *                                             optimizer steps): the gradients accumulated since
+ *                                             the last optimizer step
  *   __metadata__                              format "yolocl-1", model_yaml, model_name, nc,
  *                                             names (JSON), stride (JSON), epoch, best_fitness,
  *                                             updates, optimizer, optimizer_steps, opt (JSON of
- *                                             the run's options), hyp (JSON), date
+ *                                             the run's options), hyp (JSON), cwd (the run's
+ *                                             working directory), date; inside an interrupted
+ *                                             epoch also epoch_loss (the running means of box,
+ *                                             obj and cls, JSON) and epoch_batches
  *
  * A final checkpoint (YOLOv5's strip_optimizer) keeps only the EMA weights and the model
  * metadata, with epoch -1. */
@@ -38,6 +44,16 @@ typedef struct yc_ckpt_meta {
     char *names_json;
     char *opt_json;
     char *hyp_json;
+    /* the working directory the run was started in, which relative paths of its options are
+     * relative to (owned; may be NULL) */
+    char *cwd;
+    /* an interrupted epoch's training losses up to next_batch: the running means of box, obj and
+     * cls over its first epoch_batches batches (0: none) */
+    double epoch_loss[3];
+    int epoch_batches;
+    /* the model's gradients are saved with it (resume.grad.*): batches after the last optimizer
+     * step have added to them */
+    bool grads;
 } yc_ckpt_meta;
 
 void yc_ckpt_meta_free(yc_ckpt_meta *meta);
@@ -51,8 +67,13 @@ int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *mo
 /* Reads the metadata of a checkpoint written by yc_checkpoint_save. */
 int yc_checkpoint_read_meta(const char *path, yc_ckpt_meta *meta);
 
-/* Restores the training state for --resume: the raw model, the EMA and the optimizer buffers
- * (all allocated for the same config).  Fails, naming the tensor, when something is missing. */
+/* The model config a checkpoint carries (its model_yaml), with nc_override > 0 replacing its nc;
+ * reads the file's header only. */
+int yc_checkpoint_model_cfg(const char *path, int nc_override, yc_model_cfg **cfg);
+
+/* Restores the training state for --resume: the raw model, the EMA, the optimizer buffers (all
+ * allocated for the same config) and, where the checkpoint has them (meta.grads), the model's
+ * accumulated gradients.  Fails, naming the tensor, when something is missing. */
 int yc_checkpoint_load_train_state(const char *path, yc_model *model, yc_model *ema,
                                    yc_optim *optim);
 

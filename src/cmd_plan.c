@@ -95,12 +95,14 @@ static void print_json(const yc_run_shape *rs, const yc_mem_report *r, const yc_
     printf("{\"model\": %s, \"img\": %d, \"batch\": %d, \"peak_bytes\": %zu, "
            "\"lower_bound_bytes\": %zu, \"device_bytes\": %zu, \"host_bytes\": %zu, "
            "\"activation_bytes\": %zu, \"activation_lower_bound_bytes\": %zu, "
-           "\"workspace_bytes\": %zu, \"micro_batch\": %d, \"accumulate\": %d, \"half\": %s, "
+           "\"workspace_bytes\": %zu, \"micro_batch\": %d, \"micro_batches\": %d, "
+           "\"last_micro_batch\": %d, \"accumulate\": %d, \"half\": %s, "
            "\"recompute\": %s, \"fit_peak_bytes\": %zu, \"limit_bytes\": %zu, \"device\": %s, "
            "\"chunks\": [",
            name ? name : "\"\"", rs->imgsz, rs->batch, r->peak_bytes, r->lower_bound_bytes,
            r->device_bytes, r->host_bytes, r->train_plan.arena_bytes,
-           r->train_plan.lower_bound_bytes, r->workspace_bytes, fit->micro_batch, fit->accumulate,
+           r->train_plan.lower_bound_bytes, r->workspace_bytes, fit->micro_batch,
+           fit->micro_batches, fit->last_micro, fit->accumulate,
            fit->half ? "true" : "false", fit->recompute ? "true" : "false", fit->peak_bytes, limit,
            dev ? dev : "\"\"");
     for (int c = 0; c < r->train_plan.nchunks; c++)

@@ -29,6 +29,28 @@ static double *field(yc_hyp *h, const char *key)
     return NULL;
 }
 
+/* Sets the keys of the mapping `root` (read from `name`) over the defaults. */
+static int apply_keys(yc_hyp *h, const yc_yaml_node *root, const char *name)
+{
+    yc_hyp_defaults(h);
+    if (root->kind != YC_YAML_MAP)
+        return yc_error_status(YC_EFORMAT, "%s: hyperparameters must be a mapping of key: value",
+                               name);
+    int status = YC_OK;
+    for (int i = 0; i < root->n && !status; i++) {
+        double *f = field(h, root->keys[i]);
+        if (!f) {
+            status = yc_error_status(YC_EFORMAT, "%s:%d: unknown hyperparameter '%s'", name,
+                                     root->items[i]->line, root->keys[i]);
+        } else if (yc_yaml_double(root->items[i], f) || !isfinite(*f) || *f < 0) {
+            status = yc_error_status(YC_EFORMAT, "%s:%d: hyperparameter '%s' must be a "
+                                     "non-negative number", name, root->items[i]->line,
+                                     root->keys[i]);
+        }
+    }
+    return status;
+}
+
 int yc_hyp_load(yc_hyp *h, const char *name_or_path)
 {
     char path[1024];
@@ -50,22 +72,18 @@ int yc_hyp_load(yc_hyp *h, const char *name_or_path)
     int status = yc_yaml_load_file(path, &root);
     if (status)
         return status;
-    if (root->kind != YC_YAML_MAP) {
-        yc_yaml_free(root);
-        return yc_error_status(YC_EFORMAT, "%s: hyperparameters must be a mapping of key: value",
-                               path);
-    }
-    for (int i = 0; i < root->n && !status; i++) {
-        double *f = field(h, root->keys[i]);
-        if (!f) {
-            status = yc_error_status(YC_EFORMAT, "%s:%d: unknown hyperparameter '%s'", path,
-                                     root->items[i]->line, root->keys[i]);
-        } else if (yc_yaml_double(root->items[i], f) || !isfinite(*f) || *f < 0) {
-            status = yc_error_status(YC_EFORMAT, "%s:%d: hyperparameter '%s' must be a "
-                                     "non-negative number", path, root->items[i]->line,
-                                     root->keys[i]);
-        }
-    }
+    status = apply_keys(h, root, path);
+    yc_yaml_free(root);
+    return status;
+}
+
+int yc_hyp_parse(yc_hyp *h, const char *text, const char *name)
+{
+    yc_yaml_node *root = NULL;
+    int status = yc_yaml_load_string(text, strlen(text), name, &root);
+    if (status)
+        return status;
+    status = apply_keys(h, root, name);
     yc_yaml_free(root);
     return status;
 }

@@ -28,4 +28,8 @@ void yc_hyp_defaults(yc_hyp *h);
  * naming the key. */
 int yc_hyp_load(yc_hyp *h, const char *name_or_path);
 
+/* The same from YAML (or JSON) text, such as the hyp a checkpoint carries; `name` is used in
+ * messages. */
+int yc_hyp_parse(yc_hyp *h, const char *text, const char *name);
+
 #endif

@@ -493,12 +493,36 @@ static inline double bce_elem(double x, double y, double pw, double gamma, doubl
     return l;
 }
 
+int yc_loss_part_of(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, const float *targets,
+                    int nt, yc_loss_part *part)
+{
+    const yc_target_set *sets = NULL;
+    memset(part, 0, sizeof *part);
+    int st = yc_loss_build_targets(ctx, batch, heads, targets, nt, &sets);
+    if (st)
+        return st;
+    part->batch = batch;
+    for (int l = 0; l < ctx->lp.nl; l++)
+        part->ntargets[l] = sets[l].n;
+    return YC_OK;
+}
+
 int yc_loss_compute(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, const float *targets,
                     int nt, yc_loss_result *result)
+{
+    return yc_loss_compute_part(ctx, batch, heads, targets, nt, NULL, result);
+}
+
+int yc_loss_compute_part(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads,
+                         const float *targets, int nt, const yc_loss_part *part,
+                         yc_loss_result *result)
 {
     const yc_loss_params *lp = &ctx->lp;
     if (batch < 1)
         return yc_error_status(YC_EFORMAT, "loss: batch size %d", batch);
+    if (part && part->batch < batch)
+        return yc_error_status(YC_EFORMAT, "loss: a part of %d images of a batch of %d", batch,
+                               part->batch);
     int st = check_heads(lp, heads, true);
     if (st == YC_OK)
         st = check_targets(batch, lp->nc, targets, nt);
@@ -506,10 +530,16 @@ int yc_loss_compute(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, cons
         st = build_targets(ctx, heads, targets, nt);
     if (st != YC_OK)
         return st;
+    for (int l = 0; part && l < lp->nl; l++)
+        if (ctx->sets[l].n > part->ntargets[l])
+            return yc_error_status(YC_EFORMAT, "loss: level %d of a part has %d assignments, more "
+                                   "than the %d of its whole batch", l, ctx->sets[l].n,
+                                   part->ntargets[l]);
 
     const int na = lp->na, nc = lp->nc;
     const size_t no = (size_t)nc + 5;
-    const double bs = (double)batch;
+    /* the batch the means are over (the whole batch for a part) */
+    const double bs = part ? (double)part->batch : (double)batch;
     const double cls_pw = lp->cls_pw, obj_pw = lp->obj_pw, gamma = lp->fl_gamma;
     /* smooth_BCE(eps): positive 1 - 0.5 eps, negative 0.5 eps, stored as float32 targets */
     const double cp = (double)(float)(1.0 - 0.5 * (double)lp->label_smoothing);
@@ -535,6 +565,8 @@ int yc_loss_compute(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, cons
         const yc_loss_head *h = &heads[l];
         const yc_target_set *s = &ctx->sets[l];
         const int ny = h->ny, nx = h->nx, n = s->n;
+        /* the assignments the box and class means are over */
+        const double nmean = part ? (double)part->ntargets[l] : (double)n;
         const size_t plane = (size_t)ny * (size_t)nx;
         float *grad = h->grad;
         double *tobj = ctx->tobj;
@@ -553,8 +585,8 @@ int yc_loss_compute(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, cons
              * The total is bs*(box_gain*lbox + ...), so d total / d CIoU_e = -bs*box_gain/n and
              * d total / d class logit = bs*cls_gain/(n*nc) * dl/dx.  Every logit is read here,
              * before any gradient is written. */
-            const double gbox = -bs * (double)lp->box_gain / (double)n;
-            const double gcls = bs * (double)lp->cls_gain / ((double)n * (double)nc);
+            const double gbox = -bs * (double)lp->box_gain / nmean;
+            const double gcls = bs * (double)lp->cls_gain / (nmean * (double)nc);
             double sbox = 0, scls = 0;
             for (int e = 0; e < n; e++) {
                 const size_t cell = (size_t)s->gj[e] * (size_t)nx + (size_t)s->gi[e];
@@ -599,9 +631,9 @@ int yc_loss_compute(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, cons
                     }
                 }
             }
-            lbox += sbox / (double)n;
+            lbox += sbox / nmean;
             if (nc > 1)
-                lcls += scls / ((double)n * (double)nc);
+                lcls += scls / (nmean * (double)nc);
         }
 
         /* every box and class gradient starts at zero (the objectness channel is written whole

@@ -78,6 +78,19 @@ typedef struct yc_loss_result {
     double box, obj, cls;
 } yc_loss_result;
 
+/* A micro-batch's place in the batch it was cut from (gradient accumulation over micro-batches
+ * that reproduces the whole batch): the whole batch's images and assignments per level.  YOLOv5's
+ * box and class losses are means over the batch's assignments and its objectness loss a mean
+ * over the batch's cells, times the batch size; a part divides its sums by the whole batch's
+ * counts and multiplies by its size, so that the parts' losses and gradients add up to the whole
+ * batch's. */
+typedef struct yc_loss_part {
+    /* images of the whole batch */
+    int batch;
+    /* assignments of the whole batch per level (yc_target_set.n) */
+    int ntargets[YC_MAX_LEVELS];
+} yc_loss_part;
+
 /* Reusable state: assignment lists and scratch that grow as needed and are kept between calls,
  * so a training loop allocates only when a batch has more targets than any before. */
 typedef struct yc_loss_ctx yc_loss_ctx;
@@ -104,6 +117,18 @@ int yc_loss_build_targets(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads
  * order, which is what PyTorch's index_put_ does on the CPU (the reference has such cells). */
 int yc_loss_compute(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, const float *targets,
                     int nt, yc_loss_result *result);
+
+/* The same for a part of a larger batch (part->batch images with part->ntargets assignments per
+ * level, from yc_loss_part_of): result->box, obj and cls are this part's shares of the whole
+ * batch's values and result->total its share of the whole batch's total. */
+int yc_loss_compute_part(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads,
+                         const float *targets, int nt, const yc_loss_part *part,
+                         yc_loss_result *result);
+
+/* Describes a whole batch (batch images, nt targets as above) for its micro-batches' losses:
+ * runs its assignment over the levels' grids (only heads[l].ny/nx are used). */
+int yc_loss_part_of(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, const float *targets,
+                    int nt, yc_loss_part *part);
 
 /* CIoU of a predicted box and a target box, both (cx, cy, w, h), exactly as YOLOv5's
  * bbox_iou(xywh=True, CIoU=True, eps=1e-7) (YOLOV5.md 2.4).  When dpbox is not NULL it receives

@@ -124,6 +124,7 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
     size_t decode = 2 * 3 * (size_t)rs->max_image_w * (size_t)rs->max_image_h;
     size_t s2 = (size_t)s * (size_t)s, sv2 = (size_t)sv * (size_t)sv;
     size_t tile_store = 0, tile_store_val = 0;
+    int loader_batch = rs->loader_batch > rs->batch ? rs->loader_batch : rs->batch;
     if (rs->tile > 0) {
         /* a reader keeps the buffers of an image decoded whole (twice while an EXIF-rotated one
          * is turned) up to YC_SLICE_DECODE_MAX a side and, when some image is larger, of a band
@@ -138,11 +139,11 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
         bool large = rs->max_image_w > YC_SLICE_DECODE_MAX || rs->max_image_h > YC_SLICE_DECODE_MAX;
         size_t band = large ? 3 * (size_t)rs->tile * (size_t)rs->max_image_w + t2 : 0;
         decode = whole + band;
-        tile_store = ((size_t)rs->batch + 1) * t2;
+        tile_store = ((size_t)loader_batch + 1) * t2;
         tile_store_val = ((size_t)rs->val_batch + 1) * t2;
     }
     if (rs->train) {
-        add(r, "training loader ring", (workers + 1) * (size_t)rs->batch * 3 * s2, false);
+        add(r, "training loader ring", (workers + 1) * (size_t)loader_batch * 3 * s2, false);
         /* per thread: mosaic canvas 2s x 2s, tile, warped sample, mixup image, decode */
         add(r, "training loader buffers", workers * (21 * s2 + decode), false);
         add(r, "training tile windows", workers * tile_store, false);
@@ -228,6 +229,8 @@ static int try_fit(const yc_run_shape *base, bool half, bool recompute, int batc
     rs.half = half;
     rs.recompute = recompute;
     rs.batch = batch;
+    if (base->batch > 0)
+        rs.loader_batch = base->batch;
     if (rs.val_batch > 0)
         rs.val_batch = 2 * batch;
     yc_mem_report r;
@@ -292,6 +295,8 @@ int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int n
                 fit->half = steps[i].half;
                 fit->recompute = steps[i].recompute;
                 fit->micro_batch = want;
+                fit->micro_batches = 1;
+                fit->last_micro = want;
                 fit->accumulate = accumulate_for(nominal, want);
                 fit->peak_bytes = peak;
                 if (i == 0)
@@ -366,15 +371,32 @@ int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int n
     fit->half = h;
     fit->recompute = rc;
     fit->micro_batch = best;
-    fit->accumulate = accumulate_for(nominal, best);
     fit->peak_bytes = best_peak;
-    if (want > 0)
-        snprintf(fit->reason, sizeof fit->reason, "batch %d needs %s, the limit is %s: %s"
-                 "micro-batch %d with accumulate %d (%s planned)", want,
-                 yc_format_size(first_peak, need, sizeof need), lim,
-                 h ? "FP16 storage, recomputation and " : "recomputation and ", best,
-                 fit->accumulate, yc_format_size(best_peak, got, sizeof got));
-    else
+    if (want > 0) {
+        /* the requested batch, cut into micro-batches: YOLOv5's accumulate for that batch */
+        fit->accumulate = accumulate_for(nominal, want);
+        fit->micro_batches = (want + best - 1) / best;
+        fit->last_micro = want - (fit->micro_batches - 1) * best;
+        char split[64];
+        if (fit->last_micro == best)
+            snprintf(split, sizeof split, "%d micro-batches of %d", fit->micro_batches, best);
+        else if (fit->micro_batches == 2)
+            snprintf(split, sizeof split, "micro-batches of %d + %d", best, fit->last_micro);
+        else
+            snprintf(split, sizeof split, "%d micro-batches of %d + 1 of %d",
+                     fit->micro_batches - 1, best, fit->last_micro);
+        snprintf(fit->reason, sizeof fit->reason, "batch %d needs %s, the limit is %s: %s%s per "
+                 "batch, accumulate %d: %d images per optimizer step as YOLOv5 (%s planned)",
+                 want, yc_format_size(first_peak, need, sizeof need), lim,
+                 h ? "FP16 storage, recomputation and " : "recomputation and ", split,
+                 fit->accumulate, want * fit->accumulate,
+                 yc_format_size(best_peak, got, sizeof got));
+    } else {
+        fit->accumulate = accumulate_for(nominal, best);
+        fit->micro_batches = 1;
+        fit->last_micro = best;
+    }
+    if (want <= 0)
         snprintf(fit->reason, sizeof fit->reason, "AutoBatch: batch %d is the largest that fits "
                  "in %s (%s planned%s), accumulate %d", best, lim,
                  yc_format_size(best_peak, got, sizeof got),

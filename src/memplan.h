@@ -3,8 +3,10 @@
  * parameters, gradients, optimizer state, EMA, BatchNorm statistics, the op workspace, and the
  * host side of the data path (loader rings, per-thread decode and augmentation buffers, staging
  * copies where the device does not share host memory).  `yolocl plan` prints it, `yolocl train`
- * uses it to fit a run into a memory limit: FP16 storage first, then recomputation, then a
- * smaller micro-batch with more gradient accumulation (the nominal batch of 64 kept). */
+ * uses it to fit a run into a memory limit: FP16 storage first, then recomputation, then
+ * micro-batches: each batch the loader builds is run through the training graph in parts that
+ * fit, their gradients added up, so that every optimizer step sees the images and the loss of
+ * the requested batch. */
 #ifndef YC_MEMPLAN_H
 #define YC_MEMPLAN_H
 
@@ -24,6 +26,9 @@ typedef struct yc_run_shape {
     bool train;
     /* micro-batch of the training step, and the validation batch (0: no validation) */
     int batch, val_batch;
+    /* images of a batch the training loader builds (the requested batch, cut into micro-batches
+     * of `batch`); 0: the same as batch */
+    int loader_batch;
     /* square training image size; validation batches are at most (imgsz + stride)^2 */
     int imgsz;
     /* storage choices */
@@ -86,9 +91,13 @@ int yc_plan_largest(const yc_plan *p, int *out, int n);
 
 /* What yc_memfit chose and why. */
 typedef struct yc_mem_fit {
-    /* the choice */
+    /* the choice: storage, the images per training step (micro_batch) and the batches per
+     * optimizer step (YOLOv5's accumulate for the requested batch, or for the AutoBatch one) */
     bool half, recompute;
     int micro_batch, accumulate;
+    /* how a batch is run: `micro_batches` steps, all of micro_batch images but the last, which
+     * has last_micro (1 and micro_batch when the batch fits whole) */
+    int micro_batches, last_micro;
     /* the plan of the choice */
     size_t peak_bytes;
     /* one sentence for the log: "fits: batch 16, FP32" or "batch 64 needs 7.1 GiB, the limit
@@ -111,8 +120,11 @@ yc_half_policy yc_half_default(yc_half_policy requested, const struct yc_backend
 
 /* Fits a run into `limit` bytes: the requested batch as it is; else FP16 storage (when the
  * policy and the device allow); else recomputation too (always, when base->recompute is set);
- * else the largest micro-batch that fits, with accumulate = max(round(nominal / micro), 1).
- * batch -1 asks for the largest batch that fits (AutoBatch, computed), at most `max_batch`.
+ * else the largest micro-batch that fits, the batch run as ceil(batch / micro) of them (the last
+ * one smaller when they do not divide it), with YOLOv5's accumulate for the requested batch,
+ * max(round(nominal / batch), 1), so that an optimizer step sees batch x accumulate images as in
+ * YOLOv5.  batch -1 asks for the largest batch that fits (AutoBatch, computed), at most
+ * `max_batch`.
  * Fails before anything is allocated when not even a micro-batch of 1 fits, naming the largest
  * tensor and what would help. */
 int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int nominal,

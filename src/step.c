@@ -92,6 +92,32 @@ void yc_step_free(yc_step *s)
     free(s);
 }
 
+int yc_step_batch_part(yc_step *s, int batch, const float *targets, int nt, yc_loss_part *part)
+{
+    yc_loss_head heads[YC_MAX_LEVELS];
+    memset(heads, 0, sizeof heads);
+    for (int l = 0; l < s->m->nl; l++) {
+        const yc_tensor *t = yc_graph_head(s->g, l);
+        heads[l].ny = t->h;
+        heads[l].nx = t->w;
+    }
+    return yc_loss_part_of(s->loss, batch, heads, targets, nt, part);
+}
+
+int yc_micro_targets(const float *targets, int nt, int first, int n, float *out)
+{
+    int k = 0;
+    for (int i = 0; i < nt; i++) {
+        const float *row = targets + (size_t)i * 6;
+        if (row[0] >= (float)first && row[0] < (float)(first + n)) {
+            memcpy(out + (size_t)k * 6, row, 6 * sizeof *row);
+            out[(size_t)k * 6] -= (float)first;
+            k++;
+        }
+    }
+    return k;
+}
+
 /* Forward, loss, backward with the input already in place. */
 static int run_loaded(yc_step *s, const float *targets, int nt, yc_loss_result *result);
 
@@ -156,7 +182,7 @@ static int run_loaded(yc_step *s, const float *targets, int nt, yc_loss_result *
         heads[l].nx = t->w;
         heads[l].img_stride = yc_tensor_image_elems(t);
     }
-    if ((status = yc_loss_compute(s->loss, s->batch, heads, targets, nt, result)))
+    if ((status = yc_loss_compute_part(s->loss, s->batch, heads, targets, nt, s->part, result)))
         return status;
     for (int l = 0; l < m->nl && s->grad[l]; l++)
         if ((status = yc_tensor_set_f32(m->be, yc_graph_head_grad(s->g, l), s->grad[l])))

@@ -23,6 +23,9 @@ typedef struct yc_step {
     float *head[YC_MAX_LEVELS], *grad[YC_MAX_LEVELS];
     /* batch shape */
     int batch, h, w;
+    /* the whole batch the next runs are micro-batches of (their losses and gradients are shares
+     * of its own, yc_loss_compute_part), or NULL: each run is a whole batch.  Set by the caller */
+    const yc_loss_part *part;
 } yc_step;
 
 /* The loss parameters YOLOv5's train.py gives ComputeLoss for this model, hyperparameters,
@@ -43,6 +46,15 @@ void yc_step_free(yc_step *s);
  * callers that read them afterwards (inspect, tests): in-place heads are overwritten by
  * backward. */
 int yc_step_keep_heads(yc_step *s);
+
+/* Describes a whole batch of `batch` images at this step's size (targets as below) for runs of
+ * its micro-batches through s->part. */
+int yc_step_batch_part(yc_step *s, int batch, const float *targets, int nt, yc_loss_part *part);
+
+/* The rows of `targets` (nt rows of 6: image, class, x, y, w, h) whose image is one of the n
+ * images from `first` on, renumbered from `first`, into `out` (room for nt rows): the targets
+ * of that micro-batch.  Returns their number. */
+int yc_micro_targets(const float *targets, int nt, int first, int n, float *out);
 
 /* images: batch x ch x h x w floats in [0, 1]; targets: nt rows (image, class, x, y, w, h). */
 int yc_step_run(yc_step *s, const float *images, const float *targets, int nt,

@@ -137,8 +137,9 @@ static void json_bool(FILE *f, const char *key, bool v, bool *first)
     *first = false;
 }
 
-/* The run's options as a JSON object (YOLOv5's opt names), for checkpoints and opt.yaml. */
-static char *opts_json(const yc_train_opts *o)
+/* The run's options as a JSON object (YOLOv5's opt names), for checkpoints and opt.yaml, with the
+ * memory fit's micro-batch (images per training step; the batch when it fits whole). */
+static char *opts_json(const yc_train_opts *o, int micro_batch)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -153,6 +154,7 @@ static char *opts_json(const yc_train_opts *o)
     json_str(f, "hyp", o->hyp, &first);
     json_num(f, "epochs", o->epochs, &first);
     json_num(f, "batch_size", o->batch, &first);
+    json_num(f, "micro_batch", micro_batch, &first);
     json_num(f, "imgsz", o->imgsz, &first);
     json_num(f, "accumulate", o->accumulate, &first);
     json_bool(f, "rect", o->rect, &first);
@@ -389,6 +391,22 @@ typedef struct trainer {
     double best_fitness;
     /* global batch index of the last optimizer step (-1: none yet) */
     long last_opt_step;
+    /* --resume: the checkpoint continued from ("" for a new run), and the running means of the
+     * interrupted epoch's losses over its first resume_batches batches */
+    char resume_path[2300];
+    double resume_loss[3];
+    int resume_batches;
+    /* the current epoch's running loss means at its last optimizer step, over opt_batches
+     * batches: what an interruption saves, as the state it saves is that step's */
+    double opt_loss[3];
+    int opt_batches;
+    /* the working directory the run was started in (a resumed run's: from its checkpoint) */
+    char cwd[2048];
+    /* images per training step (the memory fit's micro-batch; o.batch when the batch fits) and
+     * the targets of the micro-batch being run, renumbered from its first image */
+    int micro_batch;
+    float *mtargets;
+    size_t mtargets_cap;
     /* resident memory before the model was built (the plan's baseline) */
     size_t baseline_rss;
 } trainer;
@@ -420,6 +438,7 @@ static void trainer_free(trainer *t)
         yc_data_yaml_free(&t->data);
     free(t->frozen);
     free(t->input);
+    free(t->mtargets);
     free(t->opt_json);
     free(t->hyp_json);
     free(t->names_json);
@@ -676,7 +695,11 @@ static int setup_model(trainer *t, bool resuming)
     bool have_weights = !resuming && o->weights && o->weights[0];
     if (have_weights && (st = yc_weights_read(o->weights, &w)))
         return st;
-    if (o->cfg && o->cfg[0]) {
+    if (resuming) {
+        /* the checkpoint's own config: the run may have taken its model from --weights alone,
+         * and the files it was started from may be gone */
+        st = yc_checkpoint_model_cfg(t->resume_path, t->nc, &cfg);
+    } else if (o->cfg && o->cfg[0]) {
         if (!(st = yc_model_cfg_find(o->cfg, path, sizeof path)))
             st = yc_model_cfg_load(&cfg, path, t->nc);
     } else if (w) {
@@ -876,7 +899,7 @@ static int validate(trainer *t, yc_model *model, bool final, epoch_results *res,
     vo.verbose = final;
     vo.print = true;
     vo.imgsz = t->o.imgsz;
-    vo.batch = t->o.batch * 2;
+    vo.batch = t->micro_batch * 2;
     vo.plots = final && !t->o.noplots;
     vo.save_dir = vo.plots ? t->save_dir : NULL;
     vo.arena = &t->arena;
@@ -920,6 +943,11 @@ static int save_checkpoint(trainer *t, const char *path, int epoch, int next_bat
     yc_ckpt_meta meta = {0};
     meta.epoch = final ? -1 : epoch;
     meta.next_batch = final ? 0 : next_batch;
+    meta.cwd = t->cwd[0] ? t->cwd : NULL;
+    if (!final && next_batch > 0) {
+        memcpy(meta.epoch_loss, t->opt_loss, sizeof meta.epoch_loss);
+        meta.epoch_batches = t->opt_batches;
+    }
     meta.best_fitness = t->best_fitness;
     meta.last_opt_step = t->last_opt_step;
     meta.updates = t->ema->updates;
@@ -1141,22 +1169,20 @@ static int fit_memory(trainer *t)
     if (st)
         return yc_error_context(st, "fitting the run into %s",
                                 o->mem ? "--mem" : "the device's free memory");
-    int requested = o->batch;
-    if (o->batch == -1 || fit.micro_batch != o->batch) {
-        /* the nominal batch is kept: accumulate = round(64 / micro) (or the user's count scaled) */
-        if (o->accumulate > 0 && requested > 0)
-            o->accumulate = (int)fmax(yc_round_half_even((double)o->accumulate * requested /
-                                                         fit.micro_batch), 1);
+    /* AutoBatch takes the batch found; a requested batch stays the loader's, run in micro-batches
+     * when it does not fit whole */
+    if (o->batch == -1)
         o->batch = fit.micro_batch;
-    }
+    t->micro_batch = fit.micro_batch;
     t->go.half = fit.half;
     t->go.recompute = fit.recompute;
     char peak[32];
     yc_info("memory: %s planned peak, %zu bytes (%s)\n",
             yc_format_size(fit.peak_bytes, peak, sizeof peak), fit.peak_bytes, fit.reason);
     /* reserve the arena for the chosen shapes now: after this nothing grows */
-    rs.batch = o->batch;
-    rs.val_batch = val ? 2 * o->batch : 0;
+    rs.batch = t->micro_batch;
+    rs.loader_batch = o->batch;
+    rs.val_batch = val ? 2 * t->micro_batch : 0;
     rs.half = fit.half;
     rs.recompute = fit.recompute;
     yc_mem_report r;
@@ -1179,6 +1205,54 @@ static int fit_memory(trainer *t)
 
 /* ---- the run ---------------------------------------------------------------------------------- */
 
+/* Forward, loss and backward of one loader batch at h x w, its gradients added to the model's:
+ * in one step, or, when it is larger than the memory fit's micro-batch, in micro-batches whose
+ * losses are shares of the whole batch's (step.h), so that *res and the gradients are the whole
+ * batch's as YOLOv5 computes them (BatchNorm's batch statistics aside: per micro-batch). */
+static int train_batch(trainer *t, const yc_batch *b, int h, int w, yc_loss_result *res)
+{
+    bool resized = h != b->h || w != b->w;
+    int st = resized ? batch_input(t, b, h, w) : YC_OK;
+    int micro = t->micro_batch > 0 && t->micro_batch < b->n ? t->micro_batch : b->n;
+    yc_step *s = NULL;
+    if (st || (st = step_for(t, micro, h, w, &s)))
+        return st;
+    if (micro == b->n)
+        return resized ? yc_step_run(s, t->input, b->targets, b->nt, res)
+                       : yc_step_run_u8(s, b->images, b->targets, b->nt, res);
+    yc_loss_part part;
+    if ((st = yc_step_batch_part(s, b->n, b->targets, b->nt, &part)))
+        return st;
+    if ((size_t)b->nt * 6 > t->mtargets_cap) {
+        float *p = yc_realloc(t->mtargets, (size_t)b->nt * 6 * sizeof *p, "micro-batch targets");
+        if (!p)
+            return YC_ENOMEM;
+        t->mtargets = p;
+        t->mtargets_cap = (size_t)b->nt * 6;
+    }
+    memset(res, 0, sizeof *res);
+    for (int first = 0; first < b->n && !st; first += micro) {
+        int n = b->n - first < micro ? b->n - first : micro;
+        int nt = yc_micro_targets(b->targets, b->nt, first, n, t->mtargets);
+        if ((st = step_for(t, n, h, w, &s)))
+            break;
+        yc_loss_result r;
+        s->part = &part;
+        if (resized)
+            st = yc_step_run(s, t->input + (size_t)first * 3 * (size_t)h * (size_t)w, t->mtargets,
+                             nt, &r);
+        else
+            st = yc_step_run_u8(s, b->images + (size_t)first * 3 * (size_t)b->h * (size_t)b->w,
+                                t->mtargets, nt, &r);
+        s->part = NULL;
+        res->total += r.total;
+        res->box += r.box;
+        res->obj += r.obj;
+        res->cls += r.cls;
+    }
+    return st;
+}
+
 /* EarlyStopping (v7.0): best epoch moves on fitness >= best; stop after `patience` epochs. */
 typedef struct stopper {
     double best_fitness;
@@ -1200,6 +1274,16 @@ static bool stopper_update(stopper *s, int epoch, double fitness)
                 "results observed at epoch %d, best model saved as best.safetensors.\n",
                 s->patience, s->best_epoch);
     return stop;
+}
+
+/* YOLOv5's warmup at global batch ni of nw: sets the optimizer's learning rates and momentum;
+ * returns the accumulate count of that batch. */
+static int warmup(trainer *t, long ni, long nw, double lf)
+{
+    const yc_train_opts *o = &t->o;
+    return yc_optim_warmup(t->opt, ni, nw, lf, t->hyp.warmup_bias_lr, t->hyp.warmup_momentum,
+                           t->hyp.momentum,
+                           o->accumulate > 0 ? o->accumulate : (double)NBS / o->batch);
 }
 
 static int run_epochs(trainer *t, int first_batch, bool *interrupted)
@@ -1230,14 +1314,26 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
         if (o->image_weights && (st = image_weights_indices(t, maps, epoch, indices)))
             break;
         int first = epoch == t->start_epoch ? first_batch : 0;
+        /* a resumed epoch starts with the learning rates of the batch before it, which its
+         * results.csv row reports when no batch is left to run */
+        long prev = (long)nb * epoch + first - 1;
+        if (first > 0 && prev <= nw)
+            accumulate = warmup(t, prev, nw, lf);
         if ((st = yc_loader_start(t->train_loader, epoch, indices, first)))
             break;
         /* optimizer.zero_grad() at every epoch start: gradients accumulated after the last step
          * of the previous epoch are dropped, as in YOLOv5 */
         if ((st = yc_model_zero_grad(m)))
             break;
+        /* running means of the epoch's losses; a resumed epoch continues those saved with it */
         double mloss[3] = {0, 0, 0};
         int seen_batches = 0, images = 0;
+        if (first > 0 && t->resume_batches > 0) {
+            memcpy(mloss, t->resume_loss, sizeof mloss);
+            seen_batches = t->resume_batches;
+        }
+        memcpy(t->opt_loss, mloss, sizeof mloss);
+        t->opt_batches = seen_batches;
         double t0 = yc_now();
         print_header();
         for (int i = first; i < nb && !st; i++) {
@@ -1255,25 +1351,15 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 break;
             }
             if (ni <= nw)
-                accumulate = yc_optim_warmup(t->opt, ni, nw, lf, t->hyp.warmup_bias_lr,
-                                             t->hyp.warmup_momentum, t->hyp.momentum,
-                                             o->accumulate > 0 ? o->accumulate
-                                                              : (double)NBS / o->batch);
+                accumulate = warmup(t, ni, nw, lf);
             int h = b->h, w = b->w;
             if (o->multi_scale) {
                 yc_rng rng;
                 yc_rng_seed(&rng, (uint64_t)o->seed, 0x5CA1E000000ull + (uint64_t)ni);
                 yc_multiscale_shape(&rng, o->imgsz, t->gs, b->h, b->w, &h, &w);
             }
-            yc_step *s = NULL;
             yc_loss_result res;
-            if ((st = step_for(t, b->n, h, w, &s)))
-                break;
-            if (h == b->h && w == b->w)
-                st = yc_step_run_u8(s, b->images, b->targets, b->nt, &res);
-            else if (!(st = batch_input(t, b, h, w)))
-                st = yc_step_run(s, t->input, b->targets, b->nt, &res);
-            if (st)
+            if ((st = train_batch(t, b, h, w, &res)))
                 break;
             if (!isfinite(res.total)) {
                 yc_error_status(YC_ERR, "the loss is %g at epoch %d, batch %d (step %ld)",
@@ -1298,6 +1384,8 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                     break;
                 last_opt_step = ni;
                 t->last_opt_step = ni;
+                memcpy(t->opt_loss, mloss, sizeof mloss);
+                t->opt_batches = seen_batches;
             }
             print_progress(epoch, t->epochs, mloss, b->nt, b->w > b->h ? b->w : b->h, i, nb,
                            yc_now() - t0, images, tty, false);
@@ -1410,6 +1498,34 @@ static int finish(trainer *t)
     return st;
 }
 
+/* The relative paths among a resumed run's options (the dataset yaml) are relative to the
+ * directory the run was started in: found from here as they are, else there.  The working
+ * directory of the run is kept for the checkpoints it writes. */
+static int resolve_resumed_paths(trainer *t, const yc_ckpt_meta *meta)
+{
+    snprintf(t->cwd, sizeof t->cwd, "%s", meta->cwd ? meta->cwd : "");
+    const char *data = t->o.data;
+    if (!data || !data[0] || data[0] == '/' || yc_file_exists(data))
+        return YC_OK;
+    if (meta->cwd) {
+        char *joined = yc_path_join(meta->cwd, data);
+        if (!joined)
+            return YC_ENOMEM;
+        bool found = yc_file_exists(joined);
+        if (found) {
+            free(t->kept.data);
+            t->kept.data = joined;
+            t->o.data = joined;
+            return YC_OK;
+        }
+        free(joined);
+        return yc_error_status(YC_EIO, "the dataset yaml %s the run was started with is gone: not "
+                               "found here nor in %s, where the run was started", data, meta->cwd);
+    }
+    return yc_error_status(YC_EIO, "the dataset yaml %s the run was started with is not found "
+                           "from here: resume from the directory the run was started in", data);
+}
+
 int yc_train(const yc_train_opts *opts, bool *interrupted)
 {
     trainer tr;
@@ -1464,6 +1580,13 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         first_batch = meta.next_batch;
         t->last_opt_step = meta.last_opt_step;
         t->best_fitness = meta.best_fitness;
+        snprintf(t->resume_path, sizeof t->resume_path, "%s", resume_path);
+        if (first_batch > 0 && meta.epoch_batches > 0) {
+            memcpy(t->resume_loss, meta.epoch_loss, sizeof t->resume_loss);
+            t->resume_batches = meta.epoch_batches;
+        }
+        if ((st = resolve_resumed_paths(t, &meta)))
+            goto done;
         yc_info("Resuming training from %s from epoch %d%s\n", resume_path, t->start_epoch,
                 first_batch ? " (inside the epoch)" : "");
     } else {
@@ -1471,6 +1594,8 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         if ((st = yc_run_dir(t->o.project, t->o.name, t->o.exist_ok, "weights", t->save_dir,
                              sizeof t->save_dir)))
             goto done;
+        if (!getcwd(t->cwd, sizeof t->cwd))
+            t->cwd[0] = '\0';
     }
     if (opts->cache)
         yc_info("note: --cache has no effect: yolocl streams images from disk with bounded memory\n");
@@ -1481,7 +1606,12 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         goto done;
     t->epochs = t->o.epochs;
 
-    if ((st = yc_hyp_load(&t->hyp, t->o.hyp)))
+    /* a resumed run takes the hyperparameters its checkpoint carries, not the file again */
+    if (resuming && meta.hyp_json)
+        st = yc_hyp_parse(&t->hyp, meta.hyp_json, resume_path);
+    else
+        st = yc_hyp_load(&t->hyp, t->o.hyp);
+    if (st)
         goto done;
     if (t->hyp.anchors > 0) {
         st = yc_error_status(YC_EUNSUPPORTED, "%s: the 'anchors' hyperparameter (placeholder "
@@ -1494,7 +1624,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         goto done;
     if ((st = fit_memory(t)))
         goto done;
-    if (!(t->opt_json = opts_json(&t->o)) || !(t->hyp_json = hyp_to_json(&t->hyp))) {
+    if (!(t->opt_json = opts_json(&t->o, t->micro_batch)) || !(t->hyp_json = hyp_to_json(&t->hyp))) {
         st = YC_ENOMEM;
         goto done;
     }
@@ -1549,7 +1679,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     if (t->val_ds.n > 0 && !t->o.val_full) {
         /* one thread: a letterbox is far cheaper than the inference that consumes it */
         yc_loader_options vo = {.ds = &t->val_ds, .train = false, .hyp = &t->hyp,
-                                .imgsz = t->o.imgsz, .batch = t->o.batch * 2, .rect = true,
+                                .imgsz = t->o.imgsz, .batch = t->micro_batch * 2, .rect = true,
                                 .pad = 0.5, .stride = t->gs, .workers = 1,
                                 .seed = (uint64_t)t->o.seed,
                                 .tiles = t->o.tile > 0 ? &t->val_tiles : NULL};
