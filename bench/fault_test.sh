@@ -4,6 +4,8 @@
 # checkpoint.
 #
 #   bench/fault_test.sh [N]        (N kills, default 20; or N=... in the environment)
+#   PT=yolov5n.pt bench/fault_test.sh [N]   the same for a fine-tune from an Ultralytics .pt given
+#                                           alone (--weights, no --cfg), as YOLOv5 users start
 #
 # Run it in the build directory after `make bench/fault_kill bench/ckpt_check` (YOLOCL,
 # FAULT_KILL and CKPT_CHECK name the programs otherwise).  It writes the demo dataset (32 training
@@ -70,9 +72,18 @@ fail() {
 }
 
 "$yolocl" -q demo-data "$work/data" --train 32 --val 8 >/dev/null || exit 1
-set -- --data "$work/data/demo.yaml" --cfg yolov5n --img "$img" --batch 8 --epochs "$epochs" \
+if [ -n "${PT:-}" ]; then
+    # the model from the .pt alone (no --cfg): resumes take it from their checkpoint
+    cp "$PT" "$work/start.pt" || exit 1
+    set -- --weights "$work/start.pt"
+    model="a fine-tune of $(basename "$PT")"
+else
+    set -- --cfg yolov5n
+    model="yolov5n from scratch"
+fi
+set -- --data "$work/data/demo.yaml" "$@" --img "$img" --batch 8 --epochs "$epochs" \
     --save-period 1 --noplots --device cpu --workers 2 --project "$work/runs" --exist-ok
-echo "fault_test: reference run ($epochs epochs of yolov5n at $img on 32 images)"
+echo "fault_test: reference run ($epochs epochs of $model at $img on 32 images)"
 "$yolocl" train "$@" --name ref >"$work/ref.log" 2>&1 || { cat "$work/ref.log"; exit 1; }
 ref_csv=$work/runs/ref/results.csv
 header=$(head -n 1 "$ref_csv")

@@ -350,9 +350,11 @@ int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int n
         }
         return yc_error_status(YC_ENOMEM, "%s does not fit in %s even with batch 1 (%s planned%s; "
                                "its largest activation is %s): use a smaller --img, a smaller "
-                               "model, or a device with more memory",
+                               "model%s, or a device with more memory",
                                base->m->cfg->name, lim, yc_format_size(peak, got, sizeof got),
-                               h ? ", FP16 storage and recomputation" : "", big);
+                               h ? ", FP16 storage and recomputation" : "", big,
+                               want > 1 ? ", a smaller --batch (the loader holds whole batches)"
+                                        : "");
     }
     best = 1;
     best_peak = peak;

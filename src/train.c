@@ -396,10 +396,14 @@ typedef struct trainer {
     char resume_path[2300];
     double resume_loss[3];
     int resume_batches;
-    /* the current epoch's running loss means at its last optimizer step, over opt_batches
-     * batches: what an interruption saves, as the state it saves is that step's */
-    double opt_loss[3];
-    int opt_batches;
+    /* what an interruption saves with the state: the running means of the epoch's losses over
+     * its first epoch_batches batches, and whether gradients were added since the last
+     * optimizer step */
+    double epoch_loss[3];
+    int epoch_batches;
+    bool epoch_grads;
+    /* the resumed checkpoint holds gradients: the resumed epoch starts with them */
+    bool resume_grads;
     /* the working directory the run was started in (a resumed run's: from its checkpoint) */
     char cwd[2048];
     /* images per training step (the memory fit's micro-batch; o.batch when the batch fits) and
@@ -945,8 +949,9 @@ static int save_checkpoint(trainer *t, const char *path, int epoch, int next_bat
     meta.next_batch = final ? 0 : next_batch;
     meta.cwd = t->cwd[0] ? t->cwd : NULL;
     if (!final && next_batch > 0) {
-        memcpy(meta.epoch_loss, t->opt_loss, sizeof meta.epoch_loss);
-        meta.epoch_batches = t->opt_batches;
+        memcpy(meta.epoch_loss, t->epoch_loss, sizeof meta.epoch_loss);
+        meta.epoch_batches = t->epoch_batches;
+        meta.grads = t->epoch_grads;
     }
     meta.best_fitness = t->best_fitness;
     meta.last_opt_step = t->last_opt_step;
@@ -1322,8 +1327,9 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
         if ((st = yc_loader_start(t->train_loader, epoch, indices, first)))
             break;
         /* optimizer.zero_grad() at every epoch start: gradients accumulated after the last step
-         * of the previous epoch are dropped, as in YOLOv5 */
-        if ((st = yc_model_zero_grad(m)))
+         * of the previous epoch are dropped, as in YOLOv5; a resumed epoch continues with the
+         * gradients its checkpoint saved */
+        if (!(first > 0 && t->resume_grads) && (st = yc_model_zero_grad(m)))
             break;
         /* running means of the epoch's losses; a resumed epoch continues those saved with it */
         double mloss[3] = {0, 0, 0};
@@ -1332,8 +1338,6 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             memcpy(mloss, t->resume_loss, sizeof mloss);
             seen_batches = t->resume_batches;
         }
-        memcpy(t->opt_loss, mloss, sizeof mloss);
-        t->opt_batches = seen_batches;
         double t0 = yc_now();
         print_header();
         for (int i = first; i < nb && !st; i++) {
@@ -1384,8 +1388,6 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                     break;
                 last_opt_step = ni;
                 t->last_opt_step = ni;
-                memcpy(t->opt_loss, mloss, sizeof mloss);
-                t->opt_batches = seen_batches;
             }
             print_progress(epoch, t->epochs, mloss, b->nt, b->w > b->h ? b->w : b->h, i, nb,
                            yc_now() - t0, images, tty, false);
@@ -1394,12 +1396,14 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             if (!o->noplots && ni < 3 && (st = plot_batch(t, b, ni)))
                 break;
             if (stop_requested) {
-                /* keep the state at the last optimizer step: resume re-runs the batches after it */
-                long after = last_opt_step - (long)nb * epoch + 1;
-                int next = after > 0 ? (int)after : 0;
+                /* the state after this batch, with the gradients added since the last optimizer
+                 * step and the epoch's losses so far: resume continues at the next batch */
+                memcpy(t->epoch_loss, mloss, sizeof mloss);
+                t->epoch_batches = seen_batches;
+                t->epoch_grads = ni != last_opt_step;
                 yc_info("\ninterrupted: saving a resumable checkpoint (epoch %d, batch %d)\n",
-                        epoch, next);
-                st = save_checkpoint(t, t->last, epoch - 1, next, false);
+                        epoch, i + 1);
+                st = save_checkpoint(t, t->last, epoch - 1, i + 1, false);
                 *interrupted = true;
                 break;
             }
@@ -1585,6 +1589,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
             memcpy(t->resume_loss, meta.epoch_loss, sizeof t->resume_loss);
             t->resume_batches = meta.epoch_batches;
         }
+        t->resume_grads = first_batch > 0 && meta.grads;
         if ((st = resolve_resumed_paths(t, &meta)))
             goto done;
         yc_info("Resuming training from %s from epoch %d%s\n", resume_path, t->start_epoch,

@@ -1,6 +1,7 @@
 /* The memory fit (memplan.h): for limits constructed from the planner's own peaks, yc_memfit
  * makes the documented choice in the documented order: the batch as requested, FP16 storage,
- * FP16 storage and recomputation, the largest micro-batch with accumulate = round(64 / micro),
+ * FP16 storage and recomputation, micro-batches of the largest size that fits which cut the
+ * requested batch (YOLOv5's accumulate for that batch),
  * AutoBatch for batch -1, and an error naming the largest activation when nothing fits.  The
  * CPU backend answers the workspace and FP16 questions; nothing is allocated. */
 #include <check.h>
@@ -121,35 +122,63 @@ START_TEST(savings_order_is_fp16_then_recomputation)
 }
 END_TEST
 
-START_TEST(micro_batch_keeps_the_nominal_batch)
+/* The planned peak of micro-batch `micro` of a requested `batch`, as the fit computes it: the
+ * loader builds whole batches, the training and validation graphs are the micro-batch's. */
+static size_t peak_split(int batch, int micro, bool half, bool recompute)
 {
-    /* limits between the FP16 + recomputation peaks of micro-batches: the fit picks exactly the
-     * largest micro-batch under the limit */
-    static const int micro[] = {15, 11, 7, 5, 3, 2, 1};
-    for (size_t i = 0; i < sizeof micro / sizeof *micro; i++) {
-        int b = micro[i];
-        size_t below = peak_of(b + 1, true, true) - 1, at = peak_of(b, true, true);
-        ck_assert_uint_le(at, below);
-        for (int k = 0; k < 2; k++) {
-            yc_mem_fit f = fit_in(k ? below : at, YC_HALF_AUTO, BATCH, false);
-            ck_assert_int_eq(f.micro_batch, b);
-            ck_assert(f.half && f.recompute);
-            /* Python's round: 64/15 = 4.27 -> 4, 64/7 = 9.14 -> 9, 64/5 = 12.8 -> 13 */
-            double a = (double)NOMINAL / b;
-            int want = (int)floor(a + 0.5);
-            if (want - a == 0.5 && want % 2)
-                want--;
-            ck_assert_int_eq(f.accumulate, want);
-            ck_assert_uint_eq(f.peak_bytes, at);
-            ck_assert_msg(strstr(f.reason, "micro-batch"), "%s", f.reason);
+    yc_run_shape rs = shape(micro);
+    rs.loader_batch = batch;
+    rs.val_batch = 2 * micro;
+    rs.half = half;
+    rs.recompute = recompute;
+    yc_mem_report r;
+    ck_assert_msg(yc_memplan(&rs, &r) == YC_OK, "%s", yc_last_error());
+    size_t p = r.peak_bytes;
+    yc_mem_report_free(&r);
+    return p;
+}
+
+START_TEST(micro_batches_keep_the_requested_batch)
+{
+    /* batches 16, 24, 64 and 100 under limits between the FP16 + recomputation peaks of
+     * micro-batches: the fit picks exactly the largest micro-batch under the limit, cuts the batch
+     * into parts that hold each of its images once, and keeps YOLOv5's accumulate for the batch:
+     * round(64 / 16) = 4, round(64 / 24) = 3 (72 images a step), 1 for 64 and 100 */
+    static const int batches[] = {16, 24, 64, 100}, accumulate[] = {4, 3, 1, 1};
+    for (int bi = 0; bi < 4; bi++) {
+        int batch = batches[bi];
+        const int micro[] = {batch - 1, batch / 2 + 1, batch / 3, 7, 1};
+        for (size_t i = 0; i < sizeof micro / sizeof *micro; i++) {
+            int b = micro[i];
+            size_t below = peak_split(batch, b + 1, true, true) - 1;
+            size_t at = peak_split(batch, b, true, true);
+            ck_assert_uint_le(at, below);
+            for (int k = 0; k < 2; k++) {
+                yc_mem_fit f = fit_in(k ? below : at, YC_HALF_AUTO, batch, false);
+                ck_assert_msg(f.micro_batch == b, "batch %d: micro-batch %d, not %d", batch,
+                              f.micro_batch, b);
+                ck_assert(f.half && f.recompute);
+                ck_assert_int_eq(f.micro_batches, (batch + b - 1) / b);
+                ck_assert(f.last_micro >= 1 && f.last_micro <= b);
+                ck_assert_int_eq((f.micro_batches - 1) * b + f.last_micro, batch);
+                ck_assert_int_eq(f.accumulate, accumulate[bi]);
+                ck_assert_uint_eq(f.peak_bytes, at);
+                char images[64];
+                snprintf(images, sizeof images, "%d images per optimizer step",
+                         batch * accumulate[bi]);
+                ck_assert_msg(strstr(f.reason, images), "%s", f.reason);
+            }
         }
     }
     /* --no-half: micro-batches with recomputation only */
-    size_t at = peak_of(6, false, true);
+    size_t at = peak_split(BATCH, 6, false, true);
     yc_mem_fit f = fit_in(at, YC_HALF_OFF, BATCH, false);
     ck_assert(!f.half && f.recompute);
     ck_assert_int_eq(f.micro_batch, 6);
-    ck_assert_int_eq(f.accumulate, 11);
+    ck_assert_int_eq(f.micro_batches, 3);
+    ck_assert_int_eq(f.last_micro, 4);
+    ck_assert_int_eq(f.accumulate, 4);
+    ck_assert_msg(strstr(f.reason, "2 micro-batches of 6 + 1 of 4"), "%s", f.reason);
 }
 END_TEST
 
@@ -170,7 +199,7 @@ END_TEST
 
 START_TEST(nothing_fits_names_the_largest_tensor)
 {
-    size_t one = peak_of(1, true, true);
+    size_t one = peak_split(BATCH, 1, true, true);
     yc_run_shape rs = shape(BATCH);
     yc_mem_fit f;
     ck_assert_int_eq(yc_memfit(&rs, one - 1, YC_HALF_AUTO, NOMINAL, 256, &f), YC_ENOMEM);
@@ -181,7 +210,8 @@ START_TEST(nothing_fits_names_the_largest_tensor)
     /* a micro-batch of 1 at exactly its peak still fits */
     f = fit_in(one, YC_HALF_AUTO, BATCH, false);
     ck_assert_int_eq(f.micro_batch, 1);
-    ck_assert_int_eq(f.accumulate, NOMINAL);
+    ck_assert_int_eq(f.micro_batches, BATCH);
+    ck_assert_int_eq(f.accumulate, NOMINAL / BATCH);
 }
 END_TEST
 
@@ -331,7 +361,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, savings_order_is_fp16_then_recomputation);
-    tcase_add_test(tc, micro_batch_keeps_the_nominal_batch);
+    tcase_add_test(tc, micro_batches_keep_the_requested_batch);
     tcase_add_test(tc, autobatch_is_the_largest_batch_that_fits);
     tcase_add_test(tc, nothing_fits_names_the_largest_tensor);
     tcase_add_test(tc, largest_allocation_limits_the_batch);

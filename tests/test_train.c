@@ -494,9 +494,10 @@ static char *read_text(const char *path, size_t *len)
 
 /* The run straight, and the same run interrupted at epoch 1, batch `batch` then resumed with
  * --resume alone (its weights file deleted first): the same final weights, bit for bit, and the
- * same results.csv, byte for byte (the interrupted epoch's training losses included).  With
- * batch 4 an epoch, warmup's accumulate of 2 steps the optimizer after batches 1 and 3 of epoch
- * 1: interrupted at batch 2 the resumed run re-runs batches 2 and 3; at batch 3, none. */
+ * same results.csv, byte for byte (the interrupted epoch's training losses included).  With 4
+ * batches an epoch, warmup's accumulate of 2 steps the optimizer after batches 1 and 3 of epoch
+ * 1: interrupted at batch 2 the checkpoint holds batch 2's gradients, at batch 3 none (and no
+ * batch of the epoch is left). */
 static void check_resume_inside(const char *name, const char *cfg, const char *weights, int tile,
                                 int batch)
 {
@@ -520,9 +521,10 @@ static void check_resume_inside(const char *name, const char *cfg, const char *w
     yc_ckpt_meta meta;
     ck_assert_int_eq(yc_checkpoint_read_meta(last, &meta), YC_OK);
     ck_assert_int_eq(meta.epoch, 0);
-    ck_assert_msg(meta.next_batch > 0 && meta.epoch_batches == meta.next_batch,
-                  "%s: interrupted at batch %d with %d batches' losses: not inside the epoch",
-                  name, meta.next_batch, meta.epoch_batches);
+    ck_assert_msg(meta.next_batch == batch + 1 && meta.epoch_batches == batch + 1,
+                  "%s: continues at batch %d with %d batches' losses, not %d", name,
+                  meta.next_batch, meta.epoch_batches, batch + 1);
+    ck_assert_msg(meta.grads == (batch == 2), "%s: gradients saved: %d", name, meta.grads);
     yc_ckpt_meta_free(&meta);
     if (wcopy[0])
         ck_assert_int_eq(unlink(wcopy), 0);
