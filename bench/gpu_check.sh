@@ -38,8 +38,8 @@
 # --quick runs the same sequence on YOLOv5n at 128 (batch 2 and 4), PyTorch on the CPU where
 # python3 has torch, and a coco128 epoch at 128 (or the demo dataset without coco128).
 #
-# --steps LIST runs only the named ones of tests, probe, bench, torch, epoch, yolov5 (all by
-# default); --ops-limit N gives each test case of test_ops N seconds (150), --device D another OpenCL device.
+# --steps LIST runs only the named ones of ops (test_ops), golden (test_cl), probe, bench,
+# clblast (the step once more with YOLOCL_CL_CONV=clblast), torch, epoch, yolov5 (all by default); --ops-limit N gives each test case of test_ops N seconds (150), --device D another OpenCL device.
 #
 # What it writes to --out (default $OUT, else ./gpu_check_out): report.txt (the table printed
 # last), log.txt (every step's output), bench.jsonl (yolocl bench --json lines), torch.jsonl
@@ -50,7 +50,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 pack_dir=$root/.gpu
 mode= quick=0 with_ref=0 yolov5_src= coco_src= out_dir= budget= device=opencl:0
-steps=tests,probe,bench,torch,epoch,yolov5 ops_limit=150
+steps=ops,golden,probe,bench,clblast,torch,epoch,yolov5 ops_limit=150
 
 usage() {
     sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -234,6 +234,8 @@ for line in open(sys.argv[1]):
         continue
     d = json.loads(line)
     who = d.get("framework") or "yolocl " + ("fp16-storage" if d.get("half") else "fp32")
+    if d.get("conv"):
+        who += " " + d["conv"]
     if d.get("precision"):
         who += " " + d["precision"]
     ex = "".join(f", {k} {v:.0f}" for k, v in d.items() if k.startswith("matmul_"))
@@ -280,7 +282,7 @@ run() {
     fi
     note "device: $("$Y" devices 2>/dev/null | grep -A1 "^  ${device}:" | head -n1 | sed 's/^ *//')"
 
-    if want tests; then
+    if want ops; then
         # one test case at a time (CK_RUN_CASE), so that the report says which one is slow or fails
         local tc
         for tc in finite_differences backend_vs_reference special exp_paths generic_vectors api; do
@@ -288,6 +290,8 @@ run() {
             grep -h 'Checks:' "$W/last.out" | sed "s/^/test_ops $tc: /" >>"$report.golden"
             grep -h ':[EF]:' "$W/last.out" | head -n 10 | sed 's/^/test_ops: /' >>"$report.golden"
         done
+    fi
+    if want golden; then
         step "test_cl (golden step vs PyTorch)" 120 "$W/bin/test_cl"
         grep -hE 'Checks:|golden|loss total|gradients|skipped' "$W/last.out" | sed 's/^ */test_cl: /' >>"$report.golden"
     fi
@@ -350,6 +354,14 @@ run() {
     if want bench; then
         step "yolocl bench --profile b$b1" 90 "$Y" bench --cfg "$cfg" --img "$img" --batch "$b1" --device "$device" \
             --iters 2 --warmup 1 --profile
+    fi
+    if want clblast; then
+        # the earlier convolutions (im2col + CLBlast), side by side with the implicit GEMMs above
+        step "yolocl bench b$b1 (CLBlast convolutions)" 90 env YOLOCL_CL_CONV=clblast "$Y" bench \
+            --cfg "$cfg" --img "$img" --batch "$b1" --device "$device" --iters "$iters" \
+            --warmup "$warm" --json
+        grep -h '^{' "$W/last.out" | sed 's/"half": false/"half": false, "conv": "clblast"/' \
+            >>"$out_dir/bench.jsonl"
     fi
 
     if [ -d "$W/yolov5" ] && [ "$quick" = 0 ] && want yolov5; then

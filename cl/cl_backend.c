@@ -340,6 +340,8 @@ int yc_backend_opencl_new(yc_backend **out, int index)
     }
     c->base_align = c->desc.info.alignment ? c->desc.info.alignment : 128;
     yc_cl_build_options(c->device, c->options, sizeof c->options);
+    const char *conv = getenv("YOLOCL_CL_CONV");
+    c->conv_clblast = conv && strcmp(conv, "clblast") == 0;
     be->iface = &cl_iface;
     be->ctx = c;
     be->info = c->desc.info;

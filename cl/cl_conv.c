@@ -1,23 +1,28 @@
-/* Convolutions of the OpenCL backend: im2col / col2im (conv.cl) around CLBlast's SGEMM, one GEMM
- * per image, as the CPU backend computes them (cpu/conv.c):
+/* Convolutions of the OpenCL backend.
+ *
+ * By default each pass is one implicit GEMM over the whole batch (igemm.cl): forward and
+ * backward-data one launch each, backward-filter one launch, plus one that adds the partial sums
+ * of its split reduction when it is split, plus the Detect bias gradient.  The workspace holds
+ * the partial sums of backward-filter: splits x K x CRS floats, the number of splits chosen so
+ * that the grid has about four work-groups per compute unit (at most one split per 4 TK of the
+ * reduction).
+ *
+ * YOLOCL_CL_CONV=clblast selects the earlier implementation, kept for comparison on devices:
+ * im2col / col2im (conv.cl) around CLBlast's SGEMM, one GEMM per image, as the CPU backend
+ * computes them (cpu/conv.c):
  *   forward         y[K, PQ]     = W[K, CRS] * col(x)[CRS, PQ]  (+ b[k] per row)
  *   backward-data   col[CRS, PQ] = W^T[CRS, K] * dy[K, PQ];  dx (=|+=) col2im(col)
  *   backward-filter dW[K, CRS]  += dy[K, PQ] * col(x)^T[PQ, CRS];  db[k] += sum dy[k, :]
  * A 1x1 convolution with stride 1 and no padding ("direct") uses the FP32 image itself as its
  * column matrix (forward, backward-filter) or as the GEMM's output (backward-data).  FP16
  * activations go through im2col / col2im / bias_store, which convert; the GEMM sees FP32 only.
- *
- * Workspace, from its start (offsets relative to the span, regions 256-byte aligned):
+ * Its workspace, from its start (offsets relative to the span, regions 256-byte aligned):
  *   CLBlast's temporary buffer, the largest CLBlastSGemmTempBufferSize of the op's GEMM (CLBlast
  *     takes it without an offset, so it starts at the first CL_DEVICE_MEM_BASE_ADDR_ALIGN-aligned
  *     byte of the span: as the whole buffer when that is its byte 0, else as a sub-buffer kept
  *     with the buffer; base_align bytes of slack are reserved for that);
  *   the column matrix of one image (CRS * PQ floats) unless direct;
- *   forward with an FP16 output: the GEMM's FP32 result for one image (K * PQ floats).
- *
- * Measured on PoCL 3.1 (2 Xeon cores, YOLOv5 layer shapes at batch 1): im2col + CLBlast ran the
- * three passes at 4.5-13 GFLOP/s, a direct convolution kernel (eight filters per work item) the
- * forward pass at 1.9-4.4 GFLOP/s; hence im2col + GEMM everywhere. */
+ *   forward with an FP16 output: the GEMM's FP32 result for one image (K * PQ floats). */
 #include "cl_internal.h"
 
 #include <stdint.h>
@@ -115,9 +120,147 @@ static int make_layout(yc_cl_ctx *c, const yc_op *op, const geom *g, layout *L)
     return YC_OK;
 }
 
+/* ---- implicit GEMMs (igemm.cl) ------------------------------------------------------------ */
+
+/* The tile of igemm.cl's kernels (its TM, TN, TK) and their work-group size. */
+enum { IG_TM = 64, IG_TN = 64, IG_TK = 16, IG_WG = 256 };
+
+/* The split of backward-filter's reduction over N*P*Q: about four work-groups per compute unit
+ * in all, each chunk a multiple of TK and at least 4 TK long. */
+static void filter_split(const yc_cl_ctx *c, const geom *g, int *splits, int *chunk)
+{
+    size_t tiles = (size_t)((g->K + IG_TM - 1) / IG_TM) * ((g->crs + IG_TN - 1) / IG_TN);
+    size_t npq = (size_t)g->N * g->pq, cus = (size_t)(c->desc.info.compute_units > 0
+                                                         ? c->desc.info.compute_units : 1);
+    size_t want = (4 * cus + tiles - 1) / tiles, most = npq / (4 * IG_TK);
+    size_t n = want < most ? want : most;
+    if (n < 1)
+        n = 1;
+    if (n > 4096)
+        n = 4096;
+    size_t ch = (npq + n - 1) / n;
+    ch = (ch + IG_TK - 1) / IG_TK * IG_TK;
+    *chunk = (int)ch;
+    *splits = (int)((npq + ch - 1) / ch);
+}
+
+static size_t igemm_workspace(const yc_cl_ctx *c, const yc_op *op, const geom *g)
+{
+    if (op->kind != YC_OP_CONV2D_BWD_FILTER)
+        return 0;
+    int splits, chunk;
+    filter_split(c, g, &splits, &chunk);
+    return splits > 1 ? (size_t)splits * g->K * g->crs * sizeof(float) : 0;
+}
+
+/* Starts an igemm.cl kernel, which must run with work-groups of IG_WG. */
+static int igemm_begin(yc_cl_ctx *c, yc_cl_kid kid, yc_cl_args *a)
+{
+    int st = yc_cl_begin(c, kid, a);
+    if (!st && a->local != IG_WG)
+        st = yc_error_status(YC_EUNSUPPORTED, "opencl: %s needs work-groups of %d on %s, which "
+                             "allows %zu for it", yc_cl_kernel_name(kid), IG_WG,
+                             c->desc.info.name, a->local);
+    return st;
+}
+
+/* The shape arguments every igemm.cl kernel ends with. */
+static void shape_args(yc_cl_args *a, const geom *g)
+{
+    int v[] = {g->N, g->C, g->H, g->W, g->K, g->R, g->S, g->P, g->Q, g->sh, g->sw, g->ph, g->pw};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        yc_cl_arg_int(a, v[i]);
+}
+
+static int igemm_fwd(yc_cl_ctx *c, const yc_op *op, const geom *g)
+{
+    const yc_tensor *x = op->src[0], *w = op->src[1], *b = op->src[2], *y = op->dst[0];
+    yc_cl_args a;
+    int st = igemm_begin(c, YC_K_CONV_FWD_IGEMM, &a);
+    if (st)
+        return st;
+    yc_cl_arg_tensor(&a, x);
+    yc_cl_arg_param(&a, w);
+    yc_cl_arg_param(&a, b ? b : w);
+    yc_cl_arg_int(&a, b != NULL);
+    yc_cl_arg_tensor(&a, y);
+    shape_args(&a, g);
+    size_t groups[2] = {((size_t)g->N * g->pq + IG_TN - 1) / IG_TN,
+                        (size_t)(g->K + IG_TM - 1) / IG_TM};
+    return yc_cl_run(&a, 2, groups, true);
+}
+
+static int igemm_bwd_data(yc_cl_ctx *c, const yc_op *op, const geom *g)
+{
+    const yc_tensor *dy = op->src[0], *w = op->src[1], *dx = op->dst[0];
+    yc_cl_args a;
+    int st = igemm_begin(c, YC_K_CONV_BWD_DATA_IGEMM, &a);
+    if (st)
+        return st;
+    yc_cl_arg_tensor(&a, dy);
+    yc_cl_arg_param(&a, w);
+    yc_cl_arg_tensor(&a, dx);
+    yc_cl_arg_int(&a, op->accumulate);
+    shape_args(&a, g);
+    size_t groups[2] = {((size_t)g->N * g->H * g->W + IG_TN - 1) / IG_TN,
+                        (size_t)(g->C + IG_TM - 1) / IG_TM};
+    return yc_cl_run(&a, 2, groups, true);
+}
+
+static int igemm_bwd_filter(yc_cl_ctx *c, const yc_op *op, const geom *g, yc_span ws)
+{
+    const yc_tensor *x = op->src[0], *dy = op->src[1], *dw = op->dst[0], *db = op->dst[1];
+    int splits, chunk;
+    filter_split(c, g, &splits, &chunk);
+    cl_mem part = splits > 1 ? ws.buf->mem : dw->buf->mem;
+    size_t part_off = splits > 1 ? ws.offset : dw->offset;
+    yc_cl_args a;
+    int st = igemm_begin(c, YC_K_CONV_BWD_FILTER_IGEMM, &a);
+    if (st)
+        return st;
+    yc_cl_arg_tensor(&a, x);
+    yc_cl_arg_tensor(&a, dy);
+    yc_cl_arg_param(&a, dw);
+    yc_cl_arg_at(&a, part, part_off);
+    yc_cl_arg_int(&a, splits);
+    yc_cl_arg_int(&a, chunk);
+    shape_args(&a, g);
+    size_t groups[3] = {(g->crs + IG_TN - 1) / IG_TN, (size_t)(g->K + IG_TM - 1) / IG_TM,
+                        (size_t)splits};
+    if ((st = yc_cl_run(&a, 3, groups, true)))
+        return st;
+    if (splits > 1) {
+        if ((st = yc_cl_begin(c, YC_K_CONV_BWD_FILTER_REDUCE, &a)))
+            return st;
+        yc_cl_arg_at(&a, part, part_off);
+        yc_cl_arg_param(&a, dw);
+        yc_cl_arg_int(&a, splits);
+        yc_cl_arg_uint(&a, (unsigned)((size_t)g->K * g->crs));
+        size_t global[1] = {(size_t)g->K * g->crs};
+        if ((st = yc_cl_run(&a, 1, global, false)))
+            return st;
+    }
+    if (db) {
+        if (!(st = yc_cl_begin(c, YC_K_BIAS_GRAD, &a))) {
+            yc_cl_arg_tensor(&a, dy);
+            yc_cl_arg_param(&a, db);
+            yc_cl_arg_uint(&a, (unsigned)g->N);
+            yc_cl_arg_uint(&a, (unsigned)g->pq);
+            yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
+            size_t groups1[1] = {(size_t)g->K};
+            st = yc_cl_run(&a, 1, groups1, true);
+        }
+    }
+    return st;
+}
+
 int yc_cl_conv_workspace(yc_cl_ctx *c, const yc_op *op, size_t *bytes)
 {
     geom g = make_geom(op);
+    if (!c->conv_clblast) {
+        *bytes = igemm_workspace(c, op, &g);
+        return YC_OK;
+    }
     layout L;
     int st = make_layout(c, op, &g, &L);
     *bytes = st ? 0 : L.total;
@@ -301,19 +444,40 @@ static int conv_bwd_filter(yc_cl_ctx *c, const yc_op *op, const geom *g, const l
     return st;
 }
 
+/* The workspace span holds `need` bytes inside its buffer, at a float-aligned offset. */
+static int check_span(const yc_op *op, yc_span ws, size_t need)
+{
+    if (need && (!ws.buf || ws.size < need || ws.offset % sizeof(float) != 0 ||
+                 ws.offset > ws.buf->size || ws.size > ws.buf->size - ws.offset))
+        return yc_error_status(YC_EFORMAT, "%s '%s': needs a float-aligned workspace of %zu bytes "
+                               "inside its buffer, got %zu bytes at offset %zu",
+                               yc_op_kind_name(op->kind), op->name ? op->name : "", need, ws.size,
+                               ws.offset);
+    return YC_OK;
+}
+
 int yc_cl_conv(yc_cl_ctx *c, const yc_op *op, yc_span ws)
 {
     geom g = make_geom(op);
+    int st;
+    if (!c->conv_clblast) {
+        if ((st = check_span(op, ws, igemm_workspace(c, op, &g))))
+            return st;
+        switch (op->kind) {
+        case YC_OP_CONV2D:
+            return igemm_fwd(c, op, &g);
+        case YC_OP_CONV2D_BWD_DATA:
+            return igemm_bwd_data(c, op, &g);
+        default:
+            return igemm_bwd_filter(c, op, &g, ws);
+        }
+    }
     layout L;
-    int st = make_layout(c, op, &g, &L);
+    st = make_layout(c, op, &g, &L);
     if (st)
         return st;
-    if (L.total && (!ws.buf || ws.size < L.total || ws.offset % sizeof(float) != 0 || ws.offset > ws.buf->size ||
-                    ws.size > ws.buf->size - ws.offset))
-        return yc_error_status(YC_EFORMAT,
-                               "%s '%s': needs a float-aligned workspace of %zu bytes inside its buffer, got %zu "
-                               "bytes at offset %zu",
-                               yc_op_kind_name(op->kind), op->name ? op->name : "", L.total, ws.size, ws.offset);
+    if ((st = check_span(op, ws, L.total)))
+        return st;
     cl_mem temp;
     if ((st = temp_buffer(c, ws, &L, &temp)))
         return st;

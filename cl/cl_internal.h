@@ -35,6 +35,7 @@ typedef enum yc_cl_prog {
     YC_CL_PROG_POOL,
     YC_CL_PROG_CONV,
     YC_CL_PROG_OPTIM,
+    YC_CL_PROG_IGEMM,
     YC_CL_NPROGS
 } yc_cl_prog;
 
@@ -61,6 +62,10 @@ typedef enum yc_cl_kid {
     YC_K_ADAM,
     YC_K_EMA,
     YC_K_SUMSQ,
+    YC_K_CONV_FWD_IGEMM,
+    YC_K_CONV_BWD_DATA_IGEMM,
+    YC_K_CONV_BWD_FILTER_IGEMM,
+    YC_K_CONV_BWD_FILTER_REDUCE,
     YC_K_COUNT
 } yc_cl_kid;
 
@@ -88,6 +93,9 @@ typedef struct yc_cl_ctx {
     size_t local[YC_K_COUNT];
     /* what the program cache did */
     yc_cl_program_stats stats;
+    /* convolutions through im2col + CLBlast (YOLOCL_CL_CONV=clblast) instead of the implicit
+     * GEMMs of igemm.cl */
+    bool conv_clblast;
 } yc_cl_ctx;
 
 /* Records "opencl: CALL: NAME (code)" and returns YC_EDEVICE. */
@@ -137,7 +145,7 @@ void yc_cl_arg_tensor(yc_cl_args *a, const yc_tensor *t);
 void yc_cl_arg_param(yc_cl_args *a, const yc_tensor *t);
 /* a buffer and byte offset (PARAM in common.cl) */
 void yc_cl_arg_at(yc_cl_args *a, cl_mem m, size_t offset);
-/* Enqueues the kernel over `global` work items in `dims` (1 or 2) dimensions: dimension 0 is
+/* Enqueues the kernel over `global` work items in `dims` (1 to 3) dimensions: dimension 0 is
  * rounded up to the local size (the kernels check bounds), the others use local size 1.  With
  * `groups` set, global[0] is a number of work-groups of the local size instead. */
 int yc_cl_run(yc_cl_args *a, cl_uint dims, const size_t *global, bool groups);

@@ -87,7 +87,7 @@ int yc_cl_run(yc_cl_args *a, cl_uint dims, const size_t *global, bool groups)
                  (unsigned)a->bad);
         return yc_cl_fail(what, a->err);
     }
-    size_t g[2] = {1, 1}, l[2] = {a->local, 1};
+    size_t g[3] = {1, 1, 1}, l[3] = {a->local, 1, 1};
     for (cl_uint d = 0; d < dims; d++)
         g[d] = global[d];
     if (groups)

@@ -31,6 +31,7 @@ static const char *const prog_files[YC_CL_NPROGS] = {
     [YC_CL_PROG_POOL] = "pool.cl",
     [YC_CL_PROG_CONV] = "conv.cl",
     [YC_CL_PROG_OPTIM] = "optim.cl",
+    [YC_CL_PROG_IGEMM] = "igemm.cl",
 };
 
 /* Each kernel's name in its program. */
@@ -59,6 +60,10 @@ static const struct {
     [YC_K_ADAM] = {"adam", YC_CL_PROG_OPTIM},
     [YC_K_EMA] = {"ema", YC_CL_PROG_OPTIM},
     [YC_K_SUMSQ] = {"sumsq", YC_CL_PROG_OPTIM},
+    [YC_K_CONV_FWD_IGEMM] = {"conv_fwd_igemm", YC_CL_PROG_IGEMM},
+    [YC_K_CONV_BWD_DATA_IGEMM] = {"conv_bwd_data_igemm", YC_CL_PROG_IGEMM},
+    [YC_K_CONV_BWD_FILTER_IGEMM] = {"conv_bwd_filter_igemm", YC_CL_PROG_IGEMM},
+    [YC_K_CONV_BWD_FILTER_REDUCE] = {"conv_bwd_filter_reduce", YC_CL_PROG_IGEMM},
 };
 
 #define CACHE_MAGIC "yolocl OpenCL program cache 1\n"

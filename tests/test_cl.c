@@ -7,8 +7,9 @@
  *     YOLOCL_CL_KERNELS (sources from a directory, a new cache key, a missing file, a build error
  *     with its log);
  *  3. the backend: device info, buffers, error paths (placement, workspace, unsupported ops,
- *     allocation limits, status names), convolutions whose GEMM needs CLBlast's temporary buffer
- *     from our workspace (at byte 0 and at an unaligned offset) against the CPU backend;
+ *     allocation limits, status names), a large convolution's three passes against the CPU
+ *     backend, by the implicit GEMMs (the default) and by im2col + CLBlast, whose GEMMs need
+ *     CLBlast's temporary buffer from our workspace (at byte 0 and at an unaligned offset);
  *  4. the golden step: one training step of tests/data/tiny (and of ../shared/ref's YOLOv5n at 320
  *     when present) on the OpenCL backend against PyTorch, with the CPU backend's tolerances
  *     (1e-4 heads and loss, 1e-3 gradients); the tiny step again with BN outputs recomputed by
@@ -549,17 +550,27 @@ START_TEST(backend_basics)
     bd.src[0] = &y;
     ck_assert(be->iface->supports(be, &bd));
 
-    /* a 3x3 convolution needs a workspace and refuses to run without one */
+    /* a 3x3 convolution's forward pass needs no workspace; its backward-filter pass over a
+     * 32x32 image splits its reduction over 1024 pixels, needs room for the partial sums, and
+     * refuses to run without it */
     yc_tensor w3 = yc_tensor_make(4, 4, 3, 3, YC_F32, "w3");
     w3.buf = yc_buffer_alloc(be, 4 * 4 * 9 * sizeof(float));
     ck_assert_ptr_nonnull(w3.buf);
-    yc_op c3 = {.kind = YC_OP_CONV2D, .src = {&x, &w3}, .dst = {&y}, .name = "c3"};
-    c3.p.conv.kh = c3.p.conv.kw = 3, c3.p.conv.stride_h = c3.p.conv.stride_w = 1;
-    c3.p.conv.pad_h = c3.p.conv.pad_w = 1, c3.p.conv.groups = 1;
+    yc_op f3 = {.kind = YC_OP_CONV2D, .src = {&x, &w3}, .dst = {&y}, .name = "f3"};
+    f3.p.conv.kh = f3.p.conv.kw = 3, f3.p.conv.stride_h = f3.p.conv.stride_w = 1;
+    f3.p.conv.pad_h = f3.p.conv.pad_w = 1, f3.p.conv.groups = 1;
+    ck_assert_uint_eq(be->iface->workspace(be, &f3), 0);
+    yc_buffer *big = yc_buffer_alloc(be, 2 * 4 * 32 * 32 * sizeof(float));
+    ck_assert_ptr_nonnull(big);
+    yc_tensor x32 = yc_tensor_make(1, 4, 32, 32, YC_F32, "x32"), dy32 = x32;
+    x32.buf = dy32.buf = big;
+    dy32.offset = 4 * 32 * 32 * sizeof(float);
+    yc_op c3 = {.kind = YC_OP_CONV2D_BWD_FILTER, .src = {&x32, &dy32}, .dst = {&w3}, .name = "c3"};
+    c3.p.conv = f3.p.conv;
     size_t need = be->iface->workspace(be, &c3);
-    ck_assert_uint_ge(need, 36 * 16 * sizeof(float));
+    ck_assert_uint_ge(need, 2 * 4 * 36 * sizeof(float));
     ck_assert_int_eq(yc_backend_exec(be, &c3, (yc_span){0}), YC_EFORMAT);
-    ck_assert_msg(err_has("conv2d 'c3'") && err_has("workspace"), "%s", yc_last_error());
+    ck_assert_msg(err_has("conv2d_bwd_filter 'c3'") && err_has("workspace"), "%s", yc_last_error());
     yc_buffer *wsb = yc_buffer_alloc(be, need + 64);
     ck_assert_int_eq(yc_backend_exec(be, &c3, (yc_span){wsb, 0, need - 4}), YC_EFORMAT);
     ck_assert_int_eq(yc_backend_exec(be, &c3, (yc_span){wsb, 64, need}), YC_OK);
@@ -567,6 +578,7 @@ START_TEST(backend_basics)
     ck_assert_int_eq(be->iface->synchronize(be), YC_OK);
     ck_assert_uint_eq(be->iface->workspace(be, &op), 0);
     yc_buffer_free(be, wsb);
+    yc_buffer_free(be, big);
     yc_buffer_free(be, w3.buf);
     yc_buffer_free(be, buf);
     yc_buffer_free(be, NULL);
@@ -631,7 +643,10 @@ static void run_big_conv(yc_backend *be, yc_op_kind kind, size_t ws_off, const f
     yc_buffer_free(be, y.buf);
 }
 
-START_TEST(conv_with_clblast_temp)
+/* The three passes of the big convolution on OpenCL (im2col + CLBlast when `clblast`, else the
+ * implicit GEMMs) against the CPU backend, with the workspace at byte 0 of its buffer and at an
+ * offset below the base address alignment. */
+static void check_big_convs(bool clblast)
 {
     size_t nx = 32 * 160 * 160, nw = 64 * 32 * 9, ny = 64 * 160 * 160;
     float *xv = malloc(nx * 4), *wv = malloc(nw * 4), *yv = malloc(ny * 4);
@@ -649,26 +664,46 @@ START_TEST(conv_with_clblast_temp)
     }
     yc_backend *cpu = NULL, *cl = NULL;
     ck_assert_int_eq(yc_backend_cpu_new(&cpu, 0), YC_OK);
+    /* the implementation is chosen when the backend is made (the test runs in a process of its
+     * own) */
+    if (clblast)
+        ck_assert_int_eq(setenv("YOLOCL_CL_CONV", "clblast", 1), 0);
     ck_assert_int_eq(yc_backend_opencl_new(&cl, 0), YC_OK);
     const yc_op_kind kinds[3] = {YC_OP_CONV2D, YC_OP_CONV2D_BWD_DATA, YC_OP_CONV2D_BWD_FILTER};
     const size_t nout[3] = {ny, nx, nw};
     for (int k = 0; k < 3; k++) {
         size_t need, col = (size_t)288 * 25600 * 4;
         run_big_conv(cpu, kinds[k], 0, xv, wv, yv, ref, &need);
-        /* at byte 0 of the workspace buffer, and at an offset below the base address alignment */
         const size_t offs[2] = {0, 64};
         for (int o = 0; o < 2; o++) {
             run_big_conv(cl, kinds[k], offs[o], xv, wv, yv, got, &need);
             double e = rel_error(got, ref, nout[k]);
             ck_assert_msg(e < 1e-5, "%s at workspace offset %zu: error %.3g", yc_op_kind_name(kinds[k]), offs[o], e);
-            printf("  %s: workspace %zu bytes (columns %zu, CLBlast's temporary buffer and slack %zu), error "
-                   "%.2e\n",
-                   yc_op_kind_name(kinds[k]), need, col, need - col, e);
+            if (clblast)
+                printf("  %s: workspace %zu bytes (columns %zu, CLBlast's temporary buffer and slack "
+                       "%zu), error %.2e\n",
+                       yc_op_kind_name(kinds[k]), need, col, need - col, e);
+            else
+                printf("  %s (implicit GEMM): workspace %zu bytes, error %.2e\n",
+                       yc_op_kind_name(kinds[k]), need, e);
         }
     }
     yc_backend_free(cpu);
     yc_backend_free(cl);
     free(xv), free(wv), free(yv), free(ref), free(got);
+}
+
+START_TEST(conv_with_clblast_temp)
+{
+    check_big_convs(true);
+}
+END_TEST
+
+/* The implicit GEMMs on the same convolution: a 64 x 25600 x 288 forward GEMM over 400 tiles,
+ * backward-filter's reduction over 25600 pixels split for the device's compute units. */
+START_TEST(conv_igemm_big)
+{
+    check_big_convs(false);
 }
 END_TEST
 
@@ -956,6 +991,7 @@ int main(void)
         tcase_set_timeout(be, 300);
         tcase_add_test(be, backend_basics);
         tcase_add_test(be, conv_with_clblast_temp);
+        tcase_add_test(be, conv_igemm_big);
         suite_add_tcase(s, be);
         TCase *gold = tcase_create("golden");
         tcase_set_timeout(gold, 600);
