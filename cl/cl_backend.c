@@ -104,6 +104,8 @@ static int cl_buffer_write(yc_backend *be, yc_buffer *buf, size_t offset, const 
     if (st || !size)
         return st;
     cl_int err = clEnqueueWriteBuffer(ctx_of(be)->queue, buf->mem, CL_TRUE, offset, size, src, 0, NULL, NULL);
+    be->counters.host_waits++;
+    be->counters.bytes_to_device += size;
     return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clEnqueueWriteBuffer", err);
 }
 
@@ -113,6 +115,8 @@ static int cl_buffer_read(yc_backend *be, const yc_buffer *buf, size_t offset, v
     if (st || !size)
         return st;
     cl_int err = clEnqueueReadBuffer(ctx_of(be)->queue, buf->mem, CL_TRUE, offset, size, dst, 0, NULL, NULL);
+    be->counters.host_waits++;
+    be->counters.bytes_from_device += size;
     return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clEnqueueReadBuffer", err);
 }
 
@@ -123,6 +127,7 @@ static int cl_buffer_memset(yc_backend *be, yc_buffer *buf, size_t offset, int b
         return st;
     cl_uchar pattern = (cl_uchar)byte;
     cl_int err = clEnqueueFillBuffer(ctx_of(be)->queue, buf->mem, &pattern, 1, offset, size, 0, NULL, NULL);
+    be->counters.launches++;
     return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clEnqueueFillBuffer", err);
 }
 
@@ -204,6 +209,7 @@ static int cl_exec(yc_backend *be, const yc_op *op, yc_span ws)
 static int cl_synchronize(yc_backend *be)
 {
     cl_int err = clFinish(ctx_of(be)->queue);
+    be->counters.host_waits++;
     return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clFinish", err);
 }
 
@@ -344,6 +350,7 @@ int yc_backend_opencl_new(yc_backend **out, int index)
     c->conv_clblast = conv && strcmp(conv, "clblast") == 0;
     be->iface = &cl_iface;
     be->ctx = c;
+    c->count = &be->counters;
     be->info = c->desc.info;
     be->info.mem_free = free_memory(&c->desc);
     /* CLBlast's direct GEMM kernel takes element offsets as int: no buffer beyond 2^31 floats */

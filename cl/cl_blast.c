@@ -87,6 +87,8 @@ int yc_cl_gemm_temp_size(yc_cl_ctx *c, const yc_cl_gemm *g, size_t *bytes)
 
 int yc_cl_gemm_run(yc_cl_ctx *c, const yc_cl_gemm *g, cl_mem temp)
 {
+    /* CLBlast's GEMM is one to four kernels: counted as one launch */
+    c->count->launches++;
     CLBlastStatusCode st;
     if (!temp) {
         /* CLBlast allocates nothing when the GEMM needs no temporary buffer (and it refuses a NULL

@@ -96,6 +96,8 @@ typedef struct yc_cl_ctx {
     /* convolutions through im2col + CLBlast (YOLOCL_CL_CONV=clblast) instead of the implicit
      * GEMMs of igemm.cl */
     bool conv_clblast;
+    /* the backend's counters (yc_backend.counters) */
+    yc_backend_counters *count;
 } yc_cl_ctx;
 
 /* Records "opencl: CALL: NAME (code)" and returns YC_EDEVICE. */

@@ -98,8 +98,10 @@ int yc_cl_run(yc_cl_args *a, cl_uint dims, const size_t *global, bool groups)
         if (g[d] == 0)
             return YC_OK;
     cl_int err = clEnqueueNDRangeKernel(a->c->queue, a->k, dims, NULL, g, l, 0, NULL, NULL);
-    if (err == CL_SUCCESS)
+    if (err == CL_SUCCESS) {
+        a->c->count->launches++;
         return YC_OK;
+    }
     snprintf(what, sizeof what, "%s: clEnqueueNDRangeKernel", yc_cl_kernel_name(a->kid));
     return yc_cl_fail(what, err);
 }

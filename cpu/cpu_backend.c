@@ -238,6 +238,7 @@ static int cpu_exec(yc_backend *be, const yc_op *op, yc_span ws)
                                "groups == 1 only",
                                yc_op_kind_name(op->kind), name);
     yc_cpu_args a = {.op = op, .threads = ctx_threads(be)};
+    be->counters.launches++;
     for (int i = 0; i < YC_OP_MAX_SRC; i++)
         if (op->src[i] && (rc = resolve(op, op->src[i], "src", i, &a.src[i])))
             return rc;

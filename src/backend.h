@@ -221,6 +221,14 @@ struct yc_backend_i {
     int (*synchronize)(yc_backend *be);
 };
 
+/* What a backend has done since it was made, for benchmarks (yolocl bench --json): kernel
+ * launches (the CPU backend counts the ops it ran), host waits (the host blocked until the device
+ * caught up: clFinish, blocking reads and writes), and bytes copied between host and device
+ * memory (none on the CPU backend, whose buffers are host memory). */
+typedef struct yc_backend_counters {
+    uint64_t launches, host_waits, bytes_to_device, bytes_from_device;
+} yc_backend_counters;
+
 struct yc_backend {
     /* the implementation */
     const struct yc_backend_i *iface;
@@ -228,6 +236,8 @@ struct yc_backend {
     yc_device_info info;
     /* implementation data */
     void *ctx;
+    /* counted by the implementation */
+    yc_backend_counters counters;
 };
 
 /* Creates the CPU backend (OpenMP).  `threads` <= 0 means the default (physical cores). */

@@ -156,9 +156,12 @@ static int bench_train(const yc_bench_config *c, yc_model *m, const bench_batch 
     if (!st)
         st = yc_ema_new(&ema, m, 0);
     yc_loss_result res = {0};
+    yc_backend_counters start = {0};
     for (int it = 0; it < c->warmup + c->iters && !st; it++) {
         if (it == c->warmup && c->profile && (st = yc_graph_set_profiling(s->g, true)))
             break;
+        if (it == c->warmup)
+            start = m->be->counters;
         double t0 = yc_now();
         if ((st = yc_step_run_u8(s, b->pixels, b->targets, b->nt, &res)))
             break;
@@ -186,6 +189,12 @@ static int bench_train(const yc_bench_config *c, yc_model *m, const bench_batch 
             yc_profile_finish(p, sum(t_all, c->iters));
     }
     if (!st) {
+        const yc_backend_counters *end = &m->be->counters;
+        r->launches_per_step = (double)(end->launches - start.launches) / c->iters;
+        r->host_waits_per_step = (double)(end->host_waits - start.host_waits) / c->iters;
+        r->transfer_bytes_per_step = (double)(end->bytes_to_device - start.bytes_to_device +
+                                              end->bytes_from_device - start.bytes_from_device) /
+                                     c->iters;
         r->loss = res.total;
         r->fwd_bwd = summarize(t_fb, c->iters);
         r->optim = summarize(t_opt, c->iters);

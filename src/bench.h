@@ -49,6 +49,10 @@ typedef struct yc_bench_result {
     yc_bench_time train;
     /* the loss of the last training iteration (a finite number shows the step ran) */
     double loss;
+    /* per timed training step (the step, the optimizer, the EMA and the wait for the device at
+     * the end of it): the backend's kernel launches, host waits and bytes between host and
+     * device (yc_backend_counters) */
+    double launches_per_step, host_waits_per_step, transfer_bytes_per_step;
     /* with config.profile: the inference pass's ops; the training step's ops plus host rows
      * "loss, transfers" (the step time not spent in ops) and "optimizer" */
     yc_profile forward_profile, train_profile;

@@ -131,6 +131,9 @@ static void print_json(const bench_run *run, const char *name, const yc_bench_co
     json_num("forward_peak_fraction", fwd_gf / run->peak, peak);
     json_num("train_peak_fraction", train_gf / run->peak, peak);
     json_num("loss", r->loss, true);
+    json_num("launches_per_step", r->launches_per_step, true);
+    json_num("host_waits_per_step", r->host_waits_per_step, true);
+    json_num("transfer_bytes_per_step", r->transfer_bytes_per_step, true);
     if (c->profile) {
         json_profile("forward_profile", &r->forward_profile, c->iters);
         json_profile("train_profile", &r->train_profile, c->iters);
@@ -222,6 +225,10 @@ static void print_row(const bench_run *run, const yc_bench_config *c, const yc_b
     if (c->profile) {
         print_profile("inference pass", &r->forward_profile, c->iters);
         print_profile("training step", &r->train_profile, c->iters);
+        char bytes[32];
+        printf("  per training step: %.0f kernel launches, %.1f host waits, %s between host and "
+               "device\n", r->launches_per_step, r->host_waits_per_step,
+               yc_format_size((size_t)r->transfer_bytes_per_step, bytes, sizeof bytes));
     }
     fflush(stdout);
 }
