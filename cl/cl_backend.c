@@ -28,6 +28,8 @@ static void ctx_release(yc_cl_ctx *c)
     if (c->queue)
         clFinish(c->queue);
     yc_cl_programs_release(c);
+    if (c->scratch)
+        clReleaseMemObject(c->scratch);
     /* CLBlast keeps compiled programs per context: drop them before the context goes */
     yc_cl_blast_release();
     if (c->queue)
@@ -118,6 +120,18 @@ static int cl_buffer_read(yc_backend *be, const yc_buffer *buf, size_t offset, v
     be->counters.host_waits++;
     be->counters.bytes_from_device += size;
     return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clEnqueueReadBuffer", err);
+}
+
+static int cl_buffer_read_async(yc_backend *be, const yc_buffer *buf, size_t offset, void *dst,
+                                size_t size)
+{
+    int st = check_range(buf, offset, size, "read");
+    if (st || !size)
+        return st;
+    cl_int err = clEnqueueReadBuffer(ctx_of(be)->queue, buf->mem, CL_FALSE, offset, size, dst, 0, NULL,
+                                     NULL);
+    be->counters.bytes_from_device += size;
+    return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clEnqueueReadBuffer (non-blocking)", err);
 }
 
 static int cl_buffer_memset(yc_backend *be, yc_buffer *buf, size_t offset, int byte, size_t size)
@@ -221,6 +235,7 @@ static const struct yc_backend_i cl_iface = {
     .buffer_size = cl_buffer_size,
     .buffer_write = cl_buffer_write,
     .buffer_read = cl_buffer_read,
+    .buffer_read_async = cl_buffer_read_async,
     .buffer_memset = cl_buffer_memset,
     .buffer_host_ptr = NULL,
     .supports = cl_supports,

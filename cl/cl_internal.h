@@ -61,13 +61,17 @@ typedef enum yc_cl_kid {
     YC_K_SGD,
     YC_K_ADAM,
     YC_K_EMA,
-    YC_K_SUMSQ,
+    YC_K_SUMSQ_PART,
+    YC_K_SUMSQ_TOTAL,
     YC_K_CONV_FWD_IGEMM,
     YC_K_CONV_BWD_DATA_IGEMM,
     YC_K_CONV_BWD_FILTER_IGEMM,
     YC_K_CONV_BWD_FILTER_REDUCE,
     YC_K_COUNT
 } yc_cl_kid;
+
+/* Bytes of the context's reduction scratch: the partial sums of up to 4096 work-groups. */
+#define YC_CL_SCRATCH (4096 * 8)
 
 /* Largest work-group the kernels are launched with (a power of two; smaller where the device or
  * the kernel allows less).  Reductions add in an order fixed by it. */
@@ -98,6 +102,9 @@ typedef struct yc_cl_ctx {
     bool conv_clblast;
     /* the backend's counters (yc_backend.counters) */
     yc_backend_counters *count;
+    /* scratch of the two-stage reductions (YC_CL_SCRATCH bytes, made on first use): ops on the
+     * in-order queue use it one after the other */
+    cl_mem scratch;
 } yc_cl_ctx;
 
 /* Records "opencl: CALL: NAME (code)" and returns YC_EDEVICE. */

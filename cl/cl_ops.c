@@ -215,6 +215,16 @@ static int upsample(yc_cl_ctx *c, const yc_op *op)
     return run_images(&a, op->dst[0]);
 }
 
+/* The optimizer ops' optional sum of squares: its buffer (the gradient's when absent, unread),
+ * the flag and the clipping norm. */
+static void sumsq_args(yc_cl_args *a, const yc_op *op, float max_norm)
+{
+    const yc_tensor *s = op->src[1] ? op->src[1] : op->src[0];
+    yc_cl_arg_param(a, s);
+    yc_cl_arg_int(a, op->src[1] != NULL);
+    yc_cl_arg_float(a, max_norm);
+}
+
 /* SGD, Adam and EMA: coefficients as cpu/optim.c computes them (double, rounded once) */
 static int optim(yc_cl_ctx *c, const yc_op *op)
 {
@@ -234,6 +244,7 @@ static int optim(yc_cl_ctx *c, const yc_op *op)
         yc_cl_arg_float(&a, -op->p.sgd.lr);
         yc_cl_arg_int(&a, op->p.sgd.wd != 0.0f);
         yc_cl_arg_int(&a, op->p.sgd.nesterov);
+        sumsq_args(&a, op, op->p.sgd.max_norm);
     } else if (op->kind == YC_OP_ADAM) {
         double lr = op->p.adam.lr, b1 = op->p.adam.beta1, b2 = op->p.adam.beta2, wd = op->p.adam.wd;
         double t = op->p.adam.step, bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
@@ -255,6 +266,7 @@ static int optim(yc_cl_ctx *c, const yc_op *op)
         yc_cl_arg_float(&a, (float)-(lr / bc1));
         yc_cl_arg_int(&a, op->p.adam.wd != 0.0f);
         yc_cl_arg_int(&a, op->p.adam.decoupled);
+        sumsq_args(&a, op, op->p.adam.max_norm);
     } else {
         float d = op->p.ema.decay;
         if ((st = yc_cl_begin(c, YC_K_EMA, &a)))
@@ -270,19 +282,54 @@ static int optim(yc_cl_ctx *c, const yc_op *op)
 }
 
 /* SUMSQ: one work-group */
+/* The context's reduction scratch, made on first use. */
+static int scratch(yc_cl_ctx *c, cl_mem *out)
+{
+    if (!c->scratch) {
+        cl_int err;
+        c->scratch = clCreateBuffer(c->context, CL_MEM_READ_WRITE, YC_CL_SCRATCH, NULL, &err);
+        if (err != CL_SUCCESS) {
+            c->scratch = NULL;
+            return yc_error_context(yc_cl_fail("clCreateBuffer", err), "reduction scratch");
+        }
+    }
+    *out = c->scratch;
+    return YC_OK;
+}
+
+/* Two stages: enough work-groups of sumsq_part to give each work item about 16 values (at most
+ * YC_CL_SCRATCH / 8 of them), then sumsq_total. */
 static int sumsq(yc_cl_ctx *c, const yc_op *op)
 {
+    cl_mem part = NULL;
     yc_cl_args a;
-    int st = yc_cl_begin(c, YC_K_SUMSQ, &a);
+    int st = scratch(c, &part);
+    if (!st)
+        st = yc_cl_begin(c, YC_K_SUMSQ_PART, &a);
     if (st)
         return st;
+    size_t count = yc_tensor_elems(op->src[0]), per = a.local * 16;
+    size_t groups = (count + per - 1) / per;
+    if (groups > YC_CL_SCRATCH / sizeof(cl_float2))
+        groups = YC_CL_SCRATCH / sizeof(cl_float2);
+    if (groups < 1)
+        groups = 1;
+    size_t slice = (count + groups - 1) / groups;
     yc_cl_arg_tensor(&a, op->src[0]);
-    yc_cl_arg_ulong(&a, yc_tensor_elems(op->src[0]));
+    yc_cl_arg_ulong(&a, count);
+    yc_cl_arg_ulong(&a, slice);
+    yc_cl_arg_mem(&a, part);
+    yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
+    size_t g1[1] = {groups};
+    if ((st = yc_cl_run(&a, 1, g1, true)) || (st = yc_cl_begin(c, YC_K_SUMSQ_TOTAL, &a)))
+        return st;
+    yc_cl_arg_mem(&a, part);
+    yc_cl_arg_uint(&a, (unsigned)groups);
     yc_cl_arg_param(&a, op->dst[0]);
     yc_cl_arg_int(&a, op->accumulate);
     yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
-    size_t groups[1] = {1};
-    return yc_cl_run(&a, 1, groups, true);
+    size_t g2[1] = {1};
+    return yc_cl_run(&a, 1, g2, true);
 }
 
 int yc_cl_op(yc_cl_ctx *c, const yc_op *op)

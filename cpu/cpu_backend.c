@@ -345,6 +345,7 @@ static const struct yc_backend_i cpu_iface = {
     .buffer_size = cpu_buffer_size,
     .buffer_write = cpu_buffer_write,
     .buffer_read = cpu_buffer_read,
+    .buffer_read_async = cpu_buffer_read,
     .buffer_memset = cpu_buffer_memset,
     .buffer_host_ptr = cpu_buffer_host_ptr,
     .supports = cpu_supports,

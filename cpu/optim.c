@@ -103,11 +103,27 @@ static void sgd_span(float *w, float *buf, const float *grad, size_t n, const sg
     }
 }
 
+/* The optimizer's gradient scale: the op's, or the clipping coefficient of its sum of squares
+ * (*skip when that is not finite: the step leaves everything as it is). */
+static float grad_scale(const yc_cpu_args *a, float scale, float max_norm, bool *skip)
+{
+    *skip = false;
+    if (!a->src[1].p)
+        return scale;
+    float s = *(const float *)a->src[1].p;
+    *skip = !isfinite(s);
+    return yc_clip_scale(s, max_norm);
+}
+
 void yc_cpu_sgd(const yc_cpu_args *a)
 {
     const yc_op *op = a->op;
+    bool skip;
+    float scale = grad_scale(a, op->p.sgd.scale, op->p.sgd.max_norm, &skip);
+    if (skip)
+        return;
     const sgd_coef k = {
-        .scale = op->p.sgd.scale,
+        .scale = scale,
         .wd = op->p.sgd.wd,
         .momentum = op->p.sgd.momentum,
         .neg_lr = -op->p.sgd.lr,
@@ -181,13 +197,17 @@ static void adam_span(float *w, float *m, float *v, const float *grad, size_t n,
 void yc_cpu_adam(const yc_cpu_args *a)
 {
     const yc_op *op = a->op;
+    bool skip;
+    float scale = grad_scale(a, op->p.adam.scale, op->p.adam.max_norm, &skip);
+    if (skip)
+        return;
     double lr = op->p.adam.lr, b1 = op->p.adam.beta1, b2 = op->p.adam.beta2, wd = op->p.adam.wd;
     double t = op->p.adam.step;
     /* Python: bias_correction1 = 1 - beta1 ** step; step_size = lr / bias_correction1;
      * bias_correction2_sqrt = math.sqrt(1 - beta2 ** step) */
     double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
     const adam_coef k = {
-        .scale = op->p.adam.scale,
+        .scale = scale,
         .wd = op->p.adam.wd,
         .w_mul = (float)(1.0 - lr * wd),
         .beta1 = op->p.adam.beta1,

@@ -7,6 +7,7 @@
 #ifndef YC_BACKEND_H
 #define YC_BACKEND_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -84,13 +85,17 @@ typedef enum yc_op_kind {
     /* SGD as PyTorch computes it (dampening 0), one step over a parameter group:
      *   g = scale*grad + wd*w;  buf = momentum*buf + g;  g = nesterov ? g + momentum*buf : buf;
      *   w = w - lr*g
-     * src: grad;  dst: w (read and written), buf (read and written). */
+     * src: grad [, sumsq];  dst: w (read and written), buf (read and written).
+     * With sumsq, the gradients' sum of squares (1,1,1,1) as YC_OP_SUMSQ leaves it on the device,
+     * scale is PyTorch's clip_grad_norm_ coefficient computed there in float,
+     * min(1, max_norm / (sqrt(sumsq) + 1e-6)), and nothing is written when sumsq is not finite
+     * (the caller learns of it from the sum it reads back). */
     YC_OP_SGD,
     /* Adam (decoupled = 0, L2 decay added to the gradient) or AdamW (decoupled = 1: w *= 1-lr*wd
      * first) as PyTorch computes them, step t >= 1:
      *   g = scale*grad [+ wd*w];  m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g*g;
      *   w = w - (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
-     * src: grad;  dst: w, m, v (all read and written). */
+     * src: grad [, sumsq] (as SGD's);  dst: w, m, v (all read and written). */
     YC_OP_ADAM,
     /* Exponential moving average: e = decay*e + (1-decay)*x.  src: x;  dst: e (read and written). */
     YC_OP_EMA,
@@ -126,9 +131,9 @@ typedef struct yc_op {
         /* YC_OP_FILL */
         struct { float value; } fill;
         /* YC_OP_SGD */
-        struct { float lr, momentum, wd, scale; int nesterov; } sgd;
+        struct { float lr, momentum, wd, scale, max_norm; int nesterov; } sgd;
         /* YC_OP_ADAM */
-        struct { float lr, beta1, beta2, eps, wd, scale; int step, decoupled; } adam;
+        struct { float lr, beta1, beta2, eps, wd, scale, max_norm; int step, decoupled; } adam;
         /* YC_OP_EMA */
         struct { float decay; } ema;
     } p;
@@ -205,6 +210,11 @@ struct yc_backend_i {
     int (*buffer_write)(yc_backend *be, yc_buffer *buf, size_t offset, const void *src, size_t size);
     /* device -> host: copies `size` bytes from buf at `offset` */
     int (*buffer_read)(yc_backend *be, const yc_buffer *buf, size_t offset, void *dst, size_t size);
+    /* the same without waiting: the bytes are in `dst` once the work submitted before has
+     * finished, at the latest after the next synchronize (dst must stay valid until then); the
+     * CPU backend copies at once */
+    int (*buffer_read_async)(yc_backend *be, const yc_buffer *buf, size_t offset, void *dst,
+                             size_t size);
     /* sets `size` bytes at `offset` to `byte` */
     int (*buffer_memset)(yc_backend *be, yc_buffer *buf, size_t offset, int byte, size_t size);
     /* optional: host address of the buffer's first byte when the device shares host memory
@@ -239,6 +249,17 @@ struct yc_backend {
     /* counted by the implementation */
     yc_backend_counters counters;
 };
+
+/* The gradient-clipping coefficient of the optimizer ops given a sum of squares (backend.h,
+ * YC_OP_SGD): min(1, max_norm / (sqrtf(sumsq) + 1e-6f)) in float, as PyTorch computes it and as
+ * every backend must; 0 when sumsq is not finite. */
+static inline float yc_clip_scale(float sumsq, float max_norm)
+{
+    if (!isfinite(sumsq))
+        return 0.0f;
+    float coef = max_norm / (sqrtf(sumsq) + 1e-6f);
+    return coef < 1.0f ? coef : 1.0f;
+}
 
 /* Creates the CPU backend (OpenMP).  `threads` <= 0 means the default (physical cores). */
 int yc_backend_cpu_new(yc_backend **out, int threads);

@@ -171,7 +171,8 @@ static int bench_train(const yc_bench_config *c, yc_model *m, const bench_batch 
             break;
         }
         if ((st = yc_optim_step(opt, BENCH_MAX_GRAD_NORM)) || (st = yc_model_zero_grad(m)) ||
-            (st = yc_ema_update(ema, m)) || (st = m->be->iface->synchronize(m->be)))
+            (st = yc_ema_update(ema, m)) || (st = m->be->iface->synchronize(m->be)) ||
+            (st = yc_optim_step_done(opt)))
             break;
         double t2 = yc_now();
         if (it >= c->warmup) {

@@ -61,8 +61,6 @@ int yc_ema_update(yc_ema *e, const yc_model *m)
     int status = average(be, e->ema->param_buf, m->param_buf, m->param_elems, d);
     if (!status)
         status = average(be, e->ema->state_buf, m->state_buf, m->state_elems, d);
-    if (!status)
-        status = be->iface->synchronize(be);
     /* the anchors buffer is a float entry of the state dict too (it only moves when AutoAnchor
      * replaced the model's anchors after the EMA was made, as in YOLOv5) */
     for (int i = 0; i < m->nl * m->na * 2; i++)

@@ -49,8 +49,8 @@ static const op_sig op_sigs[YC_OP_COUNT] = {
     [YC_OP_MAXPOOL_BWD] = {"maxpool_bwd", {"dy", "x"}, {"dx"}, 0, 0, true},
     [YC_OP_UPSAMPLE] = {"upsample", {"x"}, {"y"}, 0, 0, false},
     [YC_OP_UPSAMPLE_BWD] = {"upsample_bwd", {"dy"}, {"dx"}, 0, 0, true},
-    [YC_OP_SGD] = {"sgd", {"grad"}, {"w", "buf"}, 0, 0, false},
-    [YC_OP_ADAM] = {"adam", {"grad"}, {"w", "m", "v"}, 0, 0, false},
+    [YC_OP_SGD] = {"sgd", {"grad", "sumsq"}, {"w", "buf"}, 1u << 1, 0, false},
+    [YC_OP_ADAM] = {"adam", {"grad", "sumsq"}, {"w", "m", "v"}, 1u << 1, 0, false},
     [YC_OP_EMA] = {"ema", {"x"}, {"e"}, 0, 0, false},
     [YC_OP_SUMSQ] = {"sumsq", {"x"}, {"s"}, 0, 0, true},
 };
@@ -203,6 +203,20 @@ static int check_flat(const checker *ck)
     return YC_OK;
 }
 
+/* The optional sum of squares of the optimizer ops: one dense FP32 value, and then a clipping
+ * norm that is finite and > 0. */
+static int check_sumsq(const checker *ck, float max_norm)
+{
+    const yc_tensor *s = ck->op->src[1];
+    if (!s)
+        return YC_OK;
+    if (s->type != YC_F32 || !yc_tensor_dense(s) || yc_tensor_elems(s) != 1)
+        return fail(ck, "sumsq must be one dense FP32 value");
+    if (!(isfinite(max_norm) && max_norm > 0.0f))
+        return fail(ck, "invalid max_norm %g with sumsq (must be finite and > 0)", (double)max_norm);
+    return YC_OK;
+}
+
 /* A finite value >= 0 (false for NaN). */
 static bool nonneg(float v)
 {
@@ -336,7 +350,8 @@ static int check_kind(const checker *ck)
                         "(lr and weight decay finite and >= 0, momentum in [0, 1), scale finite, nesterov "
                         "0 or 1)",
                         (double)lr, (double)mom, (double)wd, (double)sc, nest);
-        return check_flat(ck);
+        int st = check_sumsq(ck, op->p.sgd.max_norm);
+        return st ? st : check_flat(ck);
     }
     case YC_OP_ADAM: {
         float lr = op->p.adam.lr, b1 = op->p.adam.beta1, b2 = op->p.adam.beta2, eps = op->p.adam.eps;
@@ -349,7 +364,8 @@ static int check_kind(const checker *ck)
                         "%d, decoupled %d (lr and weight decay finite and >= 0, betas in [0, 1), eps finite "
                         "and > 0, scale finite, step >= 1, decoupled 0 or 1)",
                         (double)lr, (double)b1, (double)b2, (double)eps, (double)wd, (double)sc, step, dec);
-        return check_flat(ck);
+        int st = check_sumsq(ck, op->p.adam.max_norm);
+        return st ? st : check_flat(ck);
     }
     case YC_OP_EMA: {
         float decay = op->p.ema.decay;

@@ -150,17 +150,8 @@ int yc_optim_step(yc_optim *o, double max_norm)
                     .name = "grad norm"};
         status = yc_backend_exec(be, &op, none);
     }
-    float sumsq = 0;
-    if (!status)
-        status = be->iface->buffer_read(be, o->norm_buf, 0, &sumsq, sizeof sumsq);
     if (status)
         return yc_error_context(status, "gradient norm");
-    double total = sqrt((double)sumsq);
-    o->last_grad_norm = total;
-    if (!isfinite(total))
-        return yc_error_status(YC_ERR, "the gradients are not finite (norm %g)", total);
-    double coef = max_norm / (total + 1e-6);
-    float scale = (float)(coef < 1.0 ? coef : 1.0);
     o->steps++;
     for (int r = 0; r < o->nranges && !status; r++) {
         const yc_optim_range *rg = &o->ranges[r];
@@ -168,7 +159,8 @@ int yc_optim_step(yc_optim *o, double max_norm)
         yc_tensor w = flat(m->param_buf, rg->offset, rg->count);
         yc_tensor gr = flat(m->grad_buf, rg->offset, rg->count);
         yc_tensor b1 = flat(o->buf1, rg->offset, rg->count);
-        yc_op op = {.src = {&gr}, .name = "optimizer"};
+        /* the clipping coefficient is computed on the device from the sum of squares */
+        yc_op op = {.src = {&gr, &norm}, .name = "optimizer"};
         if (o->kind == YC_OPTIM_SGD) {
             op.kind = YC_OP_SGD;
             op.dst[0] = &w;
@@ -176,7 +168,8 @@ int yc_optim_step(yc_optim *o, double max_norm)
             op.p.sgd.lr = (float)o->lr[g];
             op.p.sgd.momentum = (float)o->momentum[g];
             op.p.sgd.wd = (float)o->wd[g];
-            op.p.sgd.scale = scale;
+            op.p.sgd.scale = 1.0f;
+            op.p.sgd.max_norm = (float)max_norm;
             op.p.sgd.nesterov = 1;
             status = yc_backend_exec(be, &op, none);
         } else {
@@ -190,15 +183,25 @@ int yc_optim_step(yc_optim *o, double max_norm)
             op.p.adam.beta2 = (float)o->beta2;
             op.p.adam.eps = (float)o->eps;
             op.p.adam.wd = (float)o->wd[g];
-            op.p.adam.scale = scale;
+            op.p.adam.scale = 1.0f;
+            op.p.adam.max_norm = (float)max_norm;
             op.p.adam.step = (int)o->steps;
             op.p.adam.decoupled = o->kind == YC_OPTIM_ADAMW;
             status = yc_backend_exec(be, &op, none);
         }
     }
     if (!status)
-        status = be->iface->synchronize(be);
+        status = be->iface->buffer_read_async(be, o->norm_buf, 0, &o->norm_host, sizeof o->norm_host);
     return status ? yc_error_context(status, "optimizer step") : YC_OK;
+}
+
+int yc_optim_step_done(yc_optim *o)
+{
+    o->last_grad_norm = sqrt((double)o->norm_host);
+    if (!isfinite(o->last_grad_norm))
+        return yc_error_status(YC_ERR, "the gradients are not finite (norm %g): the optimizer "
+                               "step left the weights as they were", o->last_grad_norm);
+    return YC_OK;
 }
 
 double yc_lr_factor(int epoch, int epochs, double lrf, bool cos_lr)

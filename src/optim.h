@@ -41,9 +41,11 @@ typedef struct yc_optim {
     /* the trainable ranges */
     int nranges;
     yc_optim_range *ranges;
-    /* scratch for the gradient norm (one float on the backend) */
+    /* the sum of squares of the gradients: one float on the backend, and its copy read back
+     * (without waiting) by yc_optim_step */
     yc_buffer *norm_buf;
-    /* the norm of the last step's gradients, before clipping */
+    float norm_host;
+    /* the norm of the last step's gradients, before clipping (set by yc_optim_step_done) */
     double last_grad_norm;
 } yc_optim;
 
@@ -59,10 +61,16 @@ int yc_optim_new(yc_optim **out, yc_model *m, yc_optim_kind kind, double lr, dou
                  double weight_decay, const bool *frozen);
 void yc_optim_free(yc_optim *o);
 
-/* One optimizer step over the accumulated gradients: global gradient norm over the trainable
- * parameters, scale by min(1, max_norm / (norm + 1e-6)) (torch.nn.utils.clip_grad_norm_), then
- * the update of every group.  Fails without updating when the norm is not finite. */
+/* One optimizer step over the accumulated gradients, submitted to the backend without waiting
+ * for it: the global gradient norm over the trainable parameters, the scale min(1, max_norm /
+ * (norm + 1e-6)) (torch.nn.utils.clip_grad_norm_) and the update of every group, all on the
+ * device, which updates nothing when the norm is not finite.  Once the backend has synchronized,
+ * yc_optim_step_done says how it went. */
 int yc_optim_step(yc_optim *o, double max_norm);
+
+/* After the step's work has finished (the backend synchronized): sets last_grad_norm; fails,
+ * saying so, when the norm was not finite (the step then left the weights as they were). */
+int yc_optim_step_done(yc_optim *o);
 
 /* Sets every group's momentum buffers to zero (a fresh optimizer). */
 int yc_optim_reset_state(yc_optim *o);

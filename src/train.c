@@ -1377,15 +1377,15 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             seen_batches++;
             images += b->n;
             if (ni - last_opt_step >= accumulate) {
-                if ((st = yc_optim_step(t->opt, MAX_GRAD_NORM))) {
-                    if (!isfinite(t->opt->last_grad_norm)) {
-                        yc_error_context(st, "epoch %d, batch %d (step %ld)", epoch, i, ni);
-                        st = training_stopped(t, st, YC_FIX_NAN, false);
-                    }
+                /* submitted together, one wait for the device, then the gradient norm */
+                if ((st = yc_optim_step(t->opt, MAX_GRAD_NORM)) || (st = yc_model_zero_grad(m)) ||
+                    (st = yc_ema_update(t->ema, m)) || (st = m->be->iface->synchronize(m->be)))
+                    break;
+                if ((st = yc_optim_step_done(t->opt))) {
+                    yc_error_context(st, "epoch %d, batch %d (step %ld)", epoch, i, ni);
+                    st = training_stopped(t, st, YC_FIX_NAN, false);
                     break;
                 }
-                if ((st = yc_model_zero_grad(m)) || (st = yc_ema_update(t->ema, m)))
-                    break;
                 last_opt_step = ni;
                 t->last_opt_step = ni;
             }

@@ -2226,6 +2226,89 @@ START_TEST(optim_sequences)
 }
 END_TEST
 
+/* SGD and Adam given the gradients' sum of squares compute the clipping coefficient on the
+ * device as yc_clip_scale does (a clipped and an unclipped norm, against the reference with that
+ * scale), and leave the weights and state as they were when the sum is NaN or infinite. */
+START_TEST(optim_clip_on_device)
+{
+    enum { N = 1031 };
+    float *grad = falloc(N), *w = falloc(N), *b = falloc(N), *m2 = falloc(N);
+    yc_rng r;
+    yc_rng_seed(&r, 91, 1);
+    fill_init(&r, grad, N, I_UNIFORM, false);
+    fill_init(&r, w, N, I_UNIFORM, false);
+    fill_init(&r, b, N, I_UNIFORM, false);
+    fill_init(&r, m2, N, I_POS, false);
+    const float sums[4] = {400.0f, 0.25f, NAN, INFINITY};
+    for (int bi = 0; bi < NBACKENDS; bi++) {
+        yc_backend *be = backend_open(bi);
+        if (!be)
+            continue;
+        yc_buffer *buf = yc_buffer_alloc(be, (5 * N + 1) * sizeof(float));
+        ck_assert_ptr_nonnull(buf);
+        yc_tensor t[5];
+        for (int i = 0; i < 5; i++) {
+            t[i] = yc_tensor_make(1, N, 1, 1, YC_F32, "t");
+            t[i].buf = buf;
+            t[i].offset = (size_t)i * N * sizeof(float);
+        }
+        yc_tensor ts = yc_tensor_make(1, 1, 1, 1, YC_F32, "sumsq");
+        ts.buf = buf;
+        ts.offset = 5 * (size_t)N * sizeof(float);
+        for (int k = 0; k < 4; k++) {
+            for (int adam = 0; adam < 2; adam++) {
+                ck_assert_int_eq(yc_tensor_set_f32(be, &t[0], grad), YC_OK);
+                ck_assert_int_eq(yc_tensor_set_f32(be, &t[1], w), YC_OK);
+                ck_assert_int_eq(yc_tensor_set_f32(be, &t[2], b), YC_OK);
+                ck_assert_int_eq(yc_tensor_set_f32(be, &t[3], m2), YC_OK);
+                ck_assert_int_eq(yc_tensor_set_f32(be, &ts, &sums[k]), YC_OK);
+                yc_op op = {.kind = adam ? YC_OP_ADAM : YC_OP_SGD, .src = {&t[0], &ts},
+                            .dst = {&t[1], &t[2], adam ? &t[3] : NULL}, .name = "clip"};
+                if (adam) {
+                    op.p.adam.lr = 1e-3f, op.p.adam.beta1 = 0.937f, op.p.adam.beta2 = 0.999f;
+                    op.p.adam.eps = 1e-8f, op.p.adam.wd = 5e-4f, op.p.adam.scale = 1.0f;
+                    op.p.adam.max_norm = 10.0f, op.p.adam.step = 3;
+                } else {
+                    op.p.sgd.lr = 0.01f, op.p.sgd.momentum = 0.937f, op.p.sgd.wd = 5e-4f;
+                    op.p.sgd.scale = 1.0f, op.p.sgd.max_norm = 10.0f, op.p.sgd.nesterov = 1;
+                }
+                ck_assert_msg(yc_backend_exec(be, &op, (yc_span){0}) == YC_OK, "%s", yc_last_error());
+                float got[3][N];
+                for (int i = 0; i < (adam ? 3 : 2); i++)
+                    ck_assert_int_eq(yc_tensor_get_f32(be, &t[1 + i], got[i]), YC_OK);
+                const float *init[3] = {w, b, m2};
+                if (!isfinite(sums[k])) {
+                    for (int i = 0; i < (adam ? 3 : 2); i++)
+                        ck_assert_msg(memcmp(got[i], init[i], sizeof got[i]) == 0,
+                                      "%s on %s with sumsq %g changed its tensor %d",
+                                      adam ? "adam" : "sgd", backends[bi].name, (double)sums[k], i);
+                    continue;
+                }
+                float scale = yc_clip_scale(sums[k], 10.0f);
+                ck_assert(k == 0 ? scale < 0.6f : scale == 1.0f);
+                double *g = to_double(grad, N), *rw = to_double(w, N), *rb = to_double(b, N);
+                double *rv = to_double(m2, N);
+                if (adam)
+                    ref_adam(g, N, 1e-3f, 0.937f, 0.999f, 1e-8f, 5e-4f, scale, 3, 0, rw, rb, rv);
+                else
+                    ref_sgd(g, N, 0.01f, 0.937f, 5e-4f, scale, 1, rw, rb);
+                double worst = 0, big = 0;
+                for (int i = 0; i < N; i++) {
+                    worst = fmax(worst, fabs(got[0][i] - rw[i]));
+                    big = fmax(big, fabs(w[i]));
+                }
+                ck_assert_msg(worst <= 4e-7 * big, "%s on %s, sumsq %g: weights off by %.3g",
+                              adam ? "adam" : "sgd", backends[bi].name, (double)sums[k], worst);
+                free(g), free(rw), free(rb), free(rv);
+            }
+        }
+        yc_buffer_free(be, buf);
+        yc_backend_free(be);
+    }
+    free(grad), free(w), free(b), free(m2);
+}
+END_TEST
+
 /* SUMSQ over many elements gives the same bits every time (fixed order), and accumulates. */
 START_TEST(sumsq_repeat)
 {
@@ -3121,6 +3204,7 @@ static Suite *ops_suite(void)
     tcase_add_test(sp, maxpool_ties);
     tcase_add_test(sp, optim_sequences);
     tcase_add_test(sp, sumsq_repeat);
+    tcase_add_test(sp, optim_clip_on_device);
     tcase_add_test(sp, fused_bn_silu);
     tcase_add_test(sp, bn_silu_apply_bits);
     tcase_add_test(sp, half_conversion);
