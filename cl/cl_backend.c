@@ -30,6 +30,8 @@ static void ctx_release(yc_cl_ctx *c)
     yc_cl_programs_release(c);
     if (c->scratch)
         clReleaseMemObject(c->scratch);
+    yc_cl_loss_release(c);
+    yc_cl_upload_release(c);
     /* CLBlast keeps compiled programs per context: drop them before the context goes */
     yc_cl_blast_release();
     if (c->queue)
@@ -107,6 +109,7 @@ static int cl_buffer_write(yc_backend *be, yc_buffer *buf, size_t offset, const 
         return st;
     cl_int err = clEnqueueWriteBuffer(ctx_of(be)->queue, buf->mem, CL_TRUE, offset, size, src, 0, NULL, NULL);
     be->counters.host_waits++;
+    ctx_of(be)->syncs++;
     be->counters.bytes_to_device += size;
     return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clEnqueueWriteBuffer", err);
 }
@@ -118,6 +121,7 @@ static int cl_buffer_read(yc_backend *be, const yc_buffer *buf, size_t offset, v
         return st;
     cl_int err = clEnqueueReadBuffer(ctx_of(be)->queue, buf->mem, CL_TRUE, offset, size, dst, 0, NULL, NULL);
     be->counters.host_waits++;
+    ctx_of(be)->syncs++;
     be->counters.bytes_from_device += size;
     return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clEnqueueReadBuffer", err);
 }
@@ -224,7 +228,18 @@ static int cl_synchronize(yc_backend *be)
 {
     cl_int err = clFinish(ctx_of(be)->queue);
     be->counters.host_waits++;
+    ctx_of(be)->syncs++;
     return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clFinish", err);
+}
+
+static int cl_yolo_loss(yc_backend *be, const yc_yolo_loss *l)
+{
+    return yc_cl_yolo_loss(ctx_of(be), l);
+}
+
+static int cl_write_u8_scaled(yc_backend *be, const yc_tensor *dst, const uint8_t *src)
+{
+    return yc_cl_write_u8_scaled(ctx_of(be), dst, src);
 }
 
 static const struct yc_backend_i cl_iface = {
@@ -236,6 +251,8 @@ static const struct yc_backend_i cl_iface = {
     .buffer_write = cl_buffer_write,
     .buffer_read = cl_buffer_read,
     .buffer_read_async = cl_buffer_read_async,
+    .yolo_loss = cl_yolo_loss,
+    .write_u8_scaled = cl_write_u8_scaled,
     .buffer_memset = cl_buffer_memset,
     .buffer_host_ptr = NULL,
     .supports = cl_supports,

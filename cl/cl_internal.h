@@ -36,6 +36,7 @@ typedef enum yc_cl_prog {
     YC_CL_PROG_CONV,
     YC_CL_PROG_OPTIM,
     YC_CL_PROG_IGEMM,
+    YC_CL_PROG_LOSS,
     YC_CL_NPROGS
 } yc_cl_prog;
 
@@ -46,6 +47,7 @@ typedef enum yc_cl_kid {
     YC_K_ADD,
     YC_K_COPY,
     YC_K_FILL,
+    YC_K_U8_SCALED,
     YC_K_BN_TRAIN,
     YC_K_BN_SILU_APPLY,
     YC_K_BN_EVAL,
@@ -67,6 +69,9 @@ typedef enum yc_cl_kid {
     YC_K_CONV_BWD_DATA_IGEMM,
     YC_K_CONV_BWD_FILTER_IGEMM,
     YC_K_CONV_BWD_FILTER_REDUCE,
+    YC_K_LOSS_CELLS,
+    YC_K_LOSS_OBJ,
+    YC_K_LOSS_SUMS,
     YC_K_COUNT
 } yc_cl_kid;
 
@@ -76,6 +81,37 @@ typedef enum yc_cl_kid {
 /* Largest work-group the kernels are launched with (a power of two; smaller where the device or
  * the kernel allows less).  Reductions add in an order fixed by it. */
 #define YC_CL_MAX_LOCAL 256
+
+/* The buffers of the loss (cl_loss.c): the assignments staged on the host and their device copies,
+ * the objectness targets of one level, the entries' losses and the partial and final sums; each
+ * grows to the largest batch seen. */
+typedef struct yc_cl_loss_state {
+    cl_mem ent_i, ent_f, cell_first, ranges, tobj, ebox, ecls, part;
+    size_t ent_i_cap, ent_f_cap, cell_first_cap, ranges_cap, tobj_cap, ebox_cap, ecls_cap, part_cap;
+    int *h_ent_i;
+    float *h_ent_f;
+    int *h_cell_first;
+    int h_ranges[4 * 8];
+    size_t h_ent_i_cap, h_ent_f_cap, h_cell_first_cap;
+    /* sort keys of one level */
+    struct entry_key *keys;
+    size_t keys_cap;
+    /* what the staging holds */
+    size_t staged_entries, staged_cells;
+    /* the event of the staging's last write and the synchronize count it was made at */
+    cl_event written;
+    unsigned long written_at;
+} yc_cl_loss_state;
+
+/* One slot of the input upload (cl_upload.c): pinned host memory (CL_MEM_ALLOC_HOST_PTR, mapped
+ * once), its device copy, the event of the last copy and the synchronize count it was made at. */
+typedef struct yc_cl_upload_slot {
+    cl_mem pinned, dev;
+    void *map;
+    size_t cap;
+    cl_event copied;
+    unsigned long copied_at;
+} yc_cl_upload_slot;
 
 /* The backend's state (yc_backend.ctx). */
 typedef struct yc_cl_ctx {
@@ -105,6 +141,13 @@ typedef struct yc_cl_ctx {
     /* scratch of the two-stage reductions (YC_CL_SCRATCH bytes, made on first use): ops on the
      * in-order queue use it one after the other */
     cl_mem scratch;
+    /* the loss's buffers */
+    yc_cl_loss_state loss;
+    /* the input upload's two slots, used in turn */
+    yc_cl_upload_slot upload[2];
+    int upload_next;
+    /* the times the host has waited for the whole queue (clFinish, blocking reads and writes) */
+    unsigned long syncs;
 } yc_cl_ctx;
 
 /* Records "opencl: CALL: NAME (code)" and returns YC_EDEVICE. */
@@ -185,6 +228,20 @@ void yc_cl_blast_release(void);
 int yc_cl_conv_workspace(yc_cl_ctx *c, const yc_op *op, size_t *bytes);
 /* YC_OP_CONV2D, YC_OP_CONV2D_BWD_DATA, YC_OP_CONV2D_BWD_FILTER (op checked and placed). */
 int yc_cl_conv(yc_cl_ctx *c, const yc_op *op, yc_span ws);
+
+/* ---- cl_loss.c ---------------------------------------------------------------------------- */
+
+/* yc_backend_i.yolo_loss. */
+int yc_cl_yolo_loss(yc_cl_ctx *c, const yc_yolo_loss *l);
+/* Releases the loss's buffers. */
+void yc_cl_loss_release(yc_cl_ctx *c);
+
+/* ---- cl_upload.c -------------------------------------------------------------------------- */
+
+/* yc_backend_i.write_u8_scaled. */
+int yc_cl_write_u8_scaled(yc_cl_ctx *c, const yc_tensor *dst, const uint8_t *src);
+/* Releases the upload slots. */
+void yc_cl_upload_release(yc_cl_ctx *c);
 
 /* ---- cl_ops.c ----------------------------------------------------------------------------- */
 

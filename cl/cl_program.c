@@ -32,6 +32,7 @@ static const char *const prog_files[YC_CL_NPROGS] = {
     [YC_CL_PROG_CONV] = "conv.cl",
     [YC_CL_PROG_OPTIM] = "optim.cl",
     [YC_CL_PROG_IGEMM] = "igemm.cl",
+    [YC_CL_PROG_LOSS] = "loss.cl",
 };
 
 /* Each kernel's name in its program. */
@@ -44,6 +45,7 @@ static const struct {
     [YC_K_ADD] = {"add", YC_CL_PROG_ELEMENTWISE},
     [YC_K_COPY] = {"copy", YC_CL_PROG_ELEMENTWISE},
     [YC_K_FILL] = {"fill", YC_CL_PROG_ELEMENTWISE},
+    [YC_K_U8_SCALED] = {"u8_scaled", YC_CL_PROG_ELEMENTWISE},
     [YC_K_BN_TRAIN] = {"bn_train", YC_CL_PROG_BATCHNORM},
     [YC_K_BN_SILU_APPLY] = {"bn_silu_apply", YC_CL_PROG_BATCHNORM},
     [YC_K_BN_EVAL] = {"bn_eval", YC_CL_PROG_BATCHNORM},
@@ -65,6 +67,9 @@ static const struct {
     [YC_K_CONV_BWD_DATA_IGEMM] = {"conv_bwd_data_igemm", YC_CL_PROG_IGEMM},
     [YC_K_CONV_BWD_FILTER_IGEMM] = {"conv_bwd_filter_igemm", YC_CL_PROG_IGEMM},
     [YC_K_CONV_BWD_FILTER_REDUCE] = {"conv_bwd_filter_reduce", YC_CL_PROG_IGEMM},
+    [YC_K_LOSS_CELLS] = {"loss_cells", YC_CL_PROG_LOSS},
+    [YC_K_LOSS_OBJ] = {"loss_obj", YC_CL_PROG_LOSS},
+    [YC_K_LOSS_SUMS] = {"loss_sums", YC_CL_PROG_LOSS},
 };
 
 #define CACHE_MAGIC "yolocl OpenCL program cache 1\n"

@@ -194,6 +194,35 @@ typedef struct yc_span {
     size_t size;
 } yc_span;
 
+/* One detection level of YOLOv5's loss for yc_backend_i.yolo_loss (src/loss.c is the reference). */
+typedef struct yc_yolo_loss_level {
+    /* the level's raw outputs (batch, na*no, ny, nx) and their gradient, written whole */
+    const yc_tensor *head, *grad;
+    /* the assignments, as loss.h's yc_target_set holds them (made on the host): n entries of
+     * image, anchor, cell row and column, class, box target (4 each) and anchor size (2 each) */
+    int n;
+    const int *b, *a, *gj, *gi, *cls;
+    const float *tbox, *anch;
+    /* gradient scales, as src/loss.c computes them: gbox = -bs * box_gain / n,
+     * gcls = bs * cls_gain / (n * nc), gobj = bs * obj_gain * balance / (bs * na * ny * nx), bs
+     * and n those of the whole batch when this is a micro-batch of it */
+    float gbox, gcls, gobj;
+} yc_yolo_loss_level;
+
+/* YOLOv5's loss of one batch for yc_backend_i.yolo_loss. */
+typedef struct yc_yolo_loss {
+    /* images, levels, anchors per level, classes */
+    int batch, nl, na, nc;
+    /* BCE positive weights, focal gamma, and the smoothed positive and negative class targets */
+    float cls_pw, obj_pw, fl_gamma, cp, cn;
+    yc_yolo_loss_level level[8];
+    /* out, once the work has finished (after the next synchronize): per level l, sums[6 l ..]
+     * holds the sums of the entries' box loss (1 - CIoU), of the objectness BCE over every cell
+     * and of the entries' class BCE, each as a float-float pair (hi, lo): nl x 3 x 2 floats that
+     * must stay valid until then */
+    float *sums;
+} yc_yolo_loss;
+
 struct yc_backend_i {
     /* short name: "cpu" or "opencl" */
     const char *name;
@@ -229,6 +258,14 @@ struct yc_backend_i {
     int (*exec)(yc_backend *be, const yc_op *op, yc_span ws);
     /* waits until all submitted work has finished */
     int (*synchronize)(yc_backend *be);
+    /* optional: YOLOv5's loss of a batch computed where the heads are, its head gradients
+     * written and its sums read back without waiting (NULL: the caller computes the loss on the
+     * host, from the heads in place or copied) */
+    int (*yolo_loss)(yc_backend *be, const yc_yolo_loss *l);
+    /* optional: a batch of uint8 CHW images (packed, dst->c*h*w bytes each) into the FP32 or
+     * FP16 tensor dst, each value divided by 255 on the device; returns without waiting and src
+     * may be reused at once (NULL: the caller converts on the host and writes floats) */
+    int (*write_u8_scaled)(yc_backend *be, const yc_tensor *dst, const uint8_t *src);
 };
 
 /* What a backend has done since it was made, for benchmarks (yolocl bench --json): kernel

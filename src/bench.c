@@ -109,7 +109,7 @@ static int bench_forward(const yc_bench_config *c, yc_model *m, const bench_batc
             break;
         double t0 = yc_now();
         if ((st = yc_tensor_set_f32(m->be, yc_graph_input(g), b->images)) ||
-            (st = yc_graph_forward(g)))
+            (st = yc_graph_forward(g)) || (st = m->be->iface->synchronize(m->be)))
             break;
         if (it >= c->warmup)
             t[it - c->warmup] = yc_now() - t0;
@@ -162,6 +162,7 @@ static int bench_train(const yc_bench_config *c, yc_model *m, const bench_batch 
             break;
         if (it == c->warmup)
             start = m->be->counters;
+        /* two waits per step, to time the step and the optimizer apart */
         double t0 = yc_now();
         if ((st = yc_step_run_u8(s, b->pixels, b->targets, b->nt, &res)))
             break;

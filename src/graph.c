@@ -1279,7 +1279,8 @@ const yc_tensor *yc_graph_head_grad(const yc_graph *g, int level)
     return g->mode == YC_GRAPH_TRAIN ? &g->v[g->head_grads[level]]->t : NULL;
 }
 
-/* Runs ops [from, to).  Profiling waits for each op to finish so that its time is its own. */
+/* Submits ops [from, to) (the backend may run them asynchronously: reading a result waits for
+ * them).  Profiling waits for each op to finish so that its time is its own. */
 static int run(yc_graph *g, int from, int to)
 {
     yc_backend *be = g->m->be;
@@ -1298,7 +1299,7 @@ static int run(yc_graph *g, int from, int to)
             return yc_error_context(status, "%s (%s)", yc_op_kind_name(g->nodes[i].op.kind),
                                     g->nodes[i].name);
     }
-    return be->iface->synchronize(be);
+    return YC_OK;
 }
 
 int yc_graph_forward(yc_graph *g)

@@ -98,9 +98,10 @@ const yc_tensor *yc_graph_head(const yc_graph *g, int level);
  * head's storage: writing it overwrites the head. */
 const yc_tensor *yc_graph_head_grad(const yc_graph *g, int level);
 
-/* Runs the forward ops (and counts a batch in every BN's num_batches_tracked in training). */
+/* Runs the forward ops (and counts a batch in every BN's num_batches_tracked in training),
+ * submitted to the backend without waiting for them: reads of the results wait. */
 int yc_graph_forward(yc_graph *g);
-/* Runs the backward ops: parameter gradients are added to the model's gradient arena. */
+/* Runs the backward ops, likewise: parameter gradients are added to the model's gradient arena. */
 int yc_graph_backward(yc_graph *g);
 
 /* Number of ops in the schedule, and op i (for profiles and tests). */

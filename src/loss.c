@@ -115,6 +115,11 @@ yc_loss_ctx *yc_loss_new(const yc_loss_params *lp)
     return ctx;
 }
 
+const yc_loss_params *yc_loss_params_of(const yc_loss_ctx *ctx)
+{
+    return &ctx->lp;
+}
+
 static void set_free(yc_target_set *s)
 {
     free(s->b);

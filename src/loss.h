@@ -96,6 +96,8 @@ typedef struct yc_loss_part {
 typedef struct yc_loss_ctx yc_loss_ctx;
 
 yc_loss_ctx *yc_loss_new(const yc_loss_params *lp);
+/* The parameters the context was made with. */
+const yc_loss_params *yc_loss_params_of(const yc_loss_ctx *ctx);
 void yc_loss_free(yc_loss_ctx *ctx);
 
 /* build_targets for `nt` targets (rows of 6 floats: image index, class, x, y, w, h, normalised to

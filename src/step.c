@@ -47,10 +47,11 @@ int yc_step_new_in(yc_step **out, yc_model *m, int batch, int h, int w, const yc
         status = arena ? yc_graph_alloc_in(s->g, arena) : yc_graph_alloc(s->g);
     if (!status && !(s->loss = yc_loss_new(lp)))
         status = YC_ENOMEM;
-    /* host copies of the heads only where the device does not share host memory */
+    /* host copies of the heads only where the loss runs on the host and the device does not
+     * share host memory */
     bool shared = m->be->iface->buffer_host_ptr && !status &&
                   m->be->iface->buffer_host_ptr(m->be, yc_graph_head(s->g, 0)->buf);
-    for (int l = 0; l < m->nl && !status && !shared; l++) {
+    for (int l = 0; l < m->nl && !status && !shared && !m->be->iface->yolo_loss; l++) {
         size_t n = yc_tensor_elems(yc_graph_head(s->g, l));
         s->head[l] = yc_malloc(n * sizeof(float), "head outputs");
         s->grad[l] = yc_malloc(n * sizeof(float), "head gradients");
@@ -67,6 +68,7 @@ int yc_step_new_in(yc_step **out, yc_model *m, int batch, int h, int w, const yc
 
 int yc_step_keep_heads(yc_step *s)
 {
+    s->keep_heads = true;
     for (int l = 0; l < s->m->nl; l++) {
         if (s->head[l])
             continue;
@@ -119,17 +121,15 @@ int yc_micro_targets(const float *targets, int nt, int first, int n, float *out)
 }
 
 /* Forward, loss, backward with the input already in place. */
-static int run_loaded(yc_step *s, const float *targets, int nt, yc_loss_result *result);
+static int run_loaded(yc_step *s, const float *targets, int nt);
 
-int yc_step_run(yc_step *s, const float *images, const float *targets, int nt,
-                yc_loss_result *result)
+int yc_step_submit(yc_step *s, const float *images, const float *targets, int nt)
 {
     int status = yc_tensor_set_f32(s->m->be, yc_graph_input(s->g), images);
-    return status ? status : run_loaded(s, targets, nt, result);
+    return status ? status : run_loaded(s, targets, nt);
 }
 
-int yc_step_run_u8(yc_step *s, const uint8_t *images, const float *targets, int nt,
-                   yc_loss_result *result)
+int yc_step_submit_u8(yc_step *s, const uint8_t *images, const float *targets, int nt)
 {
     yc_backend *be = s->m->be;
     const yc_tensor *in = yc_graph_input(s->g);
@@ -145,7 +145,11 @@ int yc_step_run_u8(yc_step *s, const uint8_t *images, const float *targets, int 
             for (size_t i = 0; i < n; i++)
                 dst[i] = yc_float_to_half((float)images[i] / 255.0f);
         }
-        return run_loaded(s, targets, nt, result);
+        return run_loaded(s, targets, nt);
+    }
+    if (be->iface->write_u8_scaled) {
+        int status = be->iface->write_u8_scaled(be, in, images);
+        return status ? status : run_loaded(s, targets, nt);
     }
     float *tmp = yc_malloc(n * sizeof *tmp, "input batch");
     if (!tmp)
@@ -154,15 +158,120 @@ int yc_step_run_u8(yc_step *s, const uint8_t *images, const float *targets, int 
         tmp[i] = (float)images[i] / 255.0f;
     int status = yc_tensor_set_f32(be, in, tmp);
     free(tmp);
-    return status ? status : run_loaded(s, targets, nt, result);
+    return status ? status : run_loaded(s, targets, nt);
 }
 
-static int run_loaded(yc_step *s, const float *targets, int nt, yc_loss_result *result)
+void yc_step_result(yc_step *s, yc_loss_result *result)
+{
+    if (s->pending) {
+        /* src/loss.c's means, gains and batch factor over the device's sums */
+        const yc_loss_params *lp = yc_loss_params_of(s->loss);
+        double lbox = 0, lobj = 0, lcls = 0;
+        for (int l = 0; l < s->m->nl; l++) {
+            const float *v = s->sums + 6 * l;
+            double sbox = (double)v[0] + v[1], sobj = (double)v[2] + v[3], scls = (double)v[4] + v[5];
+            if (s->mean_entries[l] > 0) {
+                lbox += sbox / s->mean_entries[l];
+                if (lp->nc > 1)
+                    lcls += scls / (s->mean_entries[l] * lp->nc);
+            }
+            lobj += (double)lp->balance[l] * sobj / s->mean_cells[l];
+        }
+        s->result.box = (double)lp->box_gain * lbox;
+        s->result.obj = (double)lp->obj_gain * lobj;
+        s->result.cls = (double)lp->cls_gain * lcls;
+        s->result.total = s->mean_batch * (s->result.box + s->result.obj + s->result.cls);
+        s->pending = false;
+    }
+    *result = s->result;
+}
+
+int yc_step_run(yc_step *s, const float *images, const float *targets, int nt,
+                yc_loss_result *result)
+{
+    int status = yc_step_submit(s, images, targets, nt);
+    if (!status)
+        status = s->m->be->iface->synchronize(s->m->be);
+    if (!status)
+        yc_step_result(s, result);
+    return status;
+}
+
+int yc_step_run_u8(yc_step *s, const uint8_t *images, const float *targets, int nt,
+                   yc_loss_result *result)
+{
+    int status = yc_step_submit_u8(s, images, targets, nt);
+    if (!status)
+        status = s->m->be->iface->synchronize(s->m->be);
+    if (!status)
+        yc_step_result(s, result);
+    return status;
+}
+
+/* The loss where the heads are: the assignments made here, the rest by the backend. */
+static int device_loss(yc_step *s, const float *targets, int nt)
 {
     yc_model *m = s->m;
+    const yc_loss_params *lp = yc_loss_params_of(s->loss);
+    yc_loss_head heads[YC_MAX_LEVELS];
+    memset(heads, 0, sizeof heads);
+    for (int l = 0; l < m->nl; l++) {
+        heads[l].ny = yc_graph_head(s->g, l)->h;
+        heads[l].nx = yc_graph_head(s->g, l)->w;
+    }
+    const yc_target_set *sets[YC_MAX_LEVELS];
+    int status = yc_loss_build_targets(s->loss, s->batch, heads, targets, nt, sets);
+    if (status)
+        return status;
+    yc_yolo_loss y = {.batch = s->batch, .nl = m->nl, .na = lp->na, .nc = lp->nc,
+                      .cls_pw = lp->cls_pw, .obj_pw = lp->obj_pw, .fl_gamma = lp->fl_gamma,
+                      .sums = s->sums};
+    /* smooth_BCE(eps) targets, stored as float32 as the host loss does */
+    y.cp = (float)(1.0 - 0.5 * (double)lp->label_smoothing);
+    y.cn = (float)(0.5 * (double)lp->label_smoothing);
+    const double bs = s->part ? (double)s->part->batch : (double)s->batch;
+    s->mean_batch = bs;
+    for (int l = 0; l < m->nl; l++) {
+        const yc_target_set *t = sets[l];
+        double n = s->part ? (double)s->part->ntargets[l] : (double)t->n;
+        if (s->part && t->n > s->part->ntargets[l])
+            return yc_error_status(YC_EFORMAT, "loss: level %d of a part has %d assignments, more "
+                                   "than the %d of its whole batch", l, t->n,
+                                   s->part->ntargets[l]);
+        double cells = bs * (double)lp->na * heads[l].ny * heads[l].nx;
+        s->mean_entries[l] = n;
+        s->mean_cells[l] = cells;
+        yc_yolo_loss_level *v = &y.level[l];
+        v->head = yc_graph_head(s->g, l);
+        v->grad = yc_graph_head_grad(s->g, l);
+        v->n = t->n;
+        v->b = t->b, v->a = t->a, v->gj = t->gj, v->gi = t->gi, v->cls = t->cls;
+        v->tbox = t->tbox, v->anch = t->anch;
+        v->gbox = n > 0 ? (float)(-bs * (double)lp->box_gain / n) : 0.0f;
+        v->gcls = n > 0 ? (float)(bs * (double)lp->cls_gain / (n * (double)lp->nc)) : 0.0f;
+        v->gobj = (float)(bs * (double)lp->obj_gain * (double)lp->balance[l] / cells);
+    }
+    status = m->be->iface->yolo_loss(m->be, &y);
+    if (!status)
+        s->pending = true;
+    return status;
+}
+
+static int run_loaded(yc_step *s, const float *targets, int nt)
+{
+    yc_model *m = s->m;
+    s->pending = false;
     int status = yc_graph_forward(s->g);
     if (status)
         return status;
+    if (m->be->iface->yolo_loss) {
+        for (int l = 0; l < m->nl && s->keep_heads; l++)
+            if ((status = yc_tensor_get_f32(m->be, yc_graph_head(s->g, l), s->head[l])))
+                return status;
+        if ((status = device_loss(s, targets, nt)))
+            return status;
+        return yc_graph_backward(s->g);
+    }
     yc_loss_head heads[YC_MAX_LEVELS];
     for (int l = 0; l < m->nl; l++) {
         const yc_tensor *t = yc_graph_head(s->g, l), *gt = yc_graph_head_grad(s->g, l);
@@ -182,7 +291,7 @@ static int run_loaded(yc_step *s, const float *targets, int nt, yc_loss_result *
         heads[l].nx = t->w;
         heads[l].img_stride = yc_tensor_image_elems(t);
     }
-    if ((status = yc_loss_compute_part(s->loss, s->batch, heads, targets, nt, s->part, result)))
+    if ((status = yc_loss_compute_part(s->loss, s->batch, heads, targets, nt, s->part, &s->result)))
         return status;
     for (int l = 0; l < m->nl && s->grad[l]; l++)
         if ((status = yc_tensor_set_f32(m->be, yc_graph_head_grad(s->g, l), s->grad[l])))

@@ -1,7 +1,9 @@
-/* One training step on a batch: input upload, forward, YOLOv5 loss on the host, head gradients
- * download/upload, backward.  Parameter gradients are added to the model's gradient arena (zero
- * them with yc_model_zero_grad after each optimizer step).  `yolocl inspect` runs one; the
- * trainer runs them in a loop with the same objects, so nothing is allocated per step. */
+/* One training step on a batch: input upload, forward, YOLOv5 loss, backward.  Parameter
+ * gradients are added to the model's gradient arena (zero them with yc_model_zero_grad after each
+ * optimizer step).  The loss runs on the device where the backend has one (yolo_loss: only the
+ * assignments go there and only its sums come back, without waiting), else on the host, on the
+ * heads in place (the CPU backend) or on copies.  `yolocl inspect` runs one; the trainer runs
+ * them in a loop with the same objects, so nothing is allocated per step. */
 #ifndef YC_STEP_H
 #define YC_STEP_H
 
@@ -21,11 +23,20 @@ typedef struct yc_step {
     /* host copies of the head outputs and their gradients, per level (owned); NULL when the
      * device shares host memory and the loss reads and writes the heads in place */
     float *head[YC_MAX_LEVELS], *grad[YC_MAX_LEVELS];
+    /* yc_step_keep_heads was called: head[] receives the outputs after every run */
+    bool keep_heads;
     /* batch shape */
     int batch, h, w;
     /* the whole batch the next runs are micro-batches of (their losses and gradients are shares
      * of its own, yc_loss_compute_part), or NULL: each run is a whole batch.  Set by the caller */
     const yc_loss_part *part;
+    /* the loss of the last submitted step: known (computed on the host), or pending in the
+     * device's sums (read back by the next synchronize), with what turns them into the loss:
+     * the images the means are over, and per level the assignments and cells they are over */
+    yc_loss_result result;
+    bool pending;
+    float sums[YC_MAX_LEVELS * 6];
+    double mean_batch, mean_entries[YC_MAX_LEVELS], mean_cells[YC_MAX_LEVELS];
 } yc_step;
 
 /* The loss parameters YOLOv5's train.py gives ComputeLoss for this model, hyperparameters,
@@ -56,12 +67,22 @@ int yc_step_batch_part(yc_step *s, int batch, const float *targets, int nt, yc_l
  * of that micro-batch.  Returns their number. */
 int yc_micro_targets(const float *targets, int nt, int first, int n, float *out);
 
-/* images: batch x ch x h x w floats in [0, 1]; targets: nt rows (image, class, x, y, w, h). */
-int yc_step_run(yc_step *s, const float *images, const float *targets, int nt,
-                yc_loss_result *result);
+/* Submits a step without waiting for the device: images are batch x ch x h x w floats in
+ * [0, 1]; targets nt rows (image, class, x, y, w, h).  yc_step_result gives its loss once the
+ * backend has synchronized. */
+int yc_step_submit(yc_step *s, const float *images, const float *targets, int nt);
 
 /* The same from uint8 pixels (CHW RGB, divided by 255 as train.py does), written straight into
  * the graph's input where the device shares host memory (no float copy of the batch). */
+int yc_step_submit_u8(yc_step *s, const uint8_t *images, const float *targets, int nt);
+
+/* The loss of the last submitted step; call it after the backend's synchronize (a loss computed
+ * on the host is known at once). */
+void yc_step_result(yc_step *s, yc_loss_result *result);
+
+/* Submit, synchronize and the result, in one call. */
+int yc_step_run(yc_step *s, const float *images, const float *targets, int nt,
+                yc_loss_result *result);
 int yc_step_run_u8(yc_step *s, const uint8_t *images, const float *targets, int nt,
                    yc_loss_result *result);
 

@@ -1211,20 +1211,26 @@ static int fit_memory(trainer *t)
 /* ---- the run ---------------------------------------------------------------------------------- */
 
 /* Forward, loss and backward of one loader batch at h x w, its gradients added to the model's:
- * in one step, or, when it is larger than the memory fit's micro-batch, in micro-batches whose
- * losses are shares of the whole batch's (step.h), so that *res and the gradients are the whole
- * batch's as YOLOv5 computes them (BatchNorm's batch statistics aside: per micro-batch). */
-static int train_batch(trainer *t, const yc_batch *b, int h, int w, yc_loss_result *res)
+ * in one step, submitted without waiting (*pending is then the step whose yc_step_result gives
+ * the loss after the next synchronize), or, when the batch is larger than the memory fit's
+ * micro-batch, in micro-batches run one after the other, whose losses are shares of the whole
+ * batch's (step.h), so that *res and the gradients are the whole batch's as YOLOv5 computes them
+ * (BatchNorm's batch statistics aside: per micro-batch). */
+static int train_batch(trainer *t, const yc_batch *b, int h, int w, yc_loss_result *res,
+                       yc_step **pending)
 {
+    *pending = NULL;
     bool resized = h != b->h || w != b->w;
     int st = resized ? batch_input(t, b, h, w) : YC_OK;
     int micro = t->micro_batch > 0 && t->micro_batch < b->n ? t->micro_batch : b->n;
     yc_step *s = NULL;
     if (st || (st = step_for(t, micro, h, w, &s)))
         return st;
-    if (micro == b->n)
-        return resized ? yc_step_run(s, t->input, b->targets, b->nt, res)
-                       : yc_step_run_u8(s, b->images, b->targets, b->nt, res);
+    if (micro == b->n) {
+        *pending = s;
+        return resized ? yc_step_submit(s, t->input, b->targets, b->nt)
+                       : yc_step_submit_u8(s, b->images, b->targets, b->nt);
+    }
     yc_loss_part part;
     if ((st = yc_step_batch_part(s, b->n, b->targets, b->nt, &part)))
         return st;
@@ -1362,9 +1368,18 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 yc_rng_seed(&rng, (uint64_t)o->seed, 0x5CA1E000000ull + (uint64_t)ni);
                 yc_multiscale_shape(&rng, o->imgsz, t->gs, b->h, b->w, &h, &w);
             }
+            /* the batch, then the optimizer step when one is due, submitted together; one wait
+             * for the device, then the loss and the gradient norm */
             yc_loss_result res;
-            if ((st = train_batch(t, b, h, w, &res)))
+            yc_step *pending;
+            bool step_now = ni - last_opt_step >= accumulate;
+            if ((st = train_batch(t, b, h, w, &res, &pending)) ||
+                (step_now && ((st = yc_optim_step(t->opt, MAX_GRAD_NORM)) ||
+                              (st = yc_model_zero_grad(m)) || (st = yc_ema_update(t->ema, m)))) ||
+                (st = m->be->iface->synchronize(m->be)))
                 break;
+            if (pending)
+                yc_step_result(pending, &res);
             if (!isfinite(res.total)) {
                 yc_error_status(YC_ERR, "the loss is %g at epoch %d, batch %d (step %ld)",
                                 res.total, epoch, i, ni);
@@ -1376,11 +1391,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 mloss[k] = (mloss[k] * seen_batches + items[k]) / (seen_batches + 1);
             seen_batches++;
             images += b->n;
-            if (ni - last_opt_step >= accumulate) {
-                /* submitted together, one wait for the device, then the gradient norm */
-                if ((st = yc_optim_step(t->opt, MAX_GRAD_NORM)) || (st = yc_model_zero_grad(m)) ||
-                    (st = yc_ema_update(t->ema, m)) || (st = m->be->iface->synchronize(m->be)))
-                    break;
+            if (step_now) {
                 if ((st = yc_optim_step_done(t->opt))) {
                     yc_error_context(st, "epoch %d, batch %d (step %ld)", epoch, i, ni);
                     st = training_stopped(t, st, YC_FIX_NAN, false);

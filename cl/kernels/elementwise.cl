@@ -1,4 +1,4 @@
-/* Elementwise ops: SiLU and its gradient, add, copy (or accumulate), fill.
+/* Elementwise ops: SiLU and its gradient, add, copy (or accumulate), fill, and the uint8 input.
  * Work items: dimension 0 runs over the `chw` elements of an image (rounded up to the work-group
  * size: items past the end do nothing), dimension 1 over the images.  Each item reads and writes
  * one index only, so every kernel here may run in place (an output identical to an input). */
@@ -52,4 +52,14 @@ __kernel void fill(TENSOR(y), uint chw, float value)
     if (i >= chw)
         return;
     ST(y, n, i, value);
+}
+
+/* y = u8 / 255: a batch of uint8 images (chw bytes each, packed) into an activation, the input
+ * normalisation of train.py (the host divides the same way, rounding correctly) */
+__kernel void u8_scaled(__global const uchar *u8, TENSOR(y), uint chw)
+{
+    uint i = get_global_id(0), n = get_global_id(1);
+    if (i >= chw)
+        return;
+    ST(y, n, i, (float)u8[(size_t)n * chw + i] / 255.0f);
 }
