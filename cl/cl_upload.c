@@ -60,28 +60,36 @@ static int slot_grow(yc_cl_ctx *c, yc_cl_upload_slot *s, size_t bytes)
     return YC_OK;
 }
 
+/* Makes a slot's pinned memory free to write: its last copy is done (waited for only when no
+ * synchronize has happened since it was queued). */
+static int slot_ready(yc_cl_ctx *c, yc_cl_upload_slot *s)
+{
+    if (!s->copied)
+        return YC_OK;
+    if (s->copied_at == c->syncs) {
+        cl_int err = clWaitForEvents(1, &s->copied);
+        c->count->host_waits++;
+        if (err != CL_SUCCESS)
+            return yc_cl_fail("clWaitForEvents (input upload)", err);
+    }
+    clReleaseEvent(s->copied);
+    s->copied = NULL;
+    return YC_OK;
+}
+
 int yc_cl_write_u8_scaled(yc_cl_ctx *c, const yc_tensor *dst, const uint8_t *src)
 {
     size_t chw = yc_tensor_image_elems(dst), bytes = chw * (size_t)dst->n;
     if (!bytes)
         return YC_OK;
-    yc_cl_upload_slot *s = &c->upload[c->upload_next];
+    yc_cl_upload_slot *s = &c->upload[c->upload_next], *other = &c->upload[c->upload_next ^ 1];
     c->upload_next ^= 1;
-    if (s->copied) {
-        /* its last copy must be done before the pinned memory is written again */
-        if (s->copied_at == c->syncs) {
-            cl_int err = clWaitForEvents(1, &s->copied);
-            c->count->host_waits++;
-            if (err != CL_SUCCESS)
-                return yc_cl_fail("clWaitForEvents (input upload)", err);
-        }
-        clReleaseEvent(s->copied);
-        s->copied = NULL;
-    }
+    int st = slot_ready(c, s);
     /* both slots grow together, so that a larger batch costs one pause */
-    int st = slot_grow(c, s, bytes);
-    if (!st && !c->upload[c->upload_next].copied)
-        st = slot_grow(c, &c->upload[c->upload_next], bytes);
+    if (!st && s->cap < bytes)
+        st = slot_ready(c, other);
+    if (!st && s->cap < bytes && !(st = slot_grow(c, s, bytes)))
+        st = slot_grow(c, other, bytes);
     if (st)
         return st;
     memcpy(s->map, src, bytes);

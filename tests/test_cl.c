@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "bench.h"
 #include "cl_backend.h"
 #include "cl_devices.h"
 #include "device.h"
@@ -690,6 +691,7 @@ static void check_big_convs(bool clblast)
     }
     yc_backend_free(cpu);
     yc_backend_free(cl);
+    unsetenv("YOLOCL_CL_CONV");
     free(xv), free(wv), free(yv), free(ref), free(got);
 }
 
@@ -704,6 +706,42 @@ END_TEST
 START_TEST(conv_igemm_big)
 {
     check_big_convs(false);
+}
+END_TEST
+
+/* The training step as yolocl bench times it (step, optimizer, EMA, and its two waits) on the
+ * tiny model: the same kernel launches for batches 2 and 4 (nothing runs once per image), at most
+ * the two waits of the benchmark itself, and between host and device the uint8 batch and at most
+ * 1 MiB more (the assignments, the loss sums, the gradient norm). */
+START_TEST(step_counts)
+{
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg, "%s/tiny/yolov5n-tiny.yaml", data_dir);
+    yc_backend *be = NULL;
+    ck_assert_int_eq(yc_backend_opencl_new(&be, 0), YC_OK);
+    double launches[2];
+    for (int k = 0; k < 2; k++) {
+        yc_bench_config c = {.cfg_path = cfg, .batch = 2 + 2 * k, .img = 64, .warmup = 1,
+                             .iters = 2};
+        yc_bench_result r;
+        ck_assert_msg(yc_bench_run(&c, be, &r) == YC_OK, "%s", yc_last_error());
+        double u8 = (double)c.batch * 3 * 64 * 64;
+        printf("  batch %d: %.0f launches, %.1f host waits, %.0f bytes (uint8 batch %.0f) per "
+               "training step\n", c.batch, r.launches_per_step, r.host_waits_per_step,
+               r.transfer_bytes_per_step, u8);
+        fflush(stdout);
+        launches[k] = r.launches_per_step;
+        ck_assert_msg(r.host_waits_per_step <= 2.0, "%.1f host waits per step",
+                      r.host_waits_per_step);
+        ck_assert_msg(r.transfer_bytes_per_step >= u8 &&
+                          r.transfer_bytes_per_step <= u8 + (1 << 20),
+                      "%.0f bytes per step for a uint8 batch of %.0f", r.transfer_bytes_per_step, u8);
+        ck_assert(isfinite(r.loss));
+    }
+    ck_assert_msg(launches[0] == launches[1], "%.0f launches at batch 2, %.0f at batch 4",
+                  launches[0], launches[1]);
+    ck_assert(launches[0] <= 600);
+    yc_backend_free(be);
 }
 END_TEST
 
@@ -992,6 +1030,7 @@ int main(void)
         tcase_add_test(be, backend_basics);
         tcase_add_test(be, conv_with_clblast_temp);
         tcase_add_test(be, conv_igemm_big);
+        tcase_add_test(be, step_counts);
         suite_add_tcase(s, be);
         TCase *gold = tcase_create("golden");
         tcase_set_timeout(gold, 600);
