@@ -282,25 +282,6 @@ static int no_such_device(int index, const yc_cl_device_desc *devs, int nd)
     return yc_error_status(YC_EUNSUPPORTED, "no OpenCL device opencl:%d: the devices are %s", index, list);
 }
 
-/* What is free of a device's memory, when it can be known: for a CPU device (PoCL) the host's
- * MemAvailable, capped at the device's memory; 0 (unknown) otherwise, OpenCL having no query. */
-static size_t free_memory(const yc_cl_device_desc *d)
-{
-    if (!strstr(d->type, "CPU"))
-        return 0;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    unsigned long long kib = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
-            break;
-    fclose(f);
-    size_t bytes = kib > SIZE_MAX / 1024 ? SIZE_MAX : (size_t)kib * 1024;
-    return bytes < d->info.mem_total ? bytes : d->info.mem_total;
-}
-
 /* The platform and device handles of a described device. */
 static int device_handles(const yc_cl_device_desc *d, cl_platform_id *pid, cl_device_id *did)
 {
@@ -384,7 +365,6 @@ int yc_backend_opencl_new(yc_backend **out, int index)
     be->ctx = c;
     c->count = &be->counters;
     be->info = c->desc.info;
-    be->info.mem_free = free_memory(&c->desc);
     /* CLBlast's direct GEMM kernel takes element offsets as int: no buffer beyond 2^31 floats */
     if (be->info.max_alloc > YC_CL_MAX_BUFFER)
         be->info.max_alloc = YC_CL_MAX_BUFFER;

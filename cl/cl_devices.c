@@ -4,6 +4,7 @@
 #endif
 
 #include "cl_devices.h"
+#include "cl_internal.h"
 
 #include <CL/cl.h>
 #include <ctype.h>
@@ -300,11 +301,9 @@ static int describe_device(cl_device_id dev, yc_cl_device_desc *d)
         return st;
     info->fp16_arith = has_extension(ext, "cl_khr_fp16");
     d->fp64 = has_extension(ext, "cl_khr_fp64");
-    free(ext);
 
     info->kind = YC_DEVICE_OPENCL;
     info->mem_total = (size_t)global_mem;
-    info->mem_free = 0;
     info->max_alloc = (size_t)max_alloc;
     info->alignment = align_bits >= 8 ? align_bits / 8 : 1;
     /* vload_half / vstore_half are core OpenCL C: every device stores FP16. */
@@ -315,6 +314,8 @@ static int describe_device(cl_device_id dev, yc_cl_device_desc *d)
     d->clock_mhz = clock;
     d->max_work_group = wg;
     d->local_mem = (size_t)local_mem;
+    info->mem_free = yc_cl_free_memory(dev, d, ext);
+    free(ext);
     return YC_OK;
 }
 

@@ -150,6 +150,12 @@ typedef struct yc_cl_ctx {
     unsigned long syncs;
 } yc_cl_ctx;
 
+/* ---- cl_memfree.c ------------------------------------------------------------------------- */
+
+/* Free memory of a described device in bytes, 0 when unknown (see cl_memfree.c); `ext` is its
+ * CL_DEVICE_EXTENSIONS. */
+size_t yc_cl_free_memory(cl_device_id dev, const yc_cl_device_desc *d, const char *ext);
+
 /* Records "opencl: CALL: NAME (code)" and returns YC_EDEVICE. */
 int yc_cl_fail(const char *call, cl_int err);
 

@@ -218,6 +218,11 @@ static void print_text(const cpu_desc *c, const cl_listing *l)
             printf("    %-17s %s\n", "OpenCL C", d->c_version);
             printf("    %-17s %d\n", "compute units", di->compute_units);
             printf("    %-17s %s\n", "global memory", size_text(di->mem_total, a, sizeof a));
+            if (di->mem_free)
+                printf("    %-17s %s\n", "free memory", size_text(di->mem_free, a, sizeof a));
+            else
+                printf("    %-17s %s\n", "free memory",
+                       "unknown (the memory fit plans against 90% of the global memory)");
             printf("    %-17s %s\n", "largest alloc", size_text(di->max_alloc, a, sizeof a));
             printf("    %-17s %s\n", "fp16 storage", "yes (vload_half/vstore_half)");
             printf("    %-17s %s\n", "fp16 arithmetic",
@@ -270,9 +275,10 @@ static void print_json(const cpu_desc *c, const cl_listing *l)
         json_key_string("device_version", d->device_version);
         json_key_string("driver_version", d->driver_version);
         json_key_string("opencl_c_version", d->c_version);
-        printf(", \"compute_units\": %d, \"clock_mhz\": %u, \"global_mem\": %zu, \"max_alloc\": %zu"
-               ", \"local_mem\": %zu, \"fp16_storage\": %s, \"fp16_arith\": %s, \"fp64\": %s}",
-               di->compute_units, d->clock_mhz, di->mem_total, di->max_alloc, d->local_mem,
+        printf(", \"compute_units\": %d, \"clock_mhz\": %u, \"global_mem\": %zu, \"free_mem\": %zu"
+               ", \"max_alloc\": %zu, \"local_mem\": %zu, \"fp16_storage\": %s, \"fp16_arith\": %s"
+               ", \"fp64\": %s}",
+               di->compute_units, d->clock_mhz, di->mem_total, di->mem_free, di->max_alloc, d->local_mem,
                json_bool(di->fp16_storage), json_bool(di->fp16_arith), json_bool(d->fp64));
     }
     printf("\n],\n\"opencl\": {\"built\": %s", json_bool(l->built));
