@@ -48,9 +48,11 @@ typedef enum yc_cl_kid {
     YC_K_COPY,
     YC_K_FILL,
     YC_K_U8_SCALED,
+    YC_K_BN_PART,
     YC_K_BN_TRAIN,
     YC_K_BN_SILU_APPLY,
     YC_K_BN_EVAL,
+    YC_K_BN_BWD_PART,
     YC_K_BN_BWD,
     YC_K_MAXPOOL_FWD,
     YC_K_MAXPOOL_BWD,
@@ -75,7 +77,8 @@ typedef enum yc_cl_kid {
     YC_K_COUNT
 } yc_cl_kid;
 
-/* Bytes of the context's reduction scratch: the partial sums of up to 4096 work-groups. */
+/* Bytes the context's reduction scratch starts with (it grows to what an op needs): the partial
+ * sums of up to 4096 work-groups. */
 #define YC_CL_SCRATCH (4096 * 8)
 
 /* Largest work-group the kernels are launched with (a power of two; smaller where the device or
@@ -138,9 +141,10 @@ typedef struct yc_cl_ctx {
     bool conv_clblast;
     /* the backend's counters (yc_backend.counters) */
     yc_backend_counters *count;
-    /* scratch of the two-stage reductions (YC_CL_SCRATCH bytes, made on first use): ops on the
-     * in-order queue use it one after the other */
+    /* scratch of the two-stage reductions (made on first use, at least YC_CL_SCRATCH bytes):
+     * ops on the in-order queue use it one after the other */
     cl_mem scratch;
+    size_t scratch_size;
     /* the loss's buffers */
     yc_cl_loss_state loss;
     /* the input upload's two slots, used in turn */

@@ -71,6 +71,46 @@ static int elementwise(yc_cl_ctx *c, const yc_op *op)
     return run_images(&a, y);
 }
 
+/* The context's reduction scratch, at least `bytes` (made or grown on first need; a buffer that
+ * enqueued work still uses is released only once that work is done). */
+static int scratch(yc_cl_ctx *c, size_t bytes, cl_mem *out)
+{
+    if (!c->scratch || c->scratch_size < bytes) {
+        size_t size = bytes > YC_CL_SCRATCH ? bytes : YC_CL_SCRATCH;
+        if (c->scratch)
+            clReleaseMemObject(c->scratch);
+        cl_int err;
+        c->scratch = clCreateBuffer(c->context, CL_MEM_READ_WRITE, size, NULL, &err);
+        if (err != CL_SUCCESS) {
+            c->scratch = NULL;
+            c->scratch_size = 0;
+            return yc_error_context(yc_cl_fail("clCreateBuffer", err), "reduction scratch (%zu bytes)",
+                                    size);
+        }
+        c->scratch_size = size;
+    }
+    *out = c->scratch;
+    return YC_OK;
+}
+
+/* Chunks of a batch norm's channels: about four work-groups per compute unit over the C
+ * channels, each work item with at least 4 values; the chunk length in values. */
+static void bn_chunks(const yc_cl_ctx *c, size_t M, size_t C, size_t local, unsigned *chunks,
+                      unsigned *len)
+{
+    size_t cus = (size_t)(c->desc.info.compute_units > 0 ? c->desc.info.compute_units : 1);
+    size_t n = (4 * cus + C - 1) / C, most = M / (4 * local);
+    if (n > most)
+        n = most;
+    if (n > 1024)
+        n = 1024;
+    if (n < 1)
+        n = 1;
+    size_t l = (M + n - 1) / n;
+    *len = (unsigned)l;
+    *chunks = (unsigned)((M + l - 1) / l);
+}
+
 /* The kernels count a channel's N*H*W values in 32 bits. */
 static int bn_count_fits(const yc_tensor *x)
 {
@@ -79,15 +119,30 @@ static int bn_count_fits(const yc_tensor *x)
     return yc_error_status(YC_EUNSUPPORTED, "opencl: batch norm over more than 2^32 values per channel");
 }
 
-/* BN_TRAIN and BN_SILU_TRAIN: one work-group per channel */
+/* BN_TRAIN and BN_SILU_TRAIN: bn_part then bn_train over chunks x channels */
 static int bn_train(yc_cl_ctx *c, const yc_op *op)
 {
     const yc_tensor *x = op->src[0];
     yc_cl_args a;
     int st = bn_count_fits(x);
     if (!st)
-        st = yc_cl_begin(c, YC_K_BN_TRAIN, &a);
+        st = yc_cl_begin(c, YC_K_BN_PART, &a);
     if (st)
+        return st;
+    size_t M = (size_t)x->n * x->h * x->w;
+    unsigned chunks, len;
+    bn_chunks(c, M, (size_t)x->c, a.local, &chunks, &len);
+    cl_mem part = NULL;
+    if ((st = scratch(c, (size_t)x->c * chunks * 2 * sizeof(cl_float2), &part)))
+        return st;
+    yc_cl_arg_tensor(&a, x);
+    yc_cl_arg_mem(&a, part);
+    yc_cl_arg_uint(&a, (unsigned)x->n);
+    yc_cl_arg_uint(&a, (unsigned)(x->h * x->w));
+    yc_cl_arg_uint(&a, len);
+    yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
+    size_t groups[2] = {chunks, (size_t)x->c};
+    if ((st = yc_cl_run(&a, 2, groups, true)) || (st = yc_cl_begin(c, YC_K_BN_TRAIN, &a)))
         return st;
     float mom = op->p.bn.momentum;
     yc_cl_arg_tensor(&a, x);
@@ -97,16 +152,16 @@ static int bn_train(yc_cl_ctx *c, const yc_op *op)
     yc_cl_arg_param(&a, op->dst[1]);
     yc_cl_arg_param(&a, op->dst[2]);
     yc_cl_arg_param(&a, op->dst[3]);
+    yc_cl_arg_mem(&a, part);
     yc_cl_arg_uint(&a, (unsigned)x->n);
     yc_cl_arg_uint(&a, (unsigned)x->c);
     yc_cl_arg_uint(&a, (unsigned)(x->h * x->w));
+    yc_cl_arg_uint(&a, len);
     yc_cl_arg_float(&a, op->p.bn.eps);
     yc_cl_arg_float(&a, mom);
     yc_cl_arg_float(&a, (float)(1.0 - (double)mom));
     yc_cl_arg_int(&a, op->kind == YC_OP_BN_SILU_TRAIN);
-    yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
-    size_t groups[1] = {(size_t)x->c};
-    return yc_cl_run(&a, 1, groups, true);
+    return yc_cl_run(&a, 2, groups, true);
 }
 
 /* BN_SILU_APPLY (src x, gamma, beta, stats): elementwise */
@@ -144,33 +199,56 @@ static int bn_eval(yc_cl_ctx *c, const yc_op *op)
     return run_images(&a, x);
 }
 
-/* BN_BWD (src dy, x, gamma, stats) and BN_SILU_BWD (src da, x, gamma, beta, stats) */
+/* BN_BWD (src dy, x, gamma, stats) and BN_SILU_BWD (src da, x, gamma, beta, stats):
+ * bn_bwd_part then bn_bwd over the forward's chunks */
 static int bn_bwd(yc_cl_ctx *c, const yc_op *op)
 {
     bool fused = op->kind == YC_OP_BN_SILU_BWD;
     const yc_tensor *x = op->src[1], *stats = fused ? op->src[4] : op->src[3];
+    const yc_tensor *beta = fused ? op->src[3] : op->src[2];
     yc_cl_args a;
     int st = bn_count_fits(x);
     if (!st)
-        st = yc_cl_begin(c, YC_K_BN_BWD, &a);
+        st = yc_cl_begin(c, YC_K_BN_BWD_PART, &a);
     if (st)
+        return st;
+    size_t M = (size_t)x->n * x->h * x->w;
+    unsigned chunks, len;
+    bn_chunks(c, M, (size_t)x->c, a.local, &chunks, &len);
+    cl_mem part = NULL;
+    if ((st = scratch(c, (size_t)x->c * chunks * 2 * sizeof(cl_float2), &part)))
         return st;
     yc_cl_arg_tensor(&a, op->src[0]);
     yc_cl_arg_tensor(&a, x);
     yc_cl_arg_param(&a, op->src[2]);
-    yc_cl_arg_param(&a, fused ? op->src[3] : op->src[2]);
+    yc_cl_arg_param(&a, beta);
+    yc_cl_arg_param(&a, stats);
+    yc_cl_arg_mem(&a, part);
+    yc_cl_arg_uint(&a, (unsigned)x->n);
+    yc_cl_arg_uint(&a, (unsigned)x->c);
+    yc_cl_arg_uint(&a, (unsigned)(x->h * x->w));
+    yc_cl_arg_uint(&a, len);
+    yc_cl_arg_int(&a, fused);
+    yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
+    size_t groups[2] = {chunks, (size_t)x->c};
+    if ((st = yc_cl_run(&a, 2, groups, true)) || (st = yc_cl_begin(c, YC_K_BN_BWD, &a)))
+        return st;
+    yc_cl_arg_tensor(&a, op->src[0]);
+    yc_cl_arg_tensor(&a, x);
+    yc_cl_arg_param(&a, op->src[2]);
+    yc_cl_arg_param(&a, beta);
     yc_cl_arg_param(&a, stats);
     yc_cl_arg_tensor(&a, op->dst[0]);
     yc_cl_arg_param(&a, op->dst[1]);
     yc_cl_arg_param(&a, op->dst[2]);
+    yc_cl_arg_mem(&a, part);
     yc_cl_arg_uint(&a, (unsigned)x->n);
     yc_cl_arg_uint(&a, (unsigned)x->c);
     yc_cl_arg_uint(&a, (unsigned)(x->h * x->w));
+    yc_cl_arg_uint(&a, len);
     yc_cl_arg_int(&a, op->accumulate);
     yc_cl_arg_int(&a, fused);
-    yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
-    size_t groups[1] = {(size_t)x->c};
-    return yc_cl_run(&a, 1, groups, true);
+    return yc_cl_run(&a, 2, groups, true);
 }
 
 static int pool(yc_cl_ctx *c, const yc_op *op)
@@ -282,28 +360,13 @@ static int optim(yc_cl_ctx *c, const yc_op *op)
 }
 
 /* SUMSQ: one work-group */
-/* The context's reduction scratch, made on first use. */
-static int scratch(yc_cl_ctx *c, cl_mem *out)
-{
-    if (!c->scratch) {
-        cl_int err;
-        c->scratch = clCreateBuffer(c->context, CL_MEM_READ_WRITE, YC_CL_SCRATCH, NULL, &err);
-        if (err != CL_SUCCESS) {
-            c->scratch = NULL;
-            return yc_error_context(yc_cl_fail("clCreateBuffer", err), "reduction scratch");
-        }
-    }
-    *out = c->scratch;
-    return YC_OK;
-}
-
 /* Two stages: enough work-groups of sumsq_part to give each work item about 16 values (at most
  * YC_CL_SCRATCH / 8 of them), then sumsq_total. */
 static int sumsq(yc_cl_ctx *c, const yc_op *op)
 {
     cl_mem part = NULL;
     yc_cl_args a;
-    int st = scratch(c, &part);
+    int st = scratch(c, YC_CL_SCRATCH, &part);
     if (!st)
         st = yc_cl_begin(c, YC_K_SUMSQ_PART, &a);
     if (st)

@@ -2,11 +2,14 @@
  * fused forward's output from saved statistics (YC_OP_BN_SILU_APPLY), evaluation forward,
  * backward (optionally through SiLU first, YC_OP_BN_SILU_BWD).
  *
- * Training and backward run one work-group per channel (local size a power of two): each work
- * item walks its share of the channel's N*H*W values, the sums are float-float (the CPU backend
- * sums in double) and the work-group adds them in a fixed tree, so results do not depend on
- * scheduling.  Two passes for the statistics (the mean as a float-float, then the squared
- * deviations from it), then the normalisation.  No workspace.
+ * Training and backward run in two launches over a grid of chunks x channels (chunks chosen by
+ * the host so that the device has enough work-groups): the first sums each chunk, the second
+ * adds the chunks' sums in chunk order (every work-group of a channel the same way, so all get
+ * the same bits) and normalises its chunk.  The sums are float-float (the CPU backend sums in
+ * double) and each work-group adds its values in a fixed tree, so results do not depend on
+ * scheduling.  The statistics are one pass over the values shifted by the channel's first value,
+ * which keeps the variance free of cancellation.  The chunks' sums live in the backend's
+ * reduction scratch.
  *
  * Normalising uses the statistics as saved (FP32 mean and invstd: what the backward pass reads),
  * as the CPU backend does: z = (x - mean) * (gamma * invstd) + beta evaluated in float-float and
@@ -40,33 +43,75 @@ float bn_apply(float x, float mean, float2 scale, float beta)
         }                                                                                                  \
     } while (0)
 
-/* One work-group per channel c: stats = [mean; invstd], running estimates updated with momentum
- * (unbiased variance), y = bn_apply(x) or silu of it.  omm = 1 - momentum (rounded once on the
- * host). */
-__kernel void bn_train(TENSOR(x), TENSOR(y), PARAM(gamma), PARAM(beta), PARAM(stats), PARAM(rmean),
-                       PARAM(rvar), uint N, uint C, uint HW, float eps, float mom, float omm, int silu,
-                       __local float2 *red)
+/* Work-group (g, c) of a grid of `chunks` x C work-groups owns values [g*len, (g+1)*len) of
+ * channel c's N*HW (image-major): its first image and offset, and its end. */
+#define BN_CHUNK(g, len, M, HW, n0, j0, count)                                                            \
+    uint count = min((uint)(len), (M) - min((M), (g) * (uint)(len)));                                     \
+    uint n0 = (g) * (uint)(len) / (HW), j0 = (g) * (uint)(len) % (HW)
+
+/* Training statistics, first of two launches: work-group (g, c) sums its chunk of channel c,
+ * shifted by the channel's first value k (so that the one-pass variance loses nothing to
+ * cancellation), as float-floats: part[(c*chunks + g)*2 + 0] = sum (x - k), [.. + 1] =
+ * sum (x - k)^2. */
+__kernel void bn_part(TENSOR(x), __global float2 *part, uint N, uint HW, uint len,
+                      __local float2 *red)
 {
-    uint c = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
-    uint M = N * HW, base = c * HW;
-    float2 s = (float2)(0.0f, 0.0f);
-    for (uint n = lid / HW, j = lid % HW; n < N;) {
-        s = ff_add(s, LD(x, n, base + j));
+    uint g = get_group_id(0), c = get_group_id(1), chunks = get_num_groups(0);
+    uint lid = get_local_id(0), L = get_local_size(0), M = N * HW, base = c * HW;
+    BN_CHUNK(g, len, M, HW, n0, j0, count);
+    float k = LD(x, 0, base);
+    float2 s1 = (float2)(0.0f, 0.0f), s2 = s1;
+    uint n = n0, j = j0;
+    BN_NEXT(n, j, lid, HW);
+    for (uint i = lid; i < count; i += L) {
+        float2 d = ff_sub_exact(LD(x, n, base + j), k);
+        s1 = ff_add2(s1, d);
+        s2 = ff_add_prod(s2, d.x, d.x);
+        s2.y = s2.y + 2.0f * d.x * d.y;
         BN_NEXT(n, j, L, HW);
     }
-    float2 mean2 = ff_div_count(ff_group_sum(s, red), M);
-    float2 q = (float2)(0.0f, 0.0f);
-    for (uint n = lid / HW, j = lid % HW; n < N;) {
-        float2 d = ff_sub_exact(LD(x, n, base + j), mean2.x);
-        float dv = d.x + (d.y - mean2.y);
-        q = ff_add_prod(q, dv, dv);
-        BN_NEXT(n, j, L, HW);
-    }
-    float2 ss = ff_group_sum(q, red);
-    float mean = ff_value(mean2);
-    float invstd = 1.0f / sqrt(ff_value(ff_div_count(ss, M)) + eps);
+    s1 = ff_group_sum(s1, red);
+    s2 = ff_group_sum(s2, red);
     if (lid == 0) {
-        float var_unbiased = ff_value(ff_div_count(ss, M - 1));
+        part[(c * chunks + g) * 2] = s1;
+        part[(c * chunks + g) * 2 + 1] = s2;
+    }
+}
+
+/* The channel's statistics from its chunks' sums, in chunk order (every work-group of the
+ * channel computes the same bits): mean, biased and unbiased variance. */
+void bn_finish(__global const float2 *part, uint c, uint chunks, uint M, float k, float *mean,
+               float *var, float *var_unbiased)
+{
+    float2 s1 = (float2)(0.0f, 0.0f), s2 = s1;
+    for (uint g = 0; g < chunks; g++) {
+        s1 = ff_add2(s1, part[(c * chunks + g) * 2]);
+        s2 = ff_add2(s2, part[(c * chunks + g) * 2 + 1]);
+    }
+    /* m2 = s2 - s1^2 / M: the squared deviations from the mean */
+    float2 m1 = ff_div_count(s1, M);
+    float2 sq = ff_mul(s1, m1.x);
+    sq.y = sq.y + s1.x * m1.y;
+    float2 m2 = ff_add2(s2, (float2)(-sq.x, -sq.y));
+    *mean = ff_value(ff_add(m1, k));
+    *var = ff_value(ff_div_count(m2, M));
+    *var_unbiased = ff_value(ff_div_count(m2, M - 1));
+}
+
+/* Training forward, second launch (the same grid as bn_part): stats = [mean; invstd] and the
+ * running estimates with momentum (unbiased variance) written by the channel's first
+ * work-group, y = bn_apply(x) or silu of it over the work-group's chunk.  omm = 1 - momentum
+ * (rounded once on the host). */
+__kernel void bn_train(TENSOR(x), TENSOR(y), PARAM(gamma), PARAM(beta), PARAM(stats), PARAM(rmean),
+                       PARAM(rvar), __global const float2 *part, uint N, uint C, uint HW,
+                       uint len, float eps, float mom, float omm, int silu)
+{
+    uint g = get_group_id(0), c = get_group_id(1), chunks = get_num_groups(0);
+    uint lid = get_local_id(0), L = get_local_size(0), M = N * HW, base = c * HW;
+    float mean, var, var_unbiased;
+    bn_finish(part, c, chunks, M, LD(x, 0, base), &mean, &var, &var_unbiased);
+    float invstd = 1.0f / sqrt(var + eps);
+    if (g == 0 && lid == 0) {
         P(stats)[c] = mean;
         P(stats)[C + c] = invstd;
         P(rmean)[c] = fma(mom, mean, omm * P(rmean)[c]);
@@ -74,7 +119,10 @@ __kernel void bn_train(TENSOR(x), TENSOR(y), PARAM(gamma), PARAM(beta), PARAM(st
     }
     float2 scale = bn_scale(P(gamma)[c], invstd);
     float b = P(beta)[c];
-    for (uint n = lid / HW, j = lid % HW; n < N;) {
+    BN_CHUNK(g, len, M, HW, n0, j0, count);
+    uint n = n0, j = j0;
+    BN_NEXT(n, j, lid, HW);
+    for (uint i = lid; i < count; i += L) {
         float z = bn_apply(LD(x, n, base + j), mean, scale, b);
         ST(y, n, base + j, silu ? yc_silu(z) : z);
         BN_NEXT(n, j, L, HW);
@@ -107,43 +155,71 @@ __kernel void bn_eval(TENSOR(x), TENSOR(y), PARAM(gamma), PARAM(beta), PARAM(rme
     ST(y, n, i, silu ? yc_silu(z) : z);
 }
 
-/* One work-group per channel.  With g the incoming gradient (silu: the SiLU gradient of da at
- * z = bn_apply(x)) and xc = x - mean:
- *   dbeta += sum g;  dgamma += invstd * sum g*xc;
- *   dx (=|+=) gamma*invstd * (g - sum(g)/M - xc * invstd^2 * sum(g*xc)/M) */
-__kernel void bn_bwd(TENSOR(dy), TENSOR(x), PARAM(gamma), PARAM(beta), PARAM(stats), TENSOR(dx),
-                     PARAM(dgamma), PARAM(dbeta), uint N, uint C, uint HW, int acc, int silu,
-                     __local float2 *red)
+/* Backward, first of two launches (the same chunks as the forward): with g the incoming
+ * gradient (silu: the SiLU gradient of da at z = bn_apply(x)) and xc = x - mean, work-group
+ * (g, c) sums g and g*xc over its chunk: part[(c*chunks + g)*2 + 0, 1]. */
+__kernel void bn_bwd_part(TENSOR(dy), TENSOR(x), PARAM(gamma), PARAM(beta), PARAM(stats),
+                          __global float2 *part, uint N, uint C, uint HW, uint len, int silu,
+                          __local float2 *red)
 {
-    uint c = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
-    uint M = N * HW, base = c * HW;
+    uint g = get_group_id(0), c = get_group_id(1), chunks = get_num_groups(0);
+    uint lid = get_local_id(0), L = get_local_size(0), M = N * HW, base = c * HW;
     float mean = P(stats)[c], invstd = P(stats)[C + c];
     float2 scale = bn_scale(P(gamma)[c], invstd);
     float b = silu ? P(beta)[c] : 0.0f;
-    float2 sg = (float2)(0.0f, 0.0f), sgx = (float2)(0.0f, 0.0f);
-    for (uint n = lid / HW, j = lid % HW; n < N;) {
-        float xv = LD(x, n, base + j), g = LD(dy, n, base + j);
+    float2 sg = (float2)(0.0f, 0.0f), sgx = sg;
+    BN_CHUNK(g, len, M, HW, n0, j0, count);
+    uint n = n0, j = j0;
+    BN_NEXT(n, j, lid, HW);
+    for (uint i = lid; i < count; i += L) {
+        float xv = LD(x, n, base + j), gv = LD(dy, n, base + j);
         if (silu)
-            g = yc_silu_grad(g, bn_apply(xv, mean, scale, b));
+            gv = yc_silu_grad(gv, bn_apply(xv, mean, scale, b));
         float2 xc = ff_sub_exact(xv, mean);
-        sg = ff_add(sg, g);
-        sgx = ff_add_prod(sgx, g, xc.x);
-        sgx.y = sgx.y + g * xc.y;
+        sg = ff_add(sg, gv);
+        sgx = ff_add_prod(sgx, gv, xc.x);
+        sgx.y = sgx.y + gv * xc.y;
         BN_NEXT(n, j, L, HW);
     }
     sg = ff_group_sum(sg, red);
     sgx = ff_group_sum(sgx, red);
     if (lid == 0) {
+        part[(c * chunks + g) * 2] = sg;
+        part[(c * chunks + g) * 2 + 1] = sgx;
+    }
+}
+
+/* Backward, second launch: the chunks' sums added in chunk order, then
+ *   dbeta += sum g;  dgamma += invstd * sum g*xc  (the channel's first work-group)
+ *   dx (=|+=) gamma*invstd * (g - sum(g)/M - xc * invstd^2 * sum(g*xc)/M)  (every chunk) */
+__kernel void bn_bwd(TENSOR(dy), TENSOR(x), PARAM(gamma), PARAM(beta), PARAM(stats), TENSOR(dx),
+                     PARAM(dgamma), PARAM(dbeta), __global const float2 *part, uint N, uint C,
+                     uint HW, uint len, int acc, int silu)
+{
+    uint g = get_group_id(0), c = get_group_id(1), chunks = get_num_groups(0);
+    uint lid = get_local_id(0), L = get_local_size(0), M = N * HW, base = c * HW;
+    float mean = P(stats)[c], invstd = P(stats)[C + c];
+    float2 scale = bn_scale(P(gamma)[c], invstd);
+    float b = silu ? P(beta)[c] : 0.0f;
+    float2 sg = (float2)(0.0f, 0.0f), sgx = sg;
+    for (uint h = 0; h < chunks; h++) {
+        sg = ff_add2(sg, part[(c * chunks + h) * 2]);
+        sgx = ff_add2(sgx, part[(c * chunks + h) * 2 + 1]);
+    }
+    if (g == 0 && lid == 0) {
         P(dbeta)[c] = ff_value(ff_add(sg, P(dbeta)[c]));
         P(dgamma)[c] = ff_value(ff_add(ff_mul(sgx, invstd), P(dgamma)[c]));
     }
     float k = scale.x, mg = ff_value(ff_div_count(sg, M));
     float coef = ff_value(ff_div_count(sgx, M)) * invstd * invstd;
-    for (uint n = lid / HW, j = lid % HW; n < N;) {
-        float xv = LD(x, n, base + j), g = LD(dy, n, base + j);
+    BN_CHUNK(g, len, M, HW, n0, j0, count);
+    uint n = n0, j = j0;
+    BN_NEXT(n, j, lid, HW);
+    for (uint i = lid; i < count; i += L) {
+        float xv = LD(x, n, base + j), gv = LD(dy, n, base + j);
         if (silu)
-            g = yc_silu_grad(g, bn_apply(xv, mean, scale, b));
-        float v = k * ((g - mg) - (xv - mean) * coef);
+            gv = yc_silu_grad(gv, bn_apply(xv, mean, scale, b));
+        float v = k * ((gv - mg) - (xv - mean) * coef);
         ST(dx, n, base + j, acc ? LD(dx, n, base + j) + v : v);
         BN_NEXT(n, j, L, HW);
     }
