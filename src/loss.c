@@ -501,14 +501,14 @@ static inline double bce_elem(double x, double y, double pw, double gamma, doubl
 int yc_loss_part_of(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, const float *targets,
                     int nt, yc_loss_part *part)
 {
-    const yc_target_set *sets = NULL;
+    const yc_target_set *sets[YC_MAX_LEVELS];
     memset(part, 0, sizeof *part);
-    int st = yc_loss_build_targets(ctx, batch, heads, targets, nt, &sets);
+    int st = yc_loss_build_targets(ctx, batch, heads, targets, nt, sets);
     if (st)
         return st;
     part->batch = batch;
     for (int l = 0; l < ctx->lp.nl; l++)
-        part->ntargets[l] = sets[l].n;
+        part->ntargets[l] = sets[l]->n;
     return YC_OK;
 }
 
