@@ -31,6 +31,8 @@ static void ctx_release(yc_cl_ctx *c)
     if (c->scratch)
         clReleaseMemObject(c->scratch);
     yc_cl_loss_release(c);
+    if (c->blast_temp)
+        clReleaseMemObject(c->blast_temp);
     yc_cl_upload_release(c);
     /* CLBlast keeps compiled programs per context: drop them before the context goes */
     yc_cl_blast_release();
@@ -79,8 +81,6 @@ static void cl_buffer_free(yc_backend *be, yc_buffer *buf)
     (void)be;
     if (!buf)
         return;
-    if (buf->sub)
-        clReleaseMemObject(buf->sub);
     clReleaseMemObject(buf->mem);
     free(buf);
 }

@@ -16,11 +16,9 @@
  * A 1x1 convolution with stride 1 and no padding ("direct") uses the FP32 image itself as its
  * column matrix (forward, backward-filter) or as the GEMM's output (backward-data).  FP16
  * activations go through im2col / col2im / bias_store, which convert; the GEMM sees FP32 only.
- * Its workspace, from its start (offsets relative to the span, regions 256-byte aligned):
- *   CLBlast's temporary buffer, the largest CLBlastSGemmTempBufferSize of the op's GEMM (CLBlast
- *     takes it without an offset, so it starts at the first CL_DEVICE_MEM_BASE_ADDR_ALIGN-aligned
- *     byte of the span: as the whole buffer when that is its byte 0, else as a sub-buffer kept
- *     with the buffer; base_align bytes of slack are reserved for that);
+ * CLBlast's temporary buffer (the largest CLBlastSGemmTempBufferSize of the op's GEMM) is a buffer
+ * of the context's own.  The workspace, from its start (offsets relative to the span, regions
+ * 256-byte aligned):
  *   the column matrix of one image (CRS * PQ floats) unless direct;
  *   forward with an FP16 output: the GEMM's FP32 result for one image (K * PQ floats). */
 #include "cl_internal.h"
@@ -44,8 +42,8 @@ typedef struct geom {
 
 /* Where the regions of the workspace lie, relative to the span's start. */
 typedef struct layout {
-    /* largest temporary buffer of the op's GEMMs (0: none) and the room reserved for it */
-    size_t temp, temp_room;
+    /* largest temporary buffer of the op's GEMMs (0: none; the context holds it) */
+    size_t temp;
     /* column matrix and FP32 output image (size 0 when unused) */
     size_t col_off, col_bytes, tmp_off, tmp_bytes;
     /* bytes in all */
@@ -111,8 +109,7 @@ static int make_layout(yc_cl_ctx *c, const yc_op *op, const geom *g, layout *L)
     int st = yc_cl_gemm_temp_size(c, &m, &L->temp);
     if (st)
         return st;
-    L->temp_room = L->temp ? yc_align_up(c->base_align + L->temp, 256) : 0;
-    L->col_off = L->temp_room;
+    L->col_off = 0;
     L->col_bytes = g->direct ? 0 : g->crs * g->pq * sizeof(float);
     L->tmp_off = yc_align_up(L->col_off + L->col_bytes, 256);
     L->tmp_bytes = op->kind == YC_OP_CONV2D && op->dst[0]->type != YC_F32 ? (size_t)g->K * g->pq * sizeof(float) : 0;
@@ -267,37 +264,28 @@ int yc_cl_conv_workspace(yc_cl_ctx *c, const yc_op *op, size_t *bytes)
     return st;
 }
 
-/* CLBlast's temporary buffer for a workspace span: the buffer itself when the aligned start is its
- * byte 0, else a sub-buffer (made once per buffer and placement). */
-static int temp_buffer(yc_cl_ctx *c, yc_span ws, const layout *L, cl_mem *out)
+/* CLBlast's temporary buffer: one of the context's own, grown to the largest an op needs (never
+ * a sub-buffer of a buffer the same GEMM reads or writes, which the OpenCL specification leaves
+ * undefined and AMD's indirect GEMM path would hit). */
+static int temp_buffer(yc_cl_ctx *c, const layout *L, cl_mem *out)
 {
     *out = NULL;
     if (!L->temp)
         return YC_OK;
-    size_t origin = yc_align_up(ws.offset, c->base_align);
-    yc_buffer *b = ws.buf;
-    if (origin == 0) {
-        *out = b->mem;
-        return YC_OK;
+    if (!c->blast_temp || c->blast_temp_size < L->temp) {
+        if (c->blast_temp)
+            clReleaseMemObject(c->blast_temp);
+        cl_int err;
+        c->blast_temp = clCreateBuffer(c->context, CL_MEM_READ_WRITE, L->temp, NULL, &err);
+        if (err != CL_SUCCESS) {
+            c->blast_temp = NULL;
+            c->blast_temp_size = 0;
+            return yc_error_context(yc_cl_fail("clCreateBuffer", err),
+                                    "CLBlast's temporary buffer (%zu bytes)", L->temp);
+        }
+        c->blast_temp_size = L->temp;
     }
-    if (b->sub && b->sub_offset == origin && b->sub_size >= L->temp) {
-        *out = b->sub;
-        return YC_OK;
-    }
-    if (b->sub) {
-        clReleaseMemObject(b->sub);
-        b->sub = NULL;
-    }
-    cl_buffer_region region = {origin, L->temp};
-    cl_int err;
-    cl_mem sub = clCreateSubBuffer(b->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
-    if (err != CL_SUCCESS)
-        return yc_error_context(yc_cl_fail("clCreateSubBuffer", err),
-                                "CLBlast's temporary buffer (%zu bytes at offset %zu)", L->temp, origin);
-    b->sub = sub;
-    b->sub_offset = origin;
-    b->sub_size = L->temp;
-    *out = sub;
+    *out = c->blast_temp;
     return YC_OK;
 }
 
@@ -479,7 +467,7 @@ int yc_cl_conv(yc_cl_ctx *c, const yc_op *op, yc_span ws)
     if ((st = check_span(op, ws, L.total)))
         return st;
     cl_mem temp;
-    if ((st = temp_buffer(c, ws, &L, &temp)))
+    if ((st = temp_buffer(c, &L, &temp)))
         return st;
     switch (op->kind) {
     case YC_OP_CONV2D:

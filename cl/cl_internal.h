@@ -16,16 +16,12 @@
 #include "cl_backend.h"
 #include "cl_devices.h"
 
-/* Device memory: one cl_mem, and the sub-buffer last made of it for CLBlast's temporary buffer
- * (CLBlast takes no offset for it; see cl_conv.c), released with the buffer. */
+/* Device memory: one cl_mem. */
 struct yc_buffer {
     /* the allocation */
     cl_mem mem;
     /* bytes requested */
     size_t size;
-    /* sub-buffer [sub_offset, sub_offset + sub_size) of mem, or NULL */
-    cl_mem sub;
-    size_t sub_offset, sub_size;
 };
 
 /* The programs: one per file of cl/kernels/ (common.cl is prepended to each). */
@@ -145,6 +141,9 @@ typedef struct yc_cl_ctx {
      * ops on the in-order queue use it one after the other */
     cl_mem scratch;
     size_t scratch_size;
+    /* CLBlast's temporary buffer (YOLOCL_CL_CONV=clblast), grown to the largest an op needs */
+    cl_mem blast_temp;
+    size_t blast_temp_size;
     /* the loss's buffers */
     yc_cl_loss_state loss;
     /* the input upload's two slots, used in turn */
