@@ -51,6 +51,7 @@ typedef enum yc_cl_kid {
     YC_K_BN_BWD_PART,
     YC_K_BN_BWD,
     YC_K_MAXPOOL_FWD,
+    YC_K_MAXPOOL_ARGMAX,
     YC_K_MAXPOOL_BWD,
     YC_K_UPSAMPLE_FWD,
     YC_K_UPSAMPLE_BWD,

@@ -255,23 +255,35 @@ static int pool(yc_cl_ctx *c, const yc_op *op)
 {
     bool fwd = op->kind == YC_OP_MAXPOOL;
     const yc_tensor *x = fwd ? op->src[0] : op->src[1], *pooled = fwd ? op->dst[0] : op->src[0];
-    yc_cl_args a;
-    int st = yc_cl_begin(c, fwd ? YC_K_MAXPOOL_FWD : YC_K_MAXPOOL_BWD, &a);
-    if (st)
-        return st;
-    if (fwd) {
-        yc_cl_arg_tensor(&a, x);
-        yc_cl_arg_tensor(&a, op->dst[0]);
-    } else {
-        yc_cl_arg_tensor(&a, op->src[0]);
-        yc_cl_arg_tensor(&a, x);
-        yc_cl_arg_tensor(&a, op->dst[0]);
-    }
     int v[] = {x->c, x->h, x->w, pooled->h, pooled->w, op->p.pool.k, op->p.pool.stride, op->p.pool.pad};
+    yc_cl_args a;
+    int st;
+    if (fwd) {
+        if ((st = yc_cl_begin(c, YC_K_MAXPOOL_FWD, &a)))
+            return st;
+        yc_cl_arg_tensor(&a, x);
+        yc_cl_arg_tensor(&a, op->dst[0]);
+        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+            yc_cl_arg_int(&a, v[i]);
+        return run_images(&a, op->dst[0]);
+    }
+    /* the windows' maxima once, in the scratch, then the gather */
+    cl_mem arg = NULL;
+    size_t outs = yc_tensor_image_elems(pooled) * (size_t)pooled->n;
+    if ((st = scratch(c, outs * sizeof(cl_int), &arg)) || (st = yc_cl_begin(c, YC_K_MAXPOOL_ARGMAX, &a)))
+        return st;
+    yc_cl_arg_tensor(&a, x);
+    yc_cl_arg_mem(&a, arg);
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         yc_cl_arg_int(&a, v[i]);
-    if (!fwd)
-        yc_cl_arg_int(&a, op->accumulate);
+    if ((st = run_images(&a, pooled)) || (st = yc_cl_begin(c, YC_K_MAXPOOL_BWD, &a)))
+        return st;
+    yc_cl_arg_tensor(&a, op->src[0]);
+    yc_cl_arg_mem(&a, arg);
+    yc_cl_arg_tensor(&a, op->dst[0]);
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        yc_cl_arg_int(&a, v[i]);
+    yc_cl_arg_int(&a, op->accumulate);
     return run_images(&a, op->dst[0]);
 }
 

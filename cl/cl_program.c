@@ -53,6 +53,7 @@ static const struct {
     [YC_K_BN_BWD_PART] = {"bn_bwd_part", YC_CL_PROG_BATCHNORM},
     [YC_K_BN_BWD] = {"bn_bwd", YC_CL_PROG_BATCHNORM},
     [YC_K_MAXPOOL_FWD] = {"maxpool_fwd", YC_CL_PROG_POOL},
+    [YC_K_MAXPOOL_ARGMAX] = {"maxpool_argmax", YC_CL_PROG_POOL},
     [YC_K_MAXPOOL_BWD] = {"maxpool_bwd", YC_CL_PROG_POOL},
     [YC_K_UPSAMPLE_FWD] = {"upsample_fwd", YC_CL_PROG_POOL},
     [YC_K_UPSAMPLE_BWD] = {"upsample_bwd", YC_CL_PROG_POOL},

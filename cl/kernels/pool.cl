@@ -1,7 +1,9 @@
 /* Max pooling (square window, stride, padding counted as -inf) and nearest upsampling, forward
  * and backward.  Work items: dimension 0 over the elements of one output image (rounded up to the
  * work-group size), dimension 1 over the images.  The backward kernels gather (each input element
- * sums what reaches it, in the order the CPU backend adds it): no atomics, no races. */
+ * sums what reaches it, in the order the CPU backend adds it): no atomics, no races; max-pool's
+ * first finds each window's maximum once (maxpool_argmax), so that the gather reads indices
+ * instead of scanning every window around every element. */
 
 /* PyTorch's window scan (MaxPoolKernel.cpp): rows then columns of the part of the window inside
  * the plane, starting from -inf at the first position inside, taking v when v > max or v is NaN;
@@ -38,9 +40,25 @@ __kernel void maxpool_fwd(TENSOR(x), TENSOR(y), int C, int H, int W, int P, int 
     ST(y, n, i, m);
 }
 
-/* dx (=|+=) the dy of every window whose maximum is this element, windows in row-major order */
-__kernel void maxpool_bwd(TENSOR(dy), TENSOR(x), TENSOR(dx), int C, int H, int W, int P, int Q, int k,
-                          int stride, int pad, int acc)
+/* Max-pool backward, first of two launches: the argmax of every window of x (its index in the
+ * plane, as window_argmax scans it) into arg (N,C,P,Q, packed). */
+__kernel void maxpool_argmax(TENSOR(x), __global int *arg, int C, int H, int W, int P, int Q, int k,
+                             int stride, int pad)
+{
+    uint i = get_global_id(0), n = get_global_id(1);
+    if (i >= (uint)(C * P * Q))
+        return;
+    int c = (int)i / (P * Q), pq = (int)i % (P * Q), p = pq / Q, q = pq % Q;
+    float m;
+    arg[(size_t)n * (size_t)(C * P * Q) + i] =
+        window_argmax(x_p, x_off, x_ns, x_h, n, (uint)(c * H * W), H, W, p * stride - pad,
+                      q * stride - pad, k, &m);
+}
+
+/* dx (=|+=) the dy of every window whose maximum (arg, from maxpool_argmax) is this element,
+ * windows in row-major order */
+__kernel void maxpool_bwd(TENSOR(dy), __global const int *arg, TENSOR(dx), int C, int H, int W,
+                          int P, int Q, int k, int stride, int pad, int acc)
 {
     uint i = get_global_id(0), n = get_global_id(1);
     if (i >= (uint)(C * H * W))
@@ -51,15 +69,12 @@ __kernel void maxpool_bwd(TENSOR(dy), TENSOR(x), TENSOR(dx), int C, int H, int W
     int p0 = lo_h <= 0 ? 0 : (lo_h + stride - 1) / stride, p1 = min((h + pad) / stride, P - 1);
     int q0 = lo_w <= 0 ? 0 : (lo_w + stride - 1) / stride, q1 = min((w + pad) / stride, Q - 1);
     float s = acc ? LD(dx, n, i) : 0.0f;
-    uint plane = (uint)(c * H * W), oplane = (uint)(c * P * Q);
+    uint oplane = (uint)(c * P * Q);
+    __global const int *an = arg + (size_t)n * (size_t)(C * P * Q);
     for (int p = p0; p <= p1; p++)
-        for (int q = q0; q <= q1; q++) {
-            float m;
-            int idx = window_argmax(x_p, x_off, x_ns, x_h, n, plane, H, W, p * stride - pad, q * stride - pad,
-                                    k, &m);
-            if (idx == hw)
+        for (int q = q0; q <= q1; q++)
+            if (an[oplane + (uint)(p * Q + q)] == hw)
                 s += LD(dy, n, oplane + (uint)(p * Q + q));
-        }
     ST(dx, n, i, s);
 }
 
