@@ -1,6 +1,7 @@
-/* One small case of every kernel of the OpenCL backend (and of the CLBlast GEMMs behind the
- * convolutions), for bench/oclgrind.sh: tiny shapes, views with gaps between images, FP16
- * activations, accumulation.  Each tensor has a buffer of its own, exactly as large as its
+/* One small case of every kernel of the OpenCL backend, for bench/oclgrind.sh: tiny shapes, views
+ * with gaps between images, FP16 activations, accumulation; then the backend's two paths that are
+ * not ops: YOLOv5's loss on the device (its head gradients against the host loss's) and the
+ * uint8 input upload.  Each tensor has a buffer of its own, exactly as large as its
  * elements need, so that a checker such as oclgrind sees any access past the end.  FP32 cases
  * are compared with the CPU backend (normalised error); FP16 cases run on OpenCL only.
  *
@@ -15,6 +16,7 @@
 #include "cl_backend.h"
 #include "half.h"
 #include "log.h"
+#include "loss.h"
 
 /* A tensor description of a case: shape, a view (gap between images), FP16 storage. */
 typedef struct tdesc {
@@ -137,6 +139,115 @@ static yc_op simple_op(yc_op_kind kind, int acc)
     return (yc_op){.kind = kind, .accumulate = acc, .name = "smoke"};
 }
 
+/* YOLOv5's loss on the device (yolo_loss) for 3 levels of 4x4, 2x2 and 1x1 cells, 3 anchors and 3
+ * classes, batch 2, five targets: the head gradients it writes against the host loss's.  Returns
+ * 1 on failure. */
+static int smoke_loss(yc_backend *be)
+{
+    const int nl = 3, na = 3, nc = 3, no = nc + 5, B = 2, grids[3] = {4, 2, 1};
+    yc_loss_params lp = {.nc = nc, .na = na, .nl = nl, .cls_pw = 1.0f, .obj_pw = 1.0f,
+                         .anchor_t = 4.0f};
+    static const float anchors[3][6] = {{1.25f, 1.6f, 2.0f, 3.75f, 4.1f, 2.9f},
+                                        {1.9f, 3.8f, 3.9f, 2.8f, 3.7f, 7.7f},
+                                        {3.6f, 2.8f, 4.9f, 6.2f, 11.6f, 10.2f}};
+    memcpy(lp.anchors, anchors, sizeof anchors);
+    yc_loss_params_gains(&lp, 0.05f, 1.0f, 0.5f, 64);
+    const float targets[5 * 6] = {0, 0, 0.3f, 0.4f, 0.2f, 0.3f, 0, 2, 0.6f, 0.55f, 0.5f, 0.4f,
+                                  1, 1, 0.25f, 0.75f, 0.1f, 0.1f, 1, 1, 0.25f, 0.75f, 0.12f, 0.1f,
+                                  1, 0, 0.8f, 0.2f, 0.6f, 0.7f};
+    yc_loss_ctx *ctx = yc_loss_new(&lp);
+    yc_tensor heads[3], grads[3];
+    float *hp[3] = {0}, *hg[3] = {0}, *dg[3] = {0};
+    yc_loss_head lh[3];
+    int bad = !ctx;
+    for (int l = 0; l < nl && !bad; l++) {
+        int g = grids[l];
+        size_t n = (size_t)B * na * no * g * g;
+        heads[l] = yc_tensor_make(B, na * no, g, g, YC_F32, "head");
+        grads[l] = heads[l];
+        heads[l].buf = yc_buffer_alloc(be, n * sizeof(float));
+        grads[l].buf = yc_buffer_alloc(be, n * sizeof(float));
+        hp[l] = malloc(n * sizeof(float));
+        hg[l] = malloc(n * sizeof(float));
+        dg[l] = malloc(n * sizeof(float));
+        bad |= !heads[l].buf || !grads[l].buf || !hp[l] || !hg[l] || !dg[l];
+        for (size_t i = 0; !bad && i < n; i++)
+            hp[l][i] = next_value(false);
+        bad |= bad || yc_tensor_set_f32(be, &heads[l], hp[l]);
+        lh[l] = (yc_loss_head){.p = hp[l], .grad = hg[l], .ny = g, .nx = g,
+                               .img_stride = (size_t)na * no * g * g};
+    }
+    yc_loss_result want;
+    const yc_target_set *sets[YC_MAX_LEVELS];
+    bad = bad || yc_loss_compute(ctx, B, lh, targets, 5, &want) ||
+          yc_loss_build_targets(ctx, B, lh, targets, 5, sets);
+    float sums[3 * 6];
+    yc_yolo_loss y = {.batch = B, .nl = nl, .na = na, .nc = nc, .cls_pw = 1.0f, .obj_pw = 1.0f,
+                      .cp = 1.0f, .cn = 0.0f, .sums = sums};
+    for (int l = 0; l < nl && !bad; l++) {
+        const yc_target_set *t = sets[l];
+        yc_yolo_loss_level *v = &y.level[l];
+        v->head = &heads[l], v->grad = &grads[l], v->n = t->n;
+        v->b = t->b, v->a = t->a, v->gj = t->gj, v->gi = t->gi, v->cls = t->cls;
+        v->tbox = t->tbox, v->anch = t->anch;
+        v->gbox = t->n ? -(float)B * lp.box_gain / (float)t->n : 0.0f;
+        v->gcls = t->n ? (float)B * lp.cls_gain / ((float)t->n * nc) : 0.0f;
+        v->gobj = (float)B * lp.obj_gain * lp.balance[l] / (float)(B * na * grids[l] * grids[l]);
+    }
+    bad = bad || !be->iface->yolo_loss || be->iface->yolo_loss(be, &y) || be->iface->synchronize(be);
+    double worst = 0.0;
+    for (int l = 0; l < nl && !bad; l++) {
+        size_t n = (size_t)B * na * no * grids[l] * grids[l];
+        bad |= yc_tensor_get_f32(be, &grads[l], dg[l]);
+        double num = 0.0, den = 1e-30;
+        for (size_t i = 0; !bad && i < n; i++) {
+            num = fmax(num, fabs((double)dg[l][i] - hg[l][i]));
+            den = fmax(den, fabs((double)hg[l][i]));
+        }
+        worst = fmax(worst, num / den);
+    }
+    bad |= !(worst < 1e-4);
+    printf("  %-26s %s  (head gradients against the host loss: %.2g)\n", "yolo loss",
+           bad ? "FAILED" : "ok", worst);
+    for (int l = 0; l < nl; l++) {
+        if (heads[l].buf)
+            yc_buffer_free(be, heads[l].buf);
+        if (grads[l].buf)
+            yc_buffer_free(be, grads[l].buf);
+        free(hp[l]), free(hg[l]), free(dg[l]);
+    }
+    yc_loss_free(ctx);
+    return bad;
+}
+
+/* The uint8 input upload (write_u8_scaled) into an FP32 view and an FP16 tensor against the
+ * host's x / 255.  Returns 1 on failure. */
+static int smoke_upload(yc_backend *be)
+{
+    enum { N = 2, C = 3, H = 5, W = 4 };
+    uint8_t px[N * C * H * W];
+    for (int i = 0; i < N * C * H * W; i++)
+        px[i] = (uint8_t)(i * 37 + 11);
+    int bad = !be->iface->write_u8_scaled;
+    for (int half = 0; half < 2 && !bad; half++) {
+        tdesc d = {N, C, H, W, !half, half == 1, false};
+        float zeros[N * C * H * W] = {0}, got[N * C * H * W];
+        int ok = 1;
+        yc_tensor t = place(be, &d, zeros, &ok);
+        bad = !ok || be->iface->write_u8_scaled(be, &t, px) || yc_tensor_get_f32(be, &t, got);
+        for (int i = 0; i < N * C * H * W && !bad; i++) {
+            float want = (float)px[i] / 255.0f;
+            if (half)
+                want = yc_half_to_float(yc_float_to_half(want));
+            bad |= got[i] != want;
+        }
+        if (t.buf)
+            yc_buffer_free(be, t.buf);
+    }
+    printf("  %-26s %s\n", "uint8 upload", bad ? "FAILED" : "ok");
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     int device = argc > 1 ? atoi(argv[1]) : 0;
@@ -162,6 +273,8 @@ int main(int argc, char **argv)
     adam.p.adam.wd = 5e-4f, adam.p.adam.scale = 1.0f, adam.p.adam.step = 3;
     ema.p.ema.decay = 0.9f;
     yc_op sq = simple_op(YC_OP_SUMSQ, 1);
+    yc_op sgdc = sgd;
+    sgdc.p.sgd.max_norm = 0.5f;
 
     const scase cases[] = {
         {"conv 3x3 s2 p1 bias view", conv_op(YC_OP_CONV2D, 3, 2, 1, 0), {TV(2, 3, 7, 6), T(4, 3, 3, 3), T(1, 4, 1, 1)},
@@ -175,6 +288,8 @@ int main(int argc, char **argv)
          {T(2, 3, 5, 4)}},
         {"conv bwd-filter 3x3 db", conv_op(YC_OP_CONV2D_BWD_FILTER, 3, 2, 1, 0), {TV(2, 3, 7, 6), TV(2, 4, 4, 3)},
          {T(4, 3, 3, 3), T(1, 4, 1, 1)}},
+        {"conv bwd-filter split", conv_op(YC_OP_CONV2D_BWD_FILTER, 3, 1, 1, 0), {T(2, 3, 16, 16), T(2, 4, 16, 16)},
+         {T(4, 3, 3, 3)}},
         {"conv bwd-filter fp16 x", conv_op(YC_OP_CONV2D_BWD_FILTER, 1, 1, 0, 0), {TH(2, 3, 5, 4), T(2, 4, 5, 4)},
          {T(4, 3, 1, 1)}},
         {"bn train view", bn, {TV(2, 3, 5, 4), TP(1, 3, 1, 1), T(1, 3, 1, 1)},
@@ -202,6 +317,8 @@ int main(int argc, char **argv)
         {"upsample", up, {TV(2, 3, 4, 3)}, {TV(2, 3, 8, 6)}},
         {"upsample bwd acc", upb, {TV(2, 3, 8, 6)}, {TV(2, 3, 4, 3)}},
         {"sgd", sgd, {T(1, 37, 1, 1)}, {T(1, 37, 1, 1), T(1, 37, 1, 1)}},
+        {"sgd clipped on the device", sgdc, {T(1, 37, 1, 1), TP(1, 1, 1, 1)},
+         {T(1, 37, 1, 1), T(1, 37, 1, 1)}},
         {"adam", adam, {T(1, 37, 1, 1)}, {T(1, 37, 1, 1), T(1, 37, 1, 1), TP(1, 37, 1, 1)}},
         {"ema", ema, {T(1, 37, 1, 1)}, {T(1, 37, 1, 1)}},
         {"sumsq", sq, {T(3, 5, 7, 1)}, {T(1, 1, 1, 1)}},
@@ -261,8 +378,9 @@ int main(int argc, char **argv)
         for (int i = 0; i < YC_OP_MAX_DST; i++)
             free(vd[i]), free(o_cl[i]), free(o_cpu[i]);
     }
+    int extra = smoke_loss(cl) + smoke_upload(cl);
     yc_backend_free(cpu);
     yc_backend_free(cl);
-    printf("cl_smoke: %d of %zu cases failed\n", failures, sizeof cases / sizeof cases[0]);
-    return failures ? 1 : 0;
+    printf("cl_smoke: %d of %zu cases failed\n", failures + extra, sizeof cases / sizeof cases[0] + 2);
+    return failures + extra ? 1 : 0;
 }
