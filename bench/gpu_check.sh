@@ -33,13 +33,15 @@
 #      with the GPU's measured float32 matrix-product rate;
 #   5. one epoch of coco128 at 640 (yolov5s from scratch, batch 16): wall time, peak resident
 #      memory, peak GPU memory (nvidia-smi, sampled every 0.2 s);
-#   6. batch 32 of step 4, then yolocl bench --profile (batch 16), then PyTorch YOLOv5 v7.0's own
-#      train.py for the same epoch when packed with --yolov5.
+#   6. batch 32 of step 4, then yolocl bench --profile (batch 16), yolocl tune and the FP16 step
+#      again with the tuned tiles, then PyTorch YOLOv5 v7.0's own train.py for the same epoch
+#      when packed with --yolov5.
 # --quick runs the same sequence on YOLOv5n at 128 (batch 2 and 4), PyTorch on the CPU where
 # python3 has torch, and a coco128 epoch at 128 (or the demo dataset without coco128).
 #
-# --steps LIST runs only the named ones of ops (test_ops), golden (test_cl), probe, bench,
-# clblast (the step once more with YOLOCL_CL_CONV=clblast), torch, epoch, yolov5 (all by default); --ops-limit N gives each test case of test_ops N seconds (150), --device D another OpenCL device.
+# --steps LIST runs only the named ones of ops (test_ops), golden (test_cl), probe, bench, tune
+# (yolocl tune, then the FP16 step again), clblast (the step once more with
+# YOLOCL_CL_CONV=clblast), torch, epoch, yolov5 (all by default); --ops-limit N gives each test case of test_ops N seconds (150), --device D another OpenCL device.
 #
 # What it writes to --out (default $OUT, else ./gpu_check_out): report.txt (the table printed
 # last), log.txt (every step's output), bench.jsonl (yolocl bench --json lines), torch.jsonl
@@ -50,7 +52,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 pack_dir=$root/.gpu
 mode= quick=0 with_ref=0 yolov5_src= coco_src= out_dir= budget= device=opencl:0
-steps=ops,golden,probe,bench,clblast,torch,epoch,yolov5 ops_limit=150
+steps=ops,golden,probe,bench,tune,clblast,torch,epoch,yolov5 ops_limit=150
 
 usage() {
     sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -354,6 +356,16 @@ run() {
     if want bench; then
         step "yolocl bench --profile b$b1" 90 "$Y" bench --cfg "$cfg" --img "$img" --batch "$b1" --device "$device" \
             --iters 2 --warmup 1 --profile
+    fi
+    if want tune; then
+        # the convolution tiles measured for this device (FP16 storage, as training on OpenCL
+        # stores), then the step again with them
+        step "yolocl tune b$b1 --half" 150 "$Y" tune --cfg "$cfg" --img "$img" --batch "$b1" \
+            --device "$device" --half
+        step "yolocl bench b$b1 --half (tuned)" 90 "$Y" bench --cfg "$cfg" --img "$img" \
+            --batch "$b1" --device "$device" --iters "$iters" --warmup "$warm" --json --half
+        grep -h '^{' "$W/last.out" | sed 's/"half": true/"half": true, "conv": "tuned"/' \
+            >>"$out_dir/bench.jsonl"
     fi
     if want clblast; then
         # the earlier convolutions (im2col + CLBlast), side by side with the implicit GEMMs above

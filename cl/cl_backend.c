@@ -31,6 +31,7 @@ static void ctx_release(yc_cl_ctx *c)
     if (c->scratch)
         clReleaseMemObject(c->scratch);
     yc_cl_loss_release(c);
+    free(c->tuned);
     if (c->blast_temp)
         clReleaseMemObject(c->blast_temp);
     yc_cl_upload_release(c);
@@ -364,6 +365,9 @@ int yc_backend_opencl_new(yc_backend **out, int index)
     be->iface = &cl_iface;
     be->ctx = c;
     c->count = &be->counters;
+    c->force_tile = -1;
+    if (!c->conv_clblast)
+        yc_cl_tune_load(c);
     be->info = c->desc.info;
     /* CLBlast's direct GEMM kernel takes element offsets as int: no buffer beyond 2^31 floats */
     if (be->info.max_alloc > YC_CL_MAX_BUFFER)

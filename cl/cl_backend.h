@@ -41,6 +41,29 @@ yc_cl_program_stats yc_cl_backend_stats(const yc_backend *be);
  * or no directory can be named (neither XDG_CACHE_HOME nor HOME set). */
 char *yc_cl_cache_dir(void);
 
+/* The file the convolution tiles tuned for the device of an OpenCL backend are kept in (heap
+ * string: <cache dir>/tiles-<hash of device, driver and igemm.cl>.txt), or NULL when there is no
+ * cache directory.  Each backend reads it when it opens, if it exists. */
+char *yc_cl_tune_path(yc_backend *be);
+
+/* yolocl tune: times every tile of the implicit GEMMs on each distinct convolution op of `ops`
+ * (forward, backward-data, backward-filter; their tensors placed on `be`'s buffers: the values do
+ * not matter), `iters` runs each after one untimed run, keeps the fastest per pass, shape and
+ * storage for this backend, prints a line per op, and writes them to `path` (atomically; NULL:
+ * nowhere).  *tuned: the passes tuned. */
+int yc_cl_tune(yc_backend *be, const yc_op *const *ops, int nops, int iters, const char *path,
+               int *tuned);
+
+/* The tiles the implicit-GEMM convolutions can run with (tile 0 is the default): how many, and
+ * tile t's output tile (tm x tn) and reduction step (tk). */
+int yc_cl_tile_count(void);
+void yc_cl_tile_size(int t, int *tm, int *tn, int *tk);
+/* The tile a convolution op would run with on this backend (forced, tuned, or 0). */
+int yc_cl_conv_tile_of(yc_backend *be, const yc_op *op);
+/* Makes every convolution run with tile t (-1: back to the tuned or default ones); for the tests
+ * of each tile. */
+void yc_cl_force_tile(yc_backend *be, int t);
+
 /* Name of a CLBlast status code ("CLBlastInsufficientMemoryTemp"), OpenCL's name for the codes
  * CLBlast shares with OpenCL, "unknown CLBlast status" otherwise. */
 const char *yc_clblast_status_name(int status);

@@ -24,6 +24,7 @@
 #include "cl_internal.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "log.h"
 #include "util.h"
@@ -119,45 +120,108 @@ static int make_layout(yc_cl_ctx *c, const yc_op *op, const geom *g, layout *L)
 
 /* ---- implicit GEMMs (igemm.cl) ------------------------------------------------------------ */
 
-/* The tile of igemm.cl's kernels (its TM, TN, TK) and their work-group size. */
-enum { IG_TM = 64, IG_TN = 64, IG_TK = 16, IG_WG = 256 };
+/* igemm.cl's work-group size, whatever the tile. */
+enum { IG_WG = 256 };
 
-/* The split of backward-filter's reduction over N*P*Q: about four work-groups per compute unit
- * in all, each chunk a multiple of TK and at least 4 TK long. */
-static void filter_split(const yc_cl_ctx *c, const geom *g, int *splits, int *chunk)
+int yc_cl_conv_pass(const yc_op *op)
 {
-    size_t tiles = (size_t)((g->K + IG_TM - 1) / IG_TM) * ((g->crs + IG_TN - 1) / IG_TN);
+    return op->kind == YC_OP_CONV2D ? 0 : op->kind == YC_OP_CONV2D_BWD_DATA ? 1 : 2;
+}
+
+/* The tuning key of a convolution: its pass, shape and storage. */
+static yc_cl_tuned tuned_key(const yc_op *op, const geom *g)
+{
+    const yc_tensor *in = op->src[0], *out = op->dst[0];
+    return (yc_cl_tuned){.pass = yc_cl_conv_pass(op), .n = g->N, .c = g->C, .h = g->H, .w = g->W,
+                         .k = g->K, .r = g->R, .s = g->S, .sh = g->sh, .sw = g->sw, .ph = g->ph,
+                         .pw = g->pw, .half_in = in->type == YC_F16,
+                         .half_out = out->type == YC_F16, .tile = 0};
+}
+
+/* The tile a convolution runs with: the forced one, the tuned one, else the default (tile 0). */
+static int conv_tile(const yc_cl_ctx *c, const yc_op *op, const geom *g)
+{
+    if (c->force_tile >= 0)
+        return c->force_tile;
+    yc_cl_tuned key = tuned_key(op, g);
+    for (int i = 0; i < c->ntuned; i++) {
+        yc_cl_tuned t = c->tuned[i];
+        key.tile = t.tile;
+        if (memcmp(&t, &key, sizeof t) == 0)
+            return t.tile;
+    }
+    return 0;
+}
+
+int yc_cl_tile_count(void)
+{
+    return YC_CL_NTILES;
+}
+
+void yc_cl_tile_size(int t, int *tm, int *tn, int *tk)
+{
+    *tm = yc_cl_tiles[t].tm, *tn = yc_cl_tiles[t].tn, *tk = yc_cl_tiles[t].tk;
+}
+
+int yc_cl_conv_tile_of(yc_backend *be, const yc_op *op)
+{
+    geom g = make_geom(op);
+    return conv_tile(be->ctx, op, &g);
+}
+
+void yc_cl_force_tile(yc_backend *be, int t)
+{
+    yc_cl_ctx *c = be->ctx;
+    c->force_tile = t >= 0 && t < YC_CL_NTILES ? t : -1;
+}
+
+/* The split of backward-filter's reduction over N*P*Q for tile t: about four work-groups per
+ * compute unit in all, each chunk a multiple of TK and at least 4 TK long. */
+static void filter_split(const yc_cl_ctx *c, const geom *g, int t, int *splits, int *chunk)
+{
+    const yc_cl_tile *tl = &yc_cl_tiles[t];
+    size_t tiles = (size_t)((g->K + tl->tm - 1) / tl->tm) * ((g->crs + tl->tn - 1) / tl->tn);
     size_t npq = (size_t)g->N * g->pq, cus = (size_t)(c->desc.info.compute_units > 0
                                                          ? c->desc.info.compute_units : 1);
-    size_t want = (4 * cus + tiles - 1) / tiles, most = npq / (4 * IG_TK);
+    size_t want = (4 * cus + tiles - 1) / tiles, most = npq / (4 * (size_t)tl->tk);
     size_t n = want < most ? want : most;
     if (n < 1)
         n = 1;
     if (n > 4096)
         n = 4096;
     size_t ch = (npq + n - 1) / n;
-    ch = (ch + IG_TK - 1) / IG_TK * IG_TK;
+    ch = (ch + tl->tk - 1) / tl->tk * tl->tk;
     *chunk = (int)ch;
     *splits = (int)((npq + ch - 1) / ch);
 }
 
-static size_t igemm_workspace(const yc_cl_ctx *c, const yc_op *op, const geom *g)
+static size_t igemm_workspace(const yc_cl_ctx *c, const yc_op *op, const geom *g, int t)
 {
     if (op->kind != YC_OP_CONV2D_BWD_FILTER)
         return 0;
     int splits, chunk;
-    filter_split(c, g, &splits, &chunk);
+    filter_split(c, g, t, &splits, &chunk);
     return splits > 1 ? (size_t)splits * g->K * g->crs * sizeof(float) : 0;
 }
 
-/* Starts an igemm.cl kernel, which must run with work-groups of IG_WG. */
-static int igemm_begin(yc_cl_ctx *c, yc_cl_kid kid, yc_cl_args *a)
+size_t yc_cl_conv_workspace_max(yc_cl_ctx *c, const yc_op *op)
 {
-    int st = yc_cl_begin(c, kid, a);
-    if (!st && a->local != IG_WG)
+    geom g = make_geom(op);
+    size_t most = 0;
+    for (int t = 0; t < YC_CL_NTILES; t++) {
+        size_t w = igemm_workspace(c, op, &g, t);
+        most = w > most ? w : most;
+    }
+    return most;
+}
+
+/* Starts an igemm.cl kernel of tile t, which must run with work-groups of IG_WG. */
+static int igemm_begin(yc_cl_ctx *c, int t, yc_cl_igemm_kid which, yc_cl_args *a)
+{
+    int st = yc_cl_begin_igemm(c, t, which, a);
+    if (!st && which != YC_IG_REDUCE && a->local != IG_WG)
         st = yc_error_status(YC_EUNSUPPORTED, "opencl: %s needs work-groups of %d on %s, which "
-                             "allows %zu for it", yc_cl_kernel_name(kid), IG_WG,
-                             c->desc.info.name, a->local);
+                             "allows %zu for it", a->name, IG_WG, c->desc.info.name, a->local);
     return st;
 }
 
@@ -169,11 +233,12 @@ static void shape_args(yc_cl_args *a, const geom *g)
         yc_cl_arg_int(a, v[i]);
 }
 
-static int igemm_fwd(yc_cl_ctx *c, const yc_op *op, const geom *g)
+static int igemm_fwd(yc_cl_ctx *c, const yc_op *op, const geom *g, int t)
 {
     const yc_tensor *x = op->src[0], *w = op->src[1], *b = op->src[2], *y = op->dst[0];
+    const yc_cl_tile *tl = &yc_cl_tiles[t];
     yc_cl_args a;
-    int st = igemm_begin(c, YC_K_CONV_FWD_IGEMM, &a);
+    int st = igemm_begin(c, t, YC_IG_FWD, &a);
     if (st)
         return st;
     yc_cl_arg_tensor(&a, x);
@@ -182,16 +247,17 @@ static int igemm_fwd(yc_cl_ctx *c, const yc_op *op, const geom *g)
     yc_cl_arg_int(&a, b != NULL);
     yc_cl_arg_tensor(&a, y);
     shape_args(&a, g);
-    size_t groups[2] = {((size_t)g->N * g->pq + IG_TN - 1) / IG_TN,
-                        (size_t)(g->K + IG_TM - 1) / IG_TM};
+    size_t groups[2] = {((size_t)g->N * g->pq + tl->tn - 1) / tl->tn,
+                        (size_t)(g->K + tl->tm - 1) / tl->tm};
     return yc_cl_run(&a, 2, groups, true);
 }
 
-static int igemm_bwd_data(yc_cl_ctx *c, const yc_op *op, const geom *g)
+static int igemm_bwd_data(yc_cl_ctx *c, const yc_op *op, const geom *g, int t)
 {
     const yc_tensor *dy = op->src[0], *w = op->src[1], *dx = op->dst[0];
+    const yc_cl_tile *tl = &yc_cl_tiles[t];
     yc_cl_args a;
-    int st = igemm_begin(c, YC_K_CONV_BWD_DATA_IGEMM, &a);
+    int st = igemm_begin(c, t, YC_IG_BWD_DATA, &a);
     if (st)
         return st;
     yc_cl_arg_tensor(&a, dy);
@@ -199,20 +265,21 @@ static int igemm_bwd_data(yc_cl_ctx *c, const yc_op *op, const geom *g)
     yc_cl_arg_tensor(&a, dx);
     yc_cl_arg_int(&a, op->accumulate);
     shape_args(&a, g);
-    size_t groups[2] = {((size_t)g->N * g->H * g->W + IG_TN - 1) / IG_TN,
-                        (size_t)(g->C + IG_TM - 1) / IG_TM};
+    size_t groups[2] = {((size_t)g->N * g->H * g->W + tl->tn - 1) / tl->tn,
+                        (size_t)(g->C + tl->tm - 1) / tl->tm};
     return yc_cl_run(&a, 2, groups, true);
 }
 
-static int igemm_bwd_filter(yc_cl_ctx *c, const yc_op *op, const geom *g, yc_span ws)
+static int igemm_bwd_filter(yc_cl_ctx *c, const yc_op *op, const geom *g, int t, yc_span ws)
 {
     const yc_tensor *x = op->src[0], *dy = op->src[1], *dw = op->dst[0], *db = op->dst[1];
+    const yc_cl_tile *tl = &yc_cl_tiles[t];
     int splits, chunk;
-    filter_split(c, g, &splits, &chunk);
+    filter_split(c, g, t, &splits, &chunk);
     cl_mem part = splits > 1 ? ws.buf->mem : dw->buf->mem;
     size_t part_off = splits > 1 ? ws.offset : dw->offset;
     yc_cl_args a;
-    int st = igemm_begin(c, YC_K_CONV_BWD_FILTER_IGEMM, &a);
+    int st = igemm_begin(c, t, YC_IG_BWD_FILTER, &a);
     if (st)
         return st;
     yc_cl_arg_tensor(&a, x);
@@ -222,12 +289,12 @@ static int igemm_bwd_filter(yc_cl_ctx *c, const yc_op *op, const geom *g, yc_spa
     yc_cl_arg_int(&a, splits);
     yc_cl_arg_int(&a, chunk);
     shape_args(&a, g);
-    size_t groups[3] = {(g->crs + IG_TN - 1) / IG_TN, (size_t)(g->K + IG_TM - 1) / IG_TM,
+    size_t groups[3] = {(g->crs + tl->tn - 1) / tl->tn, (size_t)(g->K + tl->tm - 1) / tl->tm,
                         (size_t)splits};
     if ((st = yc_cl_run(&a, 3, groups, true)))
         return st;
     if (splits > 1) {
-        if ((st = yc_cl_begin(c, YC_K_CONV_BWD_FILTER_REDUCE, &a)))
+        if ((st = igemm_begin(c, 0, YC_IG_REDUCE, &a)))
             return st;
         yc_cl_arg_at(&a, part, part_off);
         yc_cl_arg_param(&a, dw);
@@ -255,7 +322,7 @@ int yc_cl_conv_workspace(yc_cl_ctx *c, const yc_op *op, size_t *bytes)
 {
     geom g = make_geom(op);
     if (!c->conv_clblast) {
-        *bytes = igemm_workspace(c, op, &g);
+        *bytes = igemm_workspace(c, op, &g, conv_tile(c, op, &g));
         return YC_OK;
     }
     layout L;
@@ -449,15 +516,16 @@ int yc_cl_conv(yc_cl_ctx *c, const yc_op *op, yc_span ws)
     geom g = make_geom(op);
     int st;
     if (!c->conv_clblast) {
-        if ((st = check_span(op, ws, igemm_workspace(c, op, &g))))
+        int t = conv_tile(c, op, &g);
+        if ((st = check_span(op, ws, igemm_workspace(c, op, &g, t))))
             return st;
         switch (op->kind) {
         case YC_OP_CONV2D:
-            return igemm_fwd(c, op, &g);
+            return igemm_fwd(c, op, &g, t);
         case YC_OP_CONV2D_BWD_DATA:
-            return igemm_bwd_data(c, op, &g);
+            return igemm_bwd_data(c, op, &g, t);
         default:
-            return igemm_bwd_filter(c, op, &g, ws);
+            return igemm_bwd_filter(c, op, &g, t, ws);
         }
     }
     layout L;

@@ -31,7 +31,6 @@ typedef enum yc_cl_prog {
     YC_CL_PROG_POOL,
     YC_CL_PROG_CONV,
     YC_CL_PROG_OPTIM,
-    YC_CL_PROG_IGEMM,
     YC_CL_PROG_LOSS,
     YC_CL_NPROGS
 } yc_cl_prog;
@@ -64,10 +63,6 @@ typedef enum yc_cl_kid {
     YC_K_EMA,
     YC_K_SUMSQ_PART,
     YC_K_SUMSQ_TOTAL,
-    YC_K_CONV_FWD_IGEMM,
-    YC_K_CONV_BWD_DATA_IGEMM,
-    YC_K_CONV_BWD_FILTER_IGEMM,
-    YC_K_CONV_BWD_FILTER_REDUCE,
     YC_K_LOSS_CELLS,
     YC_K_LOSS_OBJ,
     YC_K_LOSS_SUMS,
@@ -113,6 +108,30 @@ typedef struct yc_cl_upload_slot {
     unsigned long copied_at;
 } yc_cl_upload_slot;
 
+/* The tiles the implicit-GEMM convolutions can be built with (igemm.cl's TM x TN output tile,
+ * TK reduction steps per local-memory load); tile 0 is the default. */
+typedef struct yc_cl_tile {
+    int tm, tn, tk;
+} yc_cl_tile;
+#define YC_CL_NTILES 6
+extern const yc_cl_tile yc_cl_tiles[YC_CL_NTILES];
+
+/* The kernels of igemm.cl, in each tile's program. */
+typedef enum yc_cl_igemm_kid {
+    YC_IG_FWD,
+    YC_IG_BWD_DATA,
+    YC_IG_BWD_FILTER,
+    YC_IG_REDUCE,
+    YC_IG_NKERNELS
+} yc_cl_igemm_kid;
+
+/* One tuned choice: a convolution pass of one shape and storage, and the tile that ran it
+ * fastest (cl_tune.c). */
+typedef struct yc_cl_tuned {
+    int pass, n, c, h, w, k, r, s, sh, sw, ph, pw, half_in, half_out;
+    int tile;
+} yc_cl_tuned;
+
 /* The backend's state (yc_backend.ctx). */
 typedef struct yc_cl_ctx {
     /* the device, its description (names and driver version: the program cache key) */
@@ -131,6 +150,15 @@ typedef struct yc_cl_ctx {
     /* kernels created so far, and the local size each is launched with */
     cl_kernel kernels[YC_K_COUNT];
     size_t local[YC_K_COUNT];
+    /* igemm.cl built per tile (on first use) and its kernels */
+    cl_program igemm_progs[YC_CL_NTILES];
+    cl_kernel igemm_kernels[YC_CL_NTILES][YC_IG_NKERNELS];
+    size_t igemm_local[YC_CL_NTILES][YC_IG_NKERNELS];
+    /* the tuned tiles (from the tuning cache, or being measured), and a tile forced on every
+     * convolution (-1: none; the tuner's) */
+    yc_cl_tuned *tuned;
+    int ntuned;
+    int force_tile;
     /* what the program cache did */
     yc_cl_program_stats stats;
     /* convolutions through im2col + CLBlast (YOLOCL_CL_CONV=clblast) instead of the implicit
@@ -170,8 +198,22 @@ int yc_cl_fail(const char *call, cl_int err);
 int yc_cl_kernel(yc_cl_ctx *c, yc_cl_kid k, cl_kernel *out, size_t *local);
 /* The kernel's name in its .cl file. */
 const char *yc_cl_kernel_name(yc_cl_kid k);
+/* Kernel `which` of igemm.cl built with tile `tile` (its program built or loaded on first use),
+ * and its local size. */
+int yc_cl_igemm_kernel(yc_cl_ctx *c, int tile, yc_cl_igemm_kid which, cl_kernel *out, size_t *local);
 /* Releases the kernels and programs. */
 void yc_cl_programs_release(yc_cl_ctx *c);
+/* The 128-bit hash (32 hex digits) of a program's source (common.cl and `file`, as it is built),
+ * and of a text. */
+int yc_cl_source_hash(const char *file, char out[33]);
+void yc_cl_hash_text(const char *text, char out[33]);
+
+/* ---- cl_tune.c ---------------------------------------------------------------------------- */
+
+/* Loads the tuning cache of the device, if there is one (at backend creation). */
+void yc_cl_tune_load(yc_cl_ctx *c);
+/* The tuning cache's path for the context's device (heap), or NULL. */
+char *yc_cl_tune_path_of(yc_cl_ctx *c);
 /* Build options for a device: "-cl-std=CL1.2", plus correctly rounded division and sqrt where the
  * device has them. */
 void yc_cl_build_options(cl_device_id dev, char *buf, size_t len);
@@ -182,7 +224,8 @@ void yc_cl_build_options(cl_device_id dev, char *buf, size_t len);
  * yc_cl_run. */
 typedef struct yc_cl_args {
     yc_cl_ctx *c;
-    yc_cl_kid kid;
+    /* the kernel's name, for messages */
+    const char *name;
     cl_kernel k;
     size_t local;
     /* next argument index */
@@ -194,6 +237,8 @@ typedef struct yc_cl_args {
 
 /* Starts the arguments of kernel `kid` (builds its program when needed). */
 int yc_cl_begin(yc_cl_ctx *c, yc_cl_kid kid, yc_cl_args *a);
+/* The same for kernel `which` of igemm.cl built with tile `tile`. */
+int yc_cl_begin_igemm(yc_cl_ctx *c, int tile, yc_cl_igemm_kid which, yc_cl_args *a);
 void yc_cl_arg_mem(yc_cl_args *a, cl_mem m);
 void yc_cl_arg_ulong(yc_cl_args *a, unsigned long long v);
 void yc_cl_arg_uint(yc_cl_args *a, unsigned v);
@@ -234,8 +279,12 @@ void yc_cl_blast_release(void);
 
 /* ---- cl_conv.c ---------------------------------------------------------------------------- */
 
-/* Workspace bytes of a convolution op. */
+/* Workspace bytes of a convolution op (with the tile it will run with). */
 int yc_cl_conv_workspace(yc_cl_ctx *c, const yc_op *op, size_t *bytes);
+/* The most workspace a convolution op needs with any tile (the tuner's). */
+size_t yc_cl_conv_workspace_max(yc_cl_ctx *c, const yc_op *op);
+/* 0 forward, 1 backward-data, 2 backward-filter. */
+int yc_cl_conv_pass(const yc_op *op);
 /* YC_OP_CONV2D, YC_OP_CONV2D_BWD_DATA, YC_OP_CONV2D_BWD_FILTER (op checked and placed). */
 int yc_cl_conv(yc_cl_ctx *c, const yc_op *op, yc_span ws);
 

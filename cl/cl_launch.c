@@ -12,8 +12,17 @@
 
 int yc_cl_begin(yc_cl_ctx *c, yc_cl_kid kid, yc_cl_args *a)
 {
-    *a = (yc_cl_args){.c = c, .kid = kid, .err = CL_SUCCESS};
+    *a = (yc_cl_args){.c = c, .name = yc_cl_kernel_name(kid), .err = CL_SUCCESS};
     return yc_cl_kernel(c, kid, &a->k, &a->local);
+}
+
+int yc_cl_begin_igemm(yc_cl_ctx *c, int tile, yc_cl_igemm_kid which, yc_cl_args *a)
+{
+    static const char *const names[YC_IG_NKERNELS] = {"conv_fwd_igemm", "conv_bwd_data_igemm",
+                                                      "conv_bwd_filter_igemm",
+                                                      "conv_bwd_filter_reduce"};
+    *a = (yc_cl_args){.c = c, .name = names[which], .err = CL_SUCCESS};
+    return yc_cl_igemm_kernel(c, tile, which, &a->k, &a->local);
 }
 
 /* Sets the next argument. */
@@ -83,7 +92,7 @@ int yc_cl_run(yc_cl_args *a, cl_uint dims, const size_t *global, bool groups)
 {
     char what[96];
     if (a->err != CL_SUCCESS) {
-        snprintf(what, sizeof what, "%s: clSetKernelArg(argument %u)", yc_cl_kernel_name(a->kid),
+        snprintf(what, sizeof what, "%s: clSetKernelArg(argument %u)", a->name,
                  (unsigned)a->bad);
         return yc_cl_fail(what, a->err);
     }
@@ -102,6 +111,6 @@ int yc_cl_run(yc_cl_args *a, cl_uint dims, const size_t *global, bool groups)
         a->c->count->launches++;
         return YC_OK;
     }
-    snprintf(what, sizeof what, "%s: clEnqueueNDRangeKernel", yc_cl_kernel_name(a->kid));
+    snprintf(what, sizeof what, "%s: clEnqueueNDRangeKernel", a->name);
     return yc_cl_fail(what, err);
 }

@@ -31,7 +31,6 @@ static const char *const prog_files[YC_CL_NPROGS] = {
     [YC_CL_PROG_POOL] = "pool.cl",
     [YC_CL_PROG_CONV] = "conv.cl",
     [YC_CL_PROG_OPTIM] = "optim.cl",
-    [YC_CL_PROG_IGEMM] = "igemm.cl",
     [YC_CL_PROG_LOSS] = "loss.cl",
 };
 
@@ -66,10 +65,6 @@ static const struct {
     [YC_K_EMA] = {"ema", YC_CL_PROG_OPTIM},
     [YC_K_SUMSQ_PART] = {"sumsq_part", YC_CL_PROG_OPTIM},
     [YC_K_SUMSQ_TOTAL] = {"sumsq_total", YC_CL_PROG_OPTIM},
-    [YC_K_CONV_FWD_IGEMM] = {"conv_fwd_igemm", YC_CL_PROG_IGEMM},
-    [YC_K_CONV_BWD_DATA_IGEMM] = {"conv_bwd_data_igemm", YC_CL_PROG_IGEMM},
-    [YC_K_CONV_BWD_FILTER_IGEMM] = {"conv_bwd_filter_igemm", YC_CL_PROG_IGEMM},
-    [YC_K_CONV_BWD_FILTER_REDUCE] = {"conv_bwd_filter_reduce", YC_CL_PROG_IGEMM},
     [YC_K_LOSS_CELLS] = {"loss_cells", YC_CL_PROG_LOSS},
     [YC_K_LOSS_OBJ] = {"loss_obj", YC_CL_PROG_LOSS},
     [YC_K_LOSS_SUMS] = {"loss_sums", YC_CL_PROG_LOSS},
@@ -161,18 +156,34 @@ static int append_source(const char *name, char **text, size_t *len)
 }
 
 /* common.cl followed by the program's file. */
-static int program_source(yc_cl_prog p, char **text, size_t *len)
+static int program_source(const char *file, char **text, size_t *len)
 {
     *text = NULL;
     *len = 0;
     int st = append_source("common.cl", text, len);
     if (!st)
-        st = append_source(prog_files[p], text, len);
+        st = append_source(file, text, len);
     if (st) {
         free(*text);
         *text = NULL;
     }
     return st;
+}
+
+int yc_cl_source_hash(const char *file, char out[33])
+{
+    char *src = NULL;
+    size_t len = 0;
+    int st = program_source(file, &src, &len);
+    if (!st)
+        hash128(src, len, out);
+    free(src);
+    return st;
+}
+
+void yc_cl_hash_text(const char *text, char out[33])
+{
+    hash128(text, strlen(text), out);
 }
 
 /* ---- the cache ------------------------------------------------------------------------------ */
@@ -195,8 +206,8 @@ char *yc_cl_cache_dir(void)
     return dir;
 }
 
-/* The cache key of a program (heap text). */
-static char *cache_key(const yc_cl_ctx *c, const char *src, size_t len)
+/* The cache key of a program built with `options` (heap text). */
+static char *cache_key(const yc_cl_ctx *c, const char *src, size_t len, const char *options)
 {
     char h[33];
     hash128(src, len, h);
@@ -207,7 +218,7 @@ static char *cache_key(const yc_cl_ctx *c, const char *src, size_t len)
         snprintf(key, cap,
                  "source %s %zu\noptions %s\ndevice %s\ndevice version %s\ndriver %s\nplatform %s\n"
                  "platform version %s\n",
-                 h, len, c->options, d->info.name, d->device_version, d->driver_version, d->info.platform,
+                 h, len, options, d->info.name, d->device_version, d->driver_version, d->info.platform,
                  d->info.version);
     return key;
 }
@@ -310,9 +321,9 @@ static bool cache_write(cl_program prog, const char *dir, const char *path, cons
 
 /* ---- building ------------------------------------------------------------------------------- */
 
-/* Records the build failure of program `p` with the start of its build log (the first errors;
+/* Records the build failure of program `file` with the start of its build log (the first errors;
  * messages hold 2 KiB). */
-static int build_failed(yc_cl_ctx *c, cl_program prog, yc_cl_prog p, cl_int err)
+static int build_failed(yc_cl_ctx *c, cl_program prog, const char *file, cl_int err)
 {
     size_t n = 0;
     char *log = NULL;
@@ -323,14 +334,14 @@ static int build_failed(yc_cl_ctx *c, cl_program prog, yc_cl_prog p, cl_int err)
     else if (log)
         log[0] = '\0';
     const char *text = log ? log : "";
-    int st = yc_error_status(YC_EDEVICE, "opencl: building %s for %s: %s (%d)%s%.1200s", prog_files[p],
+    int st = yc_error_status(YC_EDEVICE, "opencl: building %s for %s: %s (%d)%s%.1200s", file,
                              c->desc.info.name, yc_cl_error_name(err), (int)err, text[0] ? "\n" : "", text);
     free(log);
     return st;
 }
 
 /* A program from a cached binary, or NULL when the driver refuses it. */
-static cl_program from_binary(yc_cl_ctx *c, const unsigned char *bin, size_t size)
+static cl_program from_binary(yc_cl_ctx *c, const unsigned char *bin, size_t size, const char *options)
 {
     cl_int err, status = CL_SUCCESS;
     cl_program prog = clCreateProgramWithBinary(c->context, 1, &c->device, &size, &bin, &status, &err);
@@ -340,7 +351,7 @@ static cl_program from_binary(yc_cl_ctx *c, const unsigned char *bin, size_t siz
             clReleaseProgram(prog);
         return NULL;
     }
-    err = clBuildProgram(prog, 1, &c->device, c->options, NULL, NULL);
+    err = clBuildProgram(prog, 1, &c->device, options, NULL, NULL);
     if (err != CL_SUCCESS) {
         yc_debug("opencl: cached binary did not build: %s\n", yc_cl_error_name(err));
         clReleaseProgram(prog);
@@ -349,17 +360,19 @@ static cl_program from_binary(yc_cl_ctx *c, const unsigned char *bin, size_t siz
     return prog;
 }
 
-/* Builds (or loads) program p. */
-static int program_get(yc_cl_ctx *c, yc_cl_prog p)
+/* Builds (or loads from the cache) the program of `file` with the device's options followed by
+ * `extra` (defines; "" for none). */
+static int program_build(yc_cl_ctx *c, const char *file, const char *extra, cl_program *out)
 {
-    if (c->progs[p])
-        return YC_OK;
+    *out = NULL;
+    char options[512];
+    snprintf(options, sizeof options, "%s%s%s", c->options, extra[0] ? " " : "", extra);
     char *src = NULL, *key = NULL, *dir = NULL, *path = NULL;
     size_t len = 0;
-    int st = program_source(p, &src, &len);
+    int st = program_source(file, &src, &len);
     if (st)
-        return yc_error_context(st, "opencl: source of %s", prog_files[p]);
-    key = cache_key(c, src, len);
+        return yc_error_context(st, "opencl: source of %s", file);
+    key = cache_key(c, src, len, options);
     if (!key) {
         free(src);
         return YC_ENOMEM;
@@ -378,7 +391,7 @@ static int program_get(yc_cl_ctx *c, yc_cl_prog p)
         bool bad;
         cache_read(path, key, &bin, &bsize, &bad);
         if (bin) {
-            prog = from_binary(c, bin, bsize);
+            prog = from_binary(c, bin, bsize, options);
             bad = prog == NULL;
             free(bin);
         }
@@ -386,7 +399,7 @@ static int program_get(yc_cl_ctx *c, yc_cl_prog p)
             c->stats.loaded++;
         if (bad) {
             c->stats.rejected++;
-            yc_debug("opencl: program cache file %s is unusable: rebuilding %s\n", path, prog_files[p]);
+            yc_debug("opencl: program cache file %s is unusable: rebuilding %s\n", path, file);
         }
     }
     if (!prog) {
@@ -397,25 +410,34 @@ static int program_get(yc_cl_ctx *c, yc_cl_prog p)
             st = yc_cl_fail("clCreateProgramWithSource", err);
         } else {
             double t0 = yc_now();
-            err = clBuildProgram(prog, 1, &c->device, c->options, NULL, NULL);
+            err = clBuildProgram(prog, 1, &c->device, options, NULL, NULL);
             if (err != CL_SUCCESS) {
-                st = build_failed(c, prog, p, err);
+                st = build_failed(c, prog, file, err);
                 clReleaseProgram(prog);
                 prog = NULL;
             } else {
                 c->stats.built++;
-                yc_debug("opencl: built %s in %.2f s\n", prog_files[p], yc_now() - t0);
+                yc_debug("opencl: built %s%s%s in %.2f s\n", file, extra[0] ? " " : "", extra,
+                         yc_now() - t0);
                 if (path && cache_write(prog, dir, path, key))
                     c->stats.stored++;
             }
         }
     }
-    c->progs[p] = prog;
+    *out = prog;
     free(src);
     free(key);
     free(dir);
     free(path);
     return st;
+}
+
+/* Builds (or loads) program p. */
+static int program_get(yc_cl_ctx *c, yc_cl_prog p)
+{
+    if (c->progs[p])
+        return YC_OK;
+    return program_build(c, prog_files[p], "", &c->progs[p]);
 }
 
 const char *yc_cl_kernel_name(yc_cl_kid k)
@@ -452,8 +474,70 @@ int yc_cl_kernel(yc_cl_ctx *c, yc_cl_kid k, cl_kernel *out, size_t *local)
     return YC_OK;
 }
 
+const yc_cl_tile yc_cl_tiles[YC_CL_NTILES] = {
+    {64, 64, 16}, {32, 64, 16}, {64, 32, 16}, {128, 64, 8}, {64, 128, 8}, {32, 32, 16},
+};
+
+/* A kernel's launch size: the largest power of two within its work-group limit and ours. */
+static int kernel_local(yc_cl_ctx *c, cl_kernel kern, size_t *local)
+{
+    size_t wg = 0;
+    cl_int err = clGetKernelWorkGroupInfo(kern, c->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    if (err != CL_SUCCESS)
+        return yc_cl_fail("clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)", err);
+    size_t l = 1;
+    while (l * 2 <= wg && l * 2 <= YC_CL_MAX_LOCAL)
+        l *= 2;
+    *local = l;
+    return YC_OK;
+}
+
+int yc_cl_igemm_kernel(yc_cl_ctx *c, int tile, yc_cl_igemm_kid which, cl_kernel *out, size_t *local)
+{
+    static const char *const names[YC_IG_NKERNELS] = {"conv_fwd_igemm", "conv_bwd_data_igemm",
+                                                      "conv_bwd_filter_igemm",
+                                                      "conv_bwd_filter_reduce"};
+    if (tile < 0 || tile >= YC_CL_NTILES)
+        return yc_error_status(YC_ERR, "internal: igemm tile %d", tile);
+    if (!c->igemm_kernels[tile][which]) {
+        if (!c->igemm_progs[tile]) {
+            char defs[64];
+            const yc_cl_tile *t = &yc_cl_tiles[tile];
+            snprintf(defs, sizeof defs, "-DTM=%d -DTN=%d -DTK=%d", t->tm, t->tn, t->tk);
+            int st = program_build(c, "igemm.cl", defs, &c->igemm_progs[tile]);
+            if (st)
+                return st;
+        }
+        cl_int err;
+        cl_kernel kern = clCreateKernel(c->igemm_progs[tile], names[which], &err);
+        if (err != CL_SUCCESS)
+            return yc_error_context(yc_cl_fail("clCreateKernel", err), "kernel %s of igemm.cl",
+                                    names[which]);
+        int st = kernel_local(c, kern, &c->igemm_local[tile][which]);
+        if (st) {
+            clReleaseKernel(kern);
+            return st;
+        }
+        c->igemm_kernels[tile][which] = kern;
+    }
+    *out = c->igemm_kernels[tile][which];
+    *local = c->igemm_local[tile][which];
+    return YC_OK;
+}
+
 void yc_cl_programs_release(yc_cl_ctx *c)
 {
+    for (int t = 0; t < YC_CL_NTILES; t++) {
+        for (int k = 0; k < YC_IG_NKERNELS; k++)
+            if (c->igemm_kernels[t][k]) {
+                clReleaseKernel(c->igemm_kernels[t][k]);
+                c->igemm_kernels[t][k] = NULL;
+            }
+        if (c->igemm_progs[t]) {
+            clReleaseProgram(c->igemm_progs[t]);
+            c->igemm_progs[t] = NULL;
+        }
+    }
     for (int k = 0; k < YC_K_COUNT; k++)
         if (c->kernels[k]) {
             clReleaseKernel(c->kernels[k]);

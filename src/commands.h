@@ -12,6 +12,8 @@ int yc_cmd_info(int argc, char **argv);
 int yc_cmd_inspect(int argc, char **argv);
 /* yolocl bench: inference and training steps timed on a synthetic batch. */
 int yc_cmd_bench(int argc, char **argv);
+/* yolocl tune: the OpenCL convolution tiles measured for a device and kept for it. */
+int yc_cmd_tune(int argc, char **argv);
 /* yolocl train: YOLOv5's train.py. */
 int yc_cmd_train(int argc, char **argv);
 /* yolocl val: YOLOv5's val.py (metrics of weights on a dataset). */

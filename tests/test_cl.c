@@ -708,6 +708,148 @@ START_TEST(conv_igemm_big)
 }
 END_TEST
 
+/* One convolution pass (kind) with x (2,5,13,11), W (7,5,r,r), stride and padding as given, dy
+ * shaped to match, FP16 x when `half`, on a backend: dst[0] into `out` (its element count in
+ * *n).  Inputs are deterministic. */
+static void small_conv(yc_backend *be, yc_op_kind kind, int r, int stride, int pad, bool half,
+                       float *out, size_t *n)
+{
+    int P = (13 + 2 * pad - r) / stride + 1, Q = (11 + 2 * pad - r) / stride + 1;
+    yc_tensor x = yc_tensor_make(2, 5, 13, 11, half ? YC_F16 : YC_F32, "x");
+    yc_tensor w = yc_tensor_make(7, 5, r, r, YC_F32, "w"), b = yc_tensor_make(1, 7, 1, 1, YC_F32, "b");
+    yc_tensor y = yc_tensor_make(2, 7, P, Q, YC_F32, "y");
+    yc_tensor *ts[4] = {&x, &w, &b, &y};
+    for (int i = 0; i < 4; i++) {
+        size_t e = yc_tensor_elems(ts[i]);
+        ts[i]->buf = yc_buffer_alloc(be, e * 4);
+        ck_assert_ptr_nonnull(ts[i]->buf);
+        float *v = malloc(e * 4);
+        for (size_t j = 0; j < e; j++)
+            v[j] = (float)((j * 7919 + (size_t)i * 104729) % 2001) / 1000.0f - 1.0f;
+        ck_assert_int_eq(yc_tensor_set_f32(be, ts[i], v), YC_OK);
+        free(v);
+    }
+    yc_op op = {.kind = kind, .name = "small"};
+    if (kind == YC_OP_CONV2D)
+        op.src[0] = &x, op.src[1] = &w, op.src[2] = &b, op.dst[0] = &y;
+    else if (kind == YC_OP_CONV2D_BWD_DATA)
+        op.src[0] = &y, op.src[1] = &w, op.dst[0] = &x, op.accumulate = 1;
+    else
+        op.src[0] = &x, op.src[1] = &y, op.dst[0] = &w;
+    op.p.conv.kh = op.p.conv.kw = r, op.p.conv.stride_h = op.p.conv.stride_w = stride;
+    op.p.conv.pad_h = op.p.conv.pad_w = pad, op.p.conv.groups = 1;
+    if (half && kind == YC_OP_CONV2D_BWD_DATA)
+        op.accumulate = 0;
+    size_t need = be->iface->workspace(be, &op);
+    yc_buffer *ws = need ? yc_buffer_alloc(be, need) : NULL;
+    ck_assert_msg(yc_backend_exec(be, &op, (yc_span){ws, 0, need}) == YC_OK, "%s", yc_last_error());
+    *n = yc_tensor_elems(op.dst[0]);
+    ck_assert_int_eq(yc_tensor_get_f32(be, op.dst[0], out), YC_OK);
+    yc_buffer_free(be, ws);
+    for (int i = 0; i < 4; i++)
+        yc_buffer_free(be, ts[i]->buf);
+}
+
+/* Every tile of the implicit GEMMs computes the three passes as the CPU backend does: 3x3 with
+ * stride 2 and padding, 1x1, 6x6 with stride 2 (YOLOv5's first layer), and FP16 input storage. */
+START_TEST(igemm_tiles)
+{
+    yc_backend *cpu = NULL, *cl = NULL;
+    ck_assert_int_eq(yc_backend_cpu_new(&cpu, 0), YC_OK);
+    ck_assert_int_eq(yc_backend_opencl_new(&cl, 0), YC_OK);
+    static const struct {
+        int r, stride, pad;
+        bool half;
+    } shapes[] = {{3, 2, 1, false}, {1, 1, 0, false}, {6, 2, 2, false}, {3, 1, 1, true}};
+    const yc_op_kind kinds[3] = {YC_OP_CONV2D, YC_OP_CONV2D_BWD_DATA, YC_OP_CONV2D_BWD_FILTER};
+    float *ref = malloc(2 * 7 * 13 * 11 * 4), *got = malloc(2 * 7 * 13 * 11 * 4);
+    for (int t = 0; t < yc_cl_tile_count(); t++) {
+        yc_cl_force_tile(cl, t);
+        double worst = 0;
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            for (int k = 0; k < 3; k++) {
+                if (shapes[s].half && k == 1)
+                    continue; /* an FP16 x is an activation; its gradient is never FP16 here */
+                size_t n, n2;
+                small_conv(cpu, kinds[k], shapes[s].r, shapes[s].stride, shapes[s].pad,
+                           false, ref, &n);
+                small_conv(cl, kinds[k], shapes[s].r, shapes[s].stride, shapes[s].pad,
+                           shapes[s].half, got, &n2);
+                ck_assert_uint_eq(n, n2);
+                double e = rel_error(got, ref, n);
+                ck_assert_msg(e < (shapes[s].half ? 2e-3 : 2e-6),
+                              "tile %d, %s %dx%d stride %d%s: error %.3g", t,
+                              yc_op_kind_name(kinds[k]), shapes[s].r, shapes[s].r, shapes[s].stride,
+                              shapes[s].half ? " fp16 x" : "", e);
+                if (!shapes[s].half)
+                    worst = fmax(worst, e);
+            }
+        int tm, tn, tk;
+        yc_cl_tile_size(t, &tm, &tn, &tk);
+        printf("  tile %dx%d k%d: worst FP32 error %.2e\n", tm, tn, tk, worst);
+    }
+    free(ref);
+    free(got);
+    yc_backend_free(cpu);
+    yc_backend_free(cl);
+}
+END_TEST
+
+/* yolocl tune on two convolutions: the fastest tile of each kept in the device's tiles file, which
+ * the next backend on the device reads and uses. */
+START_TEST(tune_round_trip)
+{
+    char dir[] = "/tmp/yolocl-test-tune-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(setenv("XDG_CACHE_HOME", dir, 1), 0);
+    ck_assert_int_eq(unsetenv("YOLOCL_CL_CACHE"), 0);
+    yc_backend *be = NULL;
+    ck_assert_int_eq(yc_backend_opencl_new(&be, 0), YC_OK);
+    yc_tensor x = yc_tensor_make(2, 8, 16, 16, YC_F32, "x"), w = yc_tensor_make(16, 8, 3, 3, YC_F32, "w");
+    yc_tensor y = yc_tensor_make(2, 16, 16, 16, YC_F32, "y");
+    yc_tensor *ts[3] = {&x, &w, &y};
+    for (int i = 0; i < 3; i++) {
+        ts[i]->buf = yc_buffer_alloc(be, yc_tensor_elems(ts[i]) * 4);
+        ck_assert_ptr_nonnull(ts[i]->buf);
+        ck_assert_int_eq(be->iface->buffer_memset(be, ts[i]->buf, 0, 0, yc_tensor_elems(ts[i]) * 4), YC_OK);
+    }
+    yc_op fwd = {.kind = YC_OP_CONV2D, .src = {&x, &w}, .dst = {&y}, .name = "fwd"};
+    fwd.p.conv.kh = fwd.p.conv.kw = 3, fwd.p.conv.stride_h = fwd.p.conv.stride_w = 1;
+    fwd.p.conv.pad_h = fwd.p.conv.pad_w = 1, fwd.p.conv.groups = 1;
+    yc_op bf = {.kind = YC_OP_CONV2D_BWD_FILTER, .src = {&x, &y}, .dst = {&w}, .name = "bf"};
+    bf.p.conv = fwd.p.conv;
+    const yc_op *ops[3] = {&fwd, &bf, &fwd};
+    char *path = yc_cl_tune_path(be);
+    ck_assert_ptr_nonnull(path);
+    ck_assert_ptr_nonnull(strstr(path, dir));
+    int tuned = 0;
+    ck_assert_msg(yc_cl_tune(be, ops, 3, 1, path, &tuned) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(tuned, 2); /* the repeated forward once */
+    int tf = yc_cl_conv_tile_of(be, &fwd), tb = yc_cl_conv_tile_of(be, &bf);
+    ck_assert(tf >= 0 && tf < yc_cl_tile_count() && tb >= 0 && tb < yc_cl_tile_count());
+    char *text = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(yc_read_file(path, &text, &len), YC_OK);
+    ck_assert_msg(strncmp(text, "yolocl convolution tiles 1\n", 27) == 0, "%s", text);
+    free(text);
+    yc_backend *again = NULL;
+    ck_assert_int_eq(yc_backend_opencl_new(&again, 0), YC_OK);
+    ck_assert_int_eq(yc_cl_conv_tile_of(again, &fwd), tf);
+    ck_assert_int_eq(yc_cl_conv_tile_of(again, &bf), tb);
+    /* another shape is not in the file: the default tile */
+    yc_op other = fwd;
+    other.p.conv.pad_h = other.p.conv.pad_w = 0;
+    yc_tensor y2 = yc_tensor_make(2, 16, 14, 14, YC_F32, "y2");
+    other.dst[0] = &y2;
+    ck_assert_int_eq(yc_cl_conv_tile_of(again, &other), 0);
+    yc_backend_free(again);
+    for (int i = 0; i < 3; i++)
+        yc_buffer_free(be, ts[i]->buf);
+    yc_backend_free(be);
+    free(path);
+}
+END_TEST
+
 /* The training step as yolocl bench times it (step, optimizer, EMA, and its two waits) on the
  * tiny model: the same kernel launches for batches 2 and 4 (nothing runs once per image), at most
  * the two waits of the benchmark itself, and between host and device the uint8 batch and at most
@@ -1030,6 +1172,8 @@ int main(void)
         tcase_add_test(be, conv_with_clblast_temp);
         tcase_add_test(be, conv_igemm_big);
         tcase_add_test(be, step_counts);
+        tcase_add_test(be, igemm_tiles);
+        tcase_add_test(be, tune_round_trip);
         suite_add_tcase(s, be);
         TCase *gold = tcase_create("golden");
         tcase_set_timeout(gold, 600);
