@@ -118,6 +118,22 @@ static int make_layout(yc_cl_ctx *c, const yc_op *op, const geom *g, layout *L)
     return YC_OK;
 }
 
+/* db[k] += the sum of dy over channel k of every image (the Detect convolutions' bias). */
+static int bias_grad(yc_cl_ctx *c, const yc_tensor *dy, const yc_tensor *db, const geom *g)
+{
+    yc_cl_args a;
+    int st = yc_cl_begin(c, YC_K_BIAS_GRAD, &a);
+    if (st)
+        return st;
+    yc_cl_arg_tensor(&a, dy);
+    yc_cl_arg_param(&a, db);
+    yc_cl_arg_uint(&a, (unsigned)g->N);
+    yc_cl_arg_uint(&a, (unsigned)g->pq);
+    yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
+    size_t groups[1] = {(size_t)g->K};
+    return yc_cl_run(&a, 1, groups, true);
+}
+
 /* ---- implicit GEMMs (igemm.cl) ------------------------------------------------------------ */
 
 /* igemm.cl's work-group size, whatever the tile. */
@@ -128,7 +144,7 @@ int yc_cl_conv_pass(const yc_op *op)
     return op->kind == YC_OP_CONV2D ? 0 : op->kind == YC_OP_CONV2D_BWD_DATA ? 1 : 2;
 }
 
-/* The tuning key of a convolution: its pass, shape and storage. */
+/* The tuning key of a convolution: its pass, shape and storage (tile 0). */
 static yc_cl_tuned tuned_key(const yc_op *op, const geom *g)
 {
     const yc_tensor *in = op->src[0], *out = op->dst[0];
@@ -136,6 +152,12 @@ static yc_cl_tuned tuned_key(const yc_op *op, const geom *g)
                          .k = g->K, .r = g->R, .s = g->S, .sh = g->sh, .sw = g->sw, .ph = g->ph,
                          .pw = g->pw, .half_in = in->type == YC_F16,
                          .half_out = out->type == YC_F16, .tile = 0};
+}
+
+yc_cl_tuned yc_cl_conv_key(const yc_op *op)
+{
+    geom g = make_geom(op);
+    return tuned_key(op, &g);
 }
 
 /* The tile a convolution runs with: the forced one, the tuned one, else the default (tile 0). */
@@ -304,18 +326,7 @@ static int igemm_bwd_filter(yc_cl_ctx *c, const yc_op *op, const geom *g, int t,
         if ((st = yc_cl_run(&a, 1, global, false)))
             return st;
     }
-    if (db) {
-        if (!(st = yc_cl_begin(c, YC_K_BIAS_GRAD, &a))) {
-            yc_cl_arg_tensor(&a, dy);
-            yc_cl_arg_param(&a, db);
-            yc_cl_arg_uint(&a, (unsigned)g->N);
-            yc_cl_arg_uint(&a, (unsigned)g->pq);
-            yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
-            size_t groups1[1] = {(size_t)g->K};
-            st = yc_cl_run(&a, 1, groups1, true);
-        }
-    }
-    return st;
+    return db ? bias_grad(c, dy, db, g) : YC_OK;
 }
 
 int yc_cl_conv_workspace(yc_cl_ctx *c, const yc_op *op, size_t *bytes)
@@ -484,18 +495,8 @@ static int conv_bwd_filter(yc_cl_ctx *c, const yc_op *op, const geom *g, const l
         if (!st)
             st = yc_cl_gemm_run(c, &m, temp);
     }
-    if (!st && db) {
-        yc_cl_args a;
-        if (!(st = yc_cl_begin(c, YC_K_BIAS_GRAD, &a))) {
-            yc_cl_arg_tensor(&a, dy);
-            yc_cl_arg_param(&a, db);
-            yc_cl_arg_uint(&a, (unsigned)g->N);
-            yc_cl_arg_uint(&a, (unsigned)g->pq);
-            yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
-            size_t groups[1] = {(size_t)g->K};
-            st = yc_cl_run(&a, 1, groups, true);
-        }
-    }
+    if (!st && db)
+        st = bias_grad(c, dy, db, g);
     return st;
 }
 

@@ -285,6 +285,8 @@ int yc_cl_conv_workspace(yc_cl_ctx *c, const yc_op *op, size_t *bytes);
 size_t yc_cl_conv_workspace_max(yc_cl_ctx *c, const yc_op *op);
 /* 0 forward, 1 backward-data, 2 backward-filter. */
 int yc_cl_conv_pass(const yc_op *op);
+/* A convolution op's tuning key (pass, shape, storage; tile 0), as the tiles file holds it. */
+yc_cl_tuned yc_cl_conv_key(const yc_op *op);
 /* YC_OP_CONV2D, YC_OP_CONV2D_BWD_DATA, YC_OP_CONV2D_BWD_FILTER (op checked and placed). */
 int yc_cl_conv(yc_cl_ctx *c, const yc_op *op, yc_span ws);
 

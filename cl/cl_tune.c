@@ -124,28 +124,6 @@ static int remember(yc_cl_ctx *c, yc_cl_tuned t)
     return YC_OK;
 }
 
-/* The key fields of a convolution op, as conv_tile (cl_conv.c) matches them. */
-static yc_cl_tuned key_of(const yc_op *op)
-{
-    const yc_tensor *x, *w, *y;
-    switch (op->kind) {
-    case YC_OP_CONV2D:
-        x = op->src[0], w = op->src[1], y = op->dst[0];
-        break;
-    case YC_OP_CONV2D_BWD_DATA:
-        x = op->dst[0], w = op->src[1], y = op->src[0];
-        break;
-    default:
-        x = op->src[0], w = op->dst[0], y = op->src[1];
-        break;
-    }
-    (void)y;
-    return (yc_cl_tuned){.pass = yc_cl_conv_pass(op), .n = x->n, .c = x->c, .h = x->h, .w = x->w,
-                         .k = w->n, .r = w->h, .s = w->w, .sh = op->p.conv.stride_h,
-                         .sw = op->p.conv.stride_w, .ph = op->p.conv.pad_h, .pw = op->p.conv.pad_w,
-                         .half_in = op->src[0]->type == YC_F16, .half_out = op->dst[0]->type == YC_F16};
-}
-
 char *yc_cl_tune_path(yc_backend *be)
 {
     return yc_cl_tune_path_of(be->ctx);
@@ -176,10 +154,10 @@ int yc_cl_tune(yc_backend *be, const yc_op *const *ops, int nops, int iters, con
     const int saved_force = c->force_tile;
     for (int i = 0; i < nops && !st; i++) {
         const yc_op *op = ops[i];
-        yc_cl_tuned key = key_of(op);
+        yc_cl_tuned key = yc_cl_conv_key(op);
         bool seen = false;
         for (int j = 0; j < i && !seen; j++) {
-            yc_cl_tuned other = key_of(ops[j]);
+            yc_cl_tuned other = yc_cl_conv_key(ops[j]);
             seen = memcmp(&other, &key, sizeof key) == 0;
         }
         if (seen)
