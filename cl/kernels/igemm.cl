@@ -49,6 +49,32 @@
                 acc[i][j] = fma(a_[i], b_[j], acc[i][j]);                                          \
     }
 
+/* Reduction indices are mixed-radix numbers (c, r, s) over (C, R, S) (forward, backward-filter's
+ * taps) or (k, r, s) over (K, R, S) (backward-data): decoded by division once, then moved on by TK
+ * each step digit by digit (TK in the same radix: ds < S, dr < R, one carry at most each), which
+ * keeps divisions out of the loop. */
+#define DIGITS_OF(kk, R, S, hi, r, s)                                                              \
+    do {                                                                                           \
+        (hi) = (kk) / ((R) * (S));                                                                 \
+        int rs_ = (kk) - (hi) * (R) * (S);                                                         \
+        (r) = rs_ / (S);                                                                           \
+        (s) = rs_ - (r) * (S);                                                                     \
+    } while (0)
+#define DIGITS_ADVANCE(R, S, dhi, dr, ds, hi, r, s)                                               \
+    do {                                                                                           \
+        (s) += (ds);                                                                               \
+        if ((s) >= (S)) {                                                                          \
+            (s) -= (S);                                                                            \
+            (r)++;                                                                                 \
+        }                                                                                          \
+        (r) += (dr);                                                                               \
+        if ((r) >= (R)) {                                                                          \
+            (r) -= (R);                                                                            \
+            (hi)++;                                                                                \
+        }                                                                                          \
+        (hi) += (dhi);                                                                             \
+    } while (0)
+
 /* y = conv(x, W) (+ b).  Grid: (ceil(N*P*Q / TN) work-groups, ceil(K / TM)). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 conv_fwd_igemm(TENSOR(x), PARAM(w), PARAM(b), int has_bias, TENSOR(y), int N, int C, int H, int W,
@@ -72,6 +98,11 @@ conv_fwd_igemm(TENSOR(x), PARAM(w), PARAM(b), int has_bias, TENSOR(y), int N, in
     for (int i = 0; i < WM; i++)
         for (int j = 0; j < WN; j++)
             acc[i][j] = 0.0f;
+    /* the taps (c, r, s) of this work item's B entries, moved on by TK each step */
+    const int dc = TK / RS, dr = (TK / S) % R, ds = TK % S;
+    int bc[TK * TN / WG], br[TK * TN / WG], bs[TK * TN / WG];
+    for (int i = 0; i < TK * TN / WG; i++)
+        DIGITS_OF(brow + i * (WG / TN), R, S, bc[i], br[i], bs[i]);
     for (int k0 = 0; k0 < CRS; k0 += TK) {
         for (int i = 0; i < TM * TK / WG; i++) {
             int m = am + i * (WG / TK), row = row0 + m, kk = k0 + ak;
@@ -79,14 +110,12 @@ conv_fwd_igemm(TENSOR(x), PARAM(w), PARAM(b), int has_bias, TENSOR(y), int N, in
         }
         for (int i = 0; i < TK * TN / WG; i++) {
             int kr = brow + i * (WG / TN), kk = k0 + kr;
+            int ih = ih0 + br[i], iw = iw0 + bs[i];
             float v = 0.0f;
-            if (colok && kk < CRS) {
-                int c = kk / RS, rs = kk - c * RS, r = rs / S, s = rs - r * S;
-                int ih = ih0 + r, iw = iw0 + s;
-                if (ih >= 0 && ih < H && iw >= 0 && iw < W)
-                    v = LD(x, n, (uint)((c * H + ih) * W + iw));
-            }
+            if (colok && kk < CRS && ih >= 0 && ih < H && iw >= 0 && iw < W)
+                v = LD(x, n, (uint)((bc[i] * H + ih) * W + iw));
             Bs[kr][bcol] = v;
+            DIGITS_ADVANCE(R, S, dc, dr, ds, bc[i], br[i], bs[i]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         TILE_MULTIPLY(As, Bs, acc)
@@ -127,30 +156,33 @@ conv_bwd_data_igemm(TENSOR(dy), PARAM(w), TENSOR(dx), int acc_dx, int N, int C, 
     for (int i = 0; i < WM; i++)
         for (int j = 0; j < WN; j++)
             acc[i][j] = 0.0f;
+    /* the filters and taps (k, r, s) of this work item's A column and B entries, moved on by TK
+     * each step */
+    const int dk = TK / RS, dr = (TK / S) % R, ds = TK % S;
+    int ak_k, ak_r, ak_s;
+    DIGITS_OF(ak, R, S, ak_k, ak_r, ak_s);
+    int bk[TK * TN / WG], br[TK * TN / WG], bs[TK * TN / WG];
+    for (int i = 0; i < TK * TN / WG; i++)
+        DIGITS_OF(brow + i * (WG / TN), R, S, bk[i], br[i], bs[i]);
     for (int k0 = 0; k0 < KRS; k0 += TK) {
+        const bool akok = k0 + ak < KRS;
         for (int i = 0; i < TM * TK / WG; i++) {
             /* A[c, (k, r, s)] = W[k, c, r, s] */
-            int m = am + i * (WG / TK), c = row0 + m, kk = k0 + ak;
-            float v = 0.0f;
-            if (c < C && kk < KRS) {
-                int k = kk / RS, rs = kk - k * RS;
-                v = wp[((size_t)k * C + c) * RS + rs];
-            }
-            As[ak][m] = v;
+            int m = am + i * (WG / TK), c = row0 + m;
+            As[ak][m] = c < C && akok ? wp[((size_t)ak_k * C + c) * RS + ak_r * S + ak_s] : 0.0f;
         }
+        DIGITS_ADVANCE(R, S, dk, dr, ds, ak_k, ak_r, ak_s);
         for (int i = 0; i < TK * TN / WG; i++) {
             int kr = brow + i * (WG / TN), kk = k0 + kr;
+            int ty2 = hp - br[i], tx2 = wp0 - bs[i];
             float v = 0.0f;
-            if (colok && kk < KRS) {
-                int k = kk / RS, rs = kk - k * RS, r = rs / S, s = rs - r * S;
-                int ty2 = hp - r, tx2 = wp0 - s;
-                if (ty2 >= 0 && tx2 >= 0 && ty2 % sh == 0 && tx2 % sw == 0) {
-                    int p = ty2 / sh, q = tx2 / sw;
-                    if (p < P && q < Q)
-                        v = LD(dy, n, (uint)((k * P + p) * Q + q));
-                }
+            if (colok && kk < KRS && ty2 >= 0 && tx2 >= 0 && ty2 % sh == 0 && tx2 % sw == 0) {
+                int p = ty2 / sh, q = tx2 / sw;
+                if (p < P && q < Q)
+                    v = LD(dy, n, (uint)((bk[i] * P + p) * Q + q));
             }
             Bs[kr][bcol] = v;
+            DIGITS_ADVANCE(R, S, dk, dr, ds, bk[i], br[i], bs[i]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         TILE_MULTIPLY(As, Bs, acc)
@@ -189,14 +221,25 @@ conv_bwd_filter_igemm(TENSOR(x), TENSOR(dy), PARAM(dw), PARAM(part), int splits,
     const int r0 = z * chunk, r1 = min(r0 + chunk, NPQ);
     /* reduction index fastest among neighbouring work items: neighbouring pixels */
     const int lk = lid % TK, lrow = lid / TK;
+    /* the taps (c, r, s) of this work item's B columns, the same every step (c -1: past CRS) */
+    int fc[TK * TN / WG], fr[TK * TN / WG], fs[TK * TN / WG];
+    for (int i = 0; i < TK * TN / WG; i++) {
+        int crs = col0 + lrow + i * (WG / TK);
+        DIGITS_OF(crs, R, S, fc[i], fr[i], fs[i]);
+        if (crs >= CRS)
+            fc[i] = -1;
+    }
     float acc[WM][WN];
     for (int i = 0; i < WM; i++)
         for (int j = 0; j < WN; j++)
             acc[i][j] = 0.0f;
+    /* this work item's pixel (n, p, q) of the reduction, moved on by TK each step */
+    const int dn = TK / PQ, dp = (TK / Q) % P, dq = TK % Q;
+    int n, p, q;
+    DIGITS_OF(r0 + lk, P, Q, n, p, q);
     for (int k0 = r0; k0 < r1; k0 += TK) {
-        const int kk = k0 + lk;
-        const bool kok = kk < r1;
-        const int n = kok ? kk / PQ : 0, pq = kk - n * PQ, p = pq / Q, q = pq - p * Q;
+        const bool kok = k0 + lk < r1;
+        const int pq = p * Q + q;
         for (int i = 0; i < TM * TK / WG; i++) {
             /* A[k, (n, p, q)] = dy[n, k, p, q] */
             int m = lrow + i * (WG / TK), k = row0 + m;
@@ -204,19 +247,17 @@ conv_bwd_filter_igemm(TENSOR(x), TENSOR(dy), PARAM(dw), PARAM(part), int splits,
         }
         for (int i = 0; i < TK * TN / WG; i++) {
             /* B[(n, p, q), (c, r, s)] = x[n, c, p sh - ph + r, q sw - pw + s] */
-            int cc = lrow + i * (WG / TK), crs = col0 + cc;
+            int cc = lrow + i * (WG / TK);
+            int ih = p * sh - ph + fr[i], iw = q * sw - pw + fs[i];
             float v = 0.0f;
-            if (kok && crs < CRS) {
-                int c = crs / RS, rs = crs - c * RS, r = rs / S, s = rs - r * S;
-                int ih = p * sh - ph + r, iw = q * sw - pw + s;
-                if (ih >= 0 && ih < H && iw >= 0 && iw < W)
-                    v = LD(x, n, (uint)((c * H + ih) * W + iw));
-            }
+            if (kok && fc[i] >= 0 && ih >= 0 && ih < H && iw >= 0 && iw < W)
+                v = LD(x, n, (uint)((fc[i] * H + ih) * W + iw));
             Bs[lk][cc] = v;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         TILE_MULTIPLY(As, Bs, acc)
         barrier(CLK_LOCAL_MEM_FENCE);
+        DIGITS_ADVANCE(P, Q, dn, dp, dq, n, p, q);
     }
     __global float *out = splits == 1 ? P(dw) : P(part) + (size_t)z * K * CRS;
     for (int i = 0; i < WM; i++) {
