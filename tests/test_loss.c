@@ -343,7 +343,8 @@ END_TEST
 
 /* The strict conditions of YOLOV5.md 2.2 step 3 at their boundaries, on the 8 x 8 P3 grid of a 64
  * image: a ratio of exactly 4 (w/anchor or anchor/h) fails; a centre at gx = 1.0 or gyi = 1.0 gets
- * no neighbour towards that border. */
+ * no neighbour towards that border; a centre half-way across its cell (gxy % 1 = 0.5) gets no
+ * neighbour on either side of that axis. */
 START_TEST(test_strict_boundaries)
 {
     yc_loss_params lp = p5_params(2, 64);
@@ -362,6 +363,17 @@ START_TEST(test_strict_boundaries)
         {2, 1, 6, 0.0f, 1.0f}, {1, 1, 7, 0.0f, 0.0f}, {2, 1, 7, 0.0f, 0.0f},
     };
     check_set(sets[0], p3, 6, 0, 1, 5.0f, 2.0f, p5_anchors[0], "P3");
+
+    /* gxy = (2.5, 2.25), gwh = (2, 2), every anchor within the ratio: gx % 1 = 0.5 and gxi % 1 =
+     * 0.5 are not < 0.5 (no left or right neighbour); gy % 1 = 0.25 gives the cell above, gyi % 1
+     * = 0.75 none below */
+    const float tgh[6] = {0, 1, 0.3125f, 0.28125f, 0.25f, 0.25f};
+    ck_assert_int_eq(yc_loss_build_targets(ctx, 1, heads, tgh, 1, sets), YC_OK);
+    const want_entry half[6] = {
+        {0, 2, 2, 0.5f, 0.25f}, {1, 2, 2, 0.5f, 0.25f}, {2, 2, 2, 0.5f, 0.25f},
+        {0, 2, 1, 0.5f, 1.25f}, {1, 2, 1, 0.5f, 1.25f}, {2, 2, 1, 0.5f, 1.25f},
+    };
+    check_set(sets[0], half, 6, 0, 1, 2.0f, 2.0f, p5_anchors[0], "P3, centre half-way");
 
     /* gwh = (2.5, 0.40625): anchor 0 has h ratio 0.25, 1/r = 4.0 exactly; the others are further */
     const float tg2[6] = {0, 0, 0.3f, 0.3f, 0.3125f, 0.05078125f};
