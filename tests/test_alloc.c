@@ -2,7 +2,9 @@
  * (the CPU backend's buffers are aligned_alloc'd host memory) and every host buffer of the data
  * path, the step, the optimizer and validation was sized by the memory plan or by the first
  * step.  The test binary wraps the allocator (-Wl,--wrap) and counts large allocations made by
- * yolocl's own code after the first batch of a 3-epoch training with validation. */
+ * yolocl's own code after the first batch of a 3-epoch training with validation.  That the count
+ * means something is checked too: the wrappers saw the large allocations before the first step
+ * (the planned buffers), and counting covered the batches after it. */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,8 +23,11 @@
 #define LARGE (256 * 1024)
 
 static atomic_int counting;
-static atomic_long large_allocs;
+/* large allocations while counting and before it */
+static atomic_long large_allocs, large_before;
 static atomic_size_t largest;
+/* batches reported while counting */
+static atomic_int batches_counted;
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
@@ -31,6 +36,8 @@ void *__real_aligned_alloc(size_t align, size_t n);
 
 static void note(size_t n)
 {
+    if (!atomic_load(&counting) && n >= LARGE)
+        atomic_fetch_add(&large_before, 1);
     if (atomic_load(&counting) && n >= LARGE) {
         atomic_fetch_add(&large_allocs, 1);
         size_t prev = atomic_load(&largest);
@@ -68,12 +75,24 @@ static void progress(void *ctx, int epoch, int batch, double loss)
 {
     (void)ctx;
     (void)loss;
+    if (atomic_load(&counting))
+        atomic_fetch_add(&batches_counted, 1);
     if (epoch == 0 && batch == 0)
         atomic_store(&counting, 1);
 }
 
+static void reset_counts(void)
+{
+    atomic_store(&counting, 0);
+    atomic_store(&large_allocs, 0);
+    atomic_store(&large_before, 0);
+    atomic_store(&largest, 0);
+    atomic_store(&batches_counted, 0);
+}
+
 START_TEST(no_large_allocation_after_the_first_step)
 {
+    reset_counts();
     char tmp[] = "/tmp/yolocl-test-alloc-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(tmp));
     char dir[128], yaml[160];
@@ -108,8 +127,13 @@ START_TEST(no_large_allocation_after_the_first_step)
     yc_verbosity = verbosity;
     atomic_store(&counting, 0);
     ck_assert_msg(st == YC_OK, "%s", yc_last_error());
-    printf("large allocations after the first step: %ld (largest %zu bytes)\n",
-           atomic_load(&large_allocs), atomic_load(&largest));
+    printf("large allocations: %ld before the first step, %ld after it over %d batches (largest "
+           "%zu bytes)\n",
+           atomic_load(&large_before), atomic_load(&large_allocs),
+           atomic_load(&batches_counted), atomic_load(&largest));
+    /* 3 epochs of 24 images in batches of 8: 8 batches after the first */
+    ck_assert_int_eq(atomic_load(&batches_counted), 8);
+    ck_assert_msg(atomic_load(&large_before) > 0, "the allocator wrappers saw nothing");
     ck_assert_msg(atomic_load(&large_allocs) == 0,
                   "%ld allocations of at least %d bytes after the first step (largest %zu)",
                   atomic_load(&large_allocs), LARGE, atomic_load(&largest));
@@ -124,6 +148,7 @@ END_TEST
  * large allocation: the pixel buffers are kept from image to image. */
 START_TEST(tile_reader_reuses_its_buffers)
 {
+    reset_counts();
     char tmp[] = "/tmp/yolocl-test-alloc-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(tmp));
     char a[128], b[128];
@@ -151,6 +176,9 @@ START_TEST(tile_reader_reuses_its_buffers)
                           yc_last_error());
         }
         atomic_store(&counting, 0);
+        ck_assert_msg(atomic_load(&large_before) > 0, "decode_max %d: the first passes allocated "
+                      "nothing large: the wrappers count nothing", decode_max);
+        atomic_store(&large_before, 0);
         /* 3 opens in the first pass, 2 in the others (a continues a) */
         ck_assert_uint_eq(yc_tile_reader_get_stats(r).opens, 7);
         yc_tile_reader_free(r);

@@ -1,11 +1,14 @@
-/* Images and augmentation: letterbox geometry, the reference dumps (cv2 + PyTorch YOLOv5), box
- * transforms of random_perspective, mosaic placement, HSV, flips, mixup, reproducibility,
- * decoding of odd and broken files, threads, and timings of one sample. */
+/* Images and augmentation: letterbox geometry, box transforms of random_perspective, mosaic
+ * placement, HSV, flips, mixup, reproducibility, decoding of odd and broken files, threads, and
+ * timings of one sample.  test_augment_ref (this file built with YC_TEST_SHARED) loads two coco128
+ * images as YOLOv5's validation loader does (cv2.imread, load_image, letterbox) against the
+ * reference dumps in ../shared and exits 77 without them. */
 #include "augment.h"
 #include "image.h"
 #include "log.h"
 #include "safetensors.h"
 #include "util.h"
+#include "yctest.h"
 
 #include <check.h>
 #include <math.h>
@@ -19,6 +22,7 @@
 
 static char tmpdir[256];
 
+#ifndef YC_TEST_SHARED
 static const char *tmp_path(const char *name)
 {
     static _Thread_local char buf[512];
@@ -26,20 +30,14 @@ static const char *tmp_path(const char *name)
     return buf;
 }
 
-/* ../shared (the reference dumps and coco128), or NULL when absent. */
-static const char *shared_dir(void)
-{
-    static char buf[1024];
-    const char *env = getenv("YOLOCL_SHARED_DIR");
-    if (env && *env)
-        snprintf(buf, sizeof buf, "%s", env);
-    else
-        snprintf(buf, sizeof buf, "%s/../../shared", YC_SRCDATADIR);
-    char ref[1100], img[1100];
-    snprintf(ref, sizeof ref, "%s/ref/train_step_io.safetensors", buf);
-    snprintf(img, sizeof img, "%s/data/coco128/images/train2017/000000000049.jpg", buf);
-    return yc_file_exists(ref) && yc_file_exists(img) ? buf : NULL;
-}
+#endif
+
+#ifdef YC_TEST_SHARED
+static const char *const ref_files[] = {
+    "ref/train_step_io.safetensors", "ref/pretrained_eval_nms.safetensors",
+    "data/coco128/images/train2017/000000000009.jpg",
+    "data/coco128/images/train2017/000000000049.jpg", NULL};
+#else
 
 static yc_hyp default_hyp(void)
 {
@@ -235,6 +233,8 @@ START_TEST(test_resize_properties)
 }
 END_TEST
 
+#endif /* !YC_TEST_SHARED */
+
 /* ------------------------------------------------------------------------------------------------
  * The reference dumps: cv2.imread + load_image + letterbox of two coco128 images
  * ---------------------------------------------------------------------------------------------- */
@@ -273,13 +273,11 @@ static int file_load(void *ctx, int index, bool augment, yc_image *img, yc_image
     return YC_OK;
 }
 
+#ifdef YC_TEST_SHARED
+
 START_TEST(test_reference_letterbox)
 {
-    const char *sh = shared_dir();
-    if (!sh) {
-        printf("reference dumps: ../shared not found, skipped\n");
-        return;
-    }
+    const char *sh = yc_test_shared_dir();
     char p[2][1100], l[2][1100], f320[1100], f640[1100];
     const char *names[2] = {"000000000009", "000000000049"};
     for (int i = 0; i < 2; i++) {
@@ -365,7 +363,9 @@ START_TEST(test_reference_letterbox)
                    "%.5f max %d, %ld of %d values differ\n",
                    names[b], sz, vi.w0, vi.h0, vi.w, vi.h, vi.lb.top, vi.lb.bottom, vi.lb.left,
                    vi.lb.right, mean, mx, ndiff, 3 * sz * sz);
-            ck_assert(mean < 3.0);
+            /* measured: every value equal (libvips and cv2 on Debian's libjpeg-turbo); one level
+             * allowed for another JPEG decoder's rounding */
+            ck_assert_msg(mx <= 1, "%s at %d: |diff| max %d, mean %.5f", names[b], sz, mx, mean);
             /* labels against the dumped targets (320 only) */
             if (tg) {
                 for (int k = 0; k < out.n; k++, row++) {
@@ -386,6 +386,8 @@ START_TEST(test_reference_letterbox)
     }
 }
 END_TEST
+
+#else /* YC_TEST_SHARED */
 
 /* ------------------------------------------------------------------------------------------------
  * random_perspective
@@ -1302,27 +1304,16 @@ END_TEST
 
 START_TEST(test_speed)
 {
-    const char *sh = shared_dir();
     char paths[8][1100];
     file_loader fl = {{0}, {0}, 640};
-    const char *names[8] = {"000000000009", "000000000025", "000000000030", "000000000034",
-                            "000000000036", "000000000042", "000000000049", "000000000061"};
-    if (sh) {
-        for (int i = 0; i < 8; i++) {
-            snprintf(paths[i], sizeof paths[i], "%s/data/coco128/images/train2017/%s.jpg", sh,
-                     names[i]);
-            fl.paths[i] = paths[i];
-        }
-    } else {
-        yc_image im = YC_IMAGE_INIT;
-        pattern_image(&im, 480, 640);
-        for (int i = 0; i < 8; i++) {
-            snprintf(paths[i], sizeof paths[i], "%s/speed%d.jpg", tmpdir, i);
-            yc_image_save(&im, paths[i], 0);
-            fl.paths[i] = paths[i];
-        }
-        yc_image_free(&im);
+    yc_image im = YC_IMAGE_INIT;
+    pattern_image(&im, 480, 640);
+    for (int i = 0; i < 8; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/speed%d.jpg", tmpdir, i);
+        yc_image_save(&im, paths[i], 0);
+        fl.paths[i] = paths[i];
     }
+    yc_image_free(&im);
     yc_hyp hyp = default_hyp();
     yc_sample_params p = {&hyp, 640, 8, NULL, 0, 0, 0};
     yc_aug_scratch sc = YC_AUG_SCRATCH_INIT;
@@ -1370,9 +1361,9 @@ START_TEST(test_speed)
     for (int r = 0; r < reps; r++)
         yc_augment_hsv(&out, hyp.hsv_h, hyp.hsv_s, hyp.hsv_v, &rng);
     double t_hsv = (yc_now() - t0) / reps * 1e3;
-    printf("speed (%s images): 640 mosaic train sample %.1f ms (decode+resize of 4 tiles %.1f ms, "
-           "placement %.1f ms, warp %.1f ms, hsv %.1f ms); 640 val sample %.1f ms\n",
-           sh ? "coco128" : "synthetic", t_mosaic, t_load4, t_place, t_warp, t_hsv, t_val);
+    printf("speed (synthetic 640x480 JPEGs): 640 mosaic train sample %.1f ms (decode+resize of 4 "
+           "tiles %.1f ms, placement %.1f ms, warp %.1f ms, hsv %.1f ms); 640 val sample %.1f ms\n",
+           t_mosaic, t_load4, t_place, t_warp, t_hsv, t_val);
     for (int i = 0; i < 4; i++)
         yc_image_free(&tiles[i]);
     yc_image_free(&canvas);
@@ -1384,15 +1375,22 @@ START_TEST(test_speed)
 }
 END_TEST
 
+#endif /* YC_TEST_SHARED */
+
 static Suite *augment_suite(void)
 {
     Suite *s = suite_create("augment");
+#ifdef YC_TEST_SHARED
+    TCase *tc = tcase_create("reference");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_reference_letterbox);
+    suite_add_tcase(s, tc);
+#else
     TCase *tc = tcase_create("geometry");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_letterbox_geometry);
     tcase_add_test(tc, test_load_resize_sizes);
     tcase_add_test(tc, test_resize_properties);
-    tcase_add_test(tc, test_reference_letterbox);
     tcase_add_test(tc, test_perspective_boxes);
     tcase_add_test(tc, test_box_candidates);
     tcase_add_test(tc, test_warp_pixels);
@@ -1417,11 +1415,18 @@ static Suite *augment_suite(void)
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_speed);
     suite_add_tcase(s, tc);
+#endif
     return s;
 }
 
 int main(void)
 {
+#ifdef YC_TEST_SHARED
+    char missing[2048];
+    if (!yc_test_have_shared(ref_files, missing, sizeof missing))
+        return yc_test_skip(YC_TEST_NEEDS_SHARED, "%s not found (coco128 and PyTorch's inputs)",
+                            missing);
+#endif
     const char *base = getenv("TMPDIR");
     snprintf(tmpdir, sizeof tmpdir, "%s/yc_augment_XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(tmpdir)) {

@@ -1,14 +1,24 @@
 #!/bin/sh
 # Command-line tests of yolocl: --help, --version, help COMMAND, usage errors and their exit
 # status (2), `devices`, `bench`, and the man pages.  make check runs it with YOLOCL (the built
-# binary), YOLOCL_DATA_DIR and YOLOCL_TEST_DATA set; without a binary it exits 77 (skipped).
+# binary), YOLOCL_DATA_DIR and YOLOCL_TEST_DATA set; without a binary it exits 77 (skipped), or
+# 99 (failed) with YOLOCL_REQUIRE_SHARED=1, under which every test must run (tests/yctest.h).
 #
 # Adding a check: `run ARG...` runs yolocl with stdout and stderr captured, then
 # expect_status, expect_output, expect_output_re, expect_stderr and expect_stderr_empty test
 # what it did (each counts one pass or one failure).  `check STATUS ARG...` is run followed by
 # expect_status.
 
+# required: whether a skip must fail (YOLOCL_REQUIRE_SHARED set and not 0)
+required() {
+    [ -n "${YOLOCL_REQUIRE_SHARED:-}" ] && [ "$YOLOCL_REQUIRE_SHARED" != 0 ]
+}
+
 if [ -z "${YOLOCL:-}" ] || [ ! -x "$YOLOCL" ]; then
+    if required; then
+        echo "test_cli: FAIL: YOLOCL does not name an executable yolocl (got '${YOLOCL:-}'; YOLOCL_REQUIRE_SHARED=1: every test must run)"
+        exit 99
+    fi
     echo "test_cli: SKIP: YOLOCL does not name an executable yolocl (got '${YOLOCL:-}')"
     exit 77
 fi
@@ -514,7 +524,13 @@ for man_page in "$top"/man/*.1; do
         fi
     fi
 done
-command -v mandoc >/dev/null 2>&1 || echo "test_cli: mandoc not installed: man page lint skipped"
+if ! command -v mandoc >/dev/null 2>&1; then
+    if required; then
+        fail "mandoc not installed: the man pages cannot be linted (YOLOCL_REQUIRE_SHARED=1)"
+    else
+        echo "test_cli: mandoc not installed: man page lint skipped"
+    fi
+fi
 
 echo "test_cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

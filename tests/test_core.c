@@ -1075,10 +1075,7 @@ static const char *test_data_dir(void)
 START_TEST(st_fixture)
 {
     const char *dir = test_data_dir();
-    if (!dir) {
-        fprintf(stderr, "st_fixture: tests/data not found (set YOLOCL_TEST_DATA); skipped\n");
-        return;
-    }
+    ck_assert_msg(dir != NULL, "tests/data not found (set YOLOCL_TEST_DATA)");
     char path[1200];
     snprintf(path, sizeof path, "%s/tiny/weights.safetensors", dir);
     yc_st_file *f;

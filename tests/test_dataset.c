@@ -1,7 +1,8 @@
 /* Tests of the dataset layer: yaml forms, image lists and label paths, the label checks on a
  * directory of deliberately broken files (made here at run time), the scan cache (creation,
- * reuse, invalidation, corruption, unwritable directories), rectangular batch shapes, and COCO128
- * from ../shared when it is there. */
+ * reuse, invalidation, corruption, unwritable directories), rectangular batch shapes.
+ * test_dataset_ref (this file built with YC_TEST_SHARED) scans COCO128 from ../shared and exits 77
+ * without it. */
 #include <check.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -20,10 +21,12 @@
 #include "image.h"
 #include "log.h"
 #include "util.h"
+#include "yctest.h"
 
 /* Scratch directory for everything the tests write (created in main, removed at the end). */
 static char tmpdir[512];
 
+#ifndef YC_TEST_SHARED
 /* tmpdir/rel into a rotating set of static buffers (a test may hold a few at once). */
 static const char *tp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static const char *tp(const char *fmt, ...)
@@ -89,6 +92,8 @@ static void make_image(const char *path, int w, int h, int orientation)
     g_object_unref(noise);
 }
 
+#endif
+
 /* Redirects a file descriptor (1 or 2) into a file until capture_end. */
 typedef struct capture {
     /* descriptor captured */
@@ -135,6 +140,8 @@ static yc_dataset_options opts(int nc)
     o.quiet = true;
     return o;
 }
+
+#ifndef YC_TEST_SHARED
 
 /* Loads one directory or list. */
 static int load1(const char *entry, const yc_dataset_options *o, yc_dataset *ds)
@@ -936,19 +943,18 @@ START_TEST(rect_shapes)
 }
 END_TEST
 
+#else /* YC_TEST_SHARED */
+
+static const char *const ref_files[] = {"data/coco128.yaml", NULL};
+
 /* ------------------------------------------------------------------------------------------------
  * COCO128 from ../shared
  * ---------------------------------------------------------------------------------------------- */
 
 START_TEST(coco128)
 {
-    const char *shared = getenv("YOLOCL_SHARED_DIR");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/data/coco128.yaml", shared ? shared : "");
-    if (!shared || !yc_file_exists(path)) {
-        printf("note: coco128 test skipped (no %s; set YOLOCL_SHARED_DIR)\n", path);
-        return;
-    }
+    char path[2048];
+    yc_test_shared_path(ref_files[0], path, sizeof path);
     yc_data_yaml y;
     ck_assert_msg(yc_data_yaml_load(path, &y) == YC_OK, "%s", yc_last_error());
     ck_assert_int_eq(y.nc, 80);
@@ -986,9 +992,17 @@ START_TEST(coco128)
 }
 END_TEST
 
+#endif /* YC_TEST_SHARED */
+
 static Suite *dataset_suite(void)
 {
     Suite *s = suite_create("dataset");
+#ifdef YC_TEST_SHARED
+    TCase *tc = tcase_create("coco128");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, coco128);
+    suite_add_tcase(s, tc);
+#else
     TCase *tc = tcase_create("yaml");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, yaml_names_list_and_dir);
@@ -1017,10 +1031,7 @@ static Suite *dataset_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, rect_shapes);
     suite_add_tcase(s, tc);
-    tc = tcase_create("coco128");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, coco128);
-    suite_add_tcase(s, tc);
+#endif
     return s;
 }
 
@@ -1034,6 +1045,11 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 
 int main(void)
 {
+#ifdef YC_TEST_SHARED
+    char missing[2048];
+    if (!yc_test_have_shared(ref_files, missing, sizeof missing))
+        return yc_test_skip(YC_TEST_NEEDS_SHARED, "%s not found (coco128)", missing);
+#endif
     const char *base = getenv("TMPDIR");
     snprintf(tmpdir, sizeof tmpdir, "%s/yc_test_dataset.XXXXXX", base && base[0] ? base : "/tmp");
     if (!mkdtemp(tmpdir)) {

@@ -2,8 +2,10 @@
  * - build_targets on the worked example and the edge cases of YOLOV5.md 2.2, entry by entry;
  * - CIoU and the loss gradient against central finite differences;
  * - duplicate assignments (last objectness target wins), input validation, buffer reuse;
- * - the PyTorch reference step (../shared/ref/train_step_io.safetensors: assignments, loss parts,
- *   head gradients) when ../shared is present, and the tiny fixture (tests/data/tiny) always. */
+ * - the tiny fixture's loss parts (tests/data/tiny).
+ * test_loss_ref (built from this file with YC_TEST_SHARED) compares the PyTorch reference step
+ * (../shared/ref/train_step_io.safetensors: assignments, loss parts, head gradients) and exits 77
+ * without it. */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
@@ -16,6 +18,7 @@
 #include "rng.h"
 #include "safetensors.h"
 #include "util.h"
+#include "yctest.h"
 
 /* YOLOv5 P5 anchors in grid units (YOLOV5.md 1.7). */
 static const float p5_anchors[3][3][2] = {
@@ -39,6 +42,8 @@ static yc_loss_params p5_params(int nc, int imgsz)
     yc_loss_params_gains(&lp, 0.05f, 1.0f, 0.5f, imgsz);
     return lp;
 }
+
+#ifndef YC_TEST_SHARED
 
 /* Grids of the three P5 levels at imgsz (strides 8, 16, 32), no data. */
 static void p5_grids(yc_loss_head heads[3], int imgsz)
@@ -338,7 +343,8 @@ END_TEST
 
 /* The strict conditions of YOLOV5.md 2.2 step 3 at their boundaries, on the 8 x 8 P3 grid of a 64
  * image: a ratio of exactly 4 (w/anchor or anchor/h) fails; a centre at gx = 1.0 or gyi = 1.0 gets
- * no neighbour towards that border. */
+ * no neighbour towards that border; a centre half-way across its cell (gxy % 1 = 0.5) gets no
+ * neighbour on either side of that axis. */
 START_TEST(test_strict_boundaries)
 {
     yc_loss_params lp = p5_params(2, 64);
@@ -357,6 +363,17 @@ START_TEST(test_strict_boundaries)
         {2, 1, 6, 0.0f, 1.0f}, {1, 1, 7, 0.0f, 0.0f}, {2, 1, 7, 0.0f, 0.0f},
     };
     check_set(sets[0], p3, 6, 0, 1, 5.0f, 2.0f, p5_anchors[0], "P3");
+
+    /* gxy = (2.5, 2.25), gwh = (2, 2), every anchor within the ratio: gx % 1 = 0.5 and gxi % 1 =
+     * 0.5 are not < 0.5 (no left or right neighbour); gy % 1 = 0.25 gives the cell above, gyi % 1
+     * = 0.75 none below */
+    const float tgh[6] = {0, 1, 0.3125f, 0.28125f, 0.25f, 0.25f};
+    ck_assert_int_eq(yc_loss_build_targets(ctx, 1, heads, tgh, 1, sets), YC_OK);
+    const want_entry half[6] = {
+        {0, 2, 2, 0.5f, 0.25f}, {1, 2, 2, 0.5f, 0.25f}, {2, 2, 2, 0.5f, 0.25f},
+        {0, 2, 1, 0.5f, 1.25f}, {1, 2, 1, 0.5f, 1.25f}, {2, 2, 1, 0.5f, 1.25f},
+    };
+    check_set(sets[0], half, 6, 0, 1, 2.0f, 2.0f, p5_anchors[0], "P3, centre half-way");
 
     /* gwh = (2.5, 0.40625): anchor 0 has h ratio 0.25, 1/r = 4.0 exactly; the others are further */
     const float tg2[6] = {0, 0, 0.3f, 0.3f, 0.3125f, 0.05078125f};
@@ -783,15 +800,9 @@ START_TEST(test_small_problem)
 }
 END_TEST
 
-/* ---- reference comparisons ---- */
+#endif /* !YC_TEST_SHARED */
 
-static char *env_path(const char *env, const char *fallback, const char *rel)
-{
-    const char *dir = getenv(env);
-    char *base = yc_path_join(dir && *dir ? dir : fallback, rel);
-    ck_assert_ptr_nonnull(base);
-    return base;
-}
+/* ---- reference comparisons ---- */
 
 /* Reads tensor `name` (numel must equal count) as float32 into a new buffer. */
 static float *read_tensor(yc_st_file *f, const char *name, size_t count)
@@ -821,20 +832,14 @@ static float *unpermute(const float *src, int bs, int na, int ny, int nx, int no
     return d;
 }
 
-static double rel_err(double a, double b)
-{
-    return fabs(a - b) / fabs(b);
-}
+#ifdef YC_TEST_SHARED
+
+static const char *const ref_files[] = {"ref/train_step_io.safetensors", NULL};
 
 START_TEST(test_reference_train_step)
 {
-    char *path = env_path("YOLOCL_SHARED_DIR", YC_SRCDATADIR "/../../shared",
-                          "ref/train_step_io.safetensors");
-    if (!yc_file_exists(path)) {
-        printf("note: %s is absent: the PyTorch reference comparison is skipped\n", path);
-        free(path);
-        return;
-    }
+    char path[2048];
+    yc_test_shared_path(ref_files[0], path, sizeof path);
     yc_st_file *f;
     ck_assert_msg(yc_st_open(&f, path) == YC_OK, "%s", yc_last_error());
     const int bs = 2, na = 3, nc = 80, no = 85, nt = 17;
@@ -930,25 +935,16 @@ START_TEST(test_reference_train_step)
     static const char *part[4] = {"total", "box", "obj", "cls"};
     for (int i = 0; i < 4; i++) {
         printf("reference loss %s: %.9g, PyTorch %.9g, relative error %.3g\n", part[i], got[i],
-               want[i], rel_err(got[i], want[i]));
-        ck_assert_msg(rel_err(got[i], want[i]) < 1e-5, "loss %s: %.9g, reference %.9g", part[i],
+               want[i], yc_test_rel_diff(got[i], want[i]));
+        ck_assert_msg(yc_test_rel_diff(got[i], want[i]) < 1e-5, "loss %s: %.9g, reference %.9g", part[i],
                       got[i], want[i]);
     }
 
     /* head gradients: max|a - b| / max|b| per level */
     for (int l = 0; l < 3; l++) {
-        double dmax = 0, rmax = 0;
-        for (size_t i = 0; i < count[l]; i++) {
-            double d = fabs((double)heads[l].grad[i] - ref_grad[l][i]);
-            if (d > dmax)
-                dmax = d;
-            if (fabs(ref_grad[l][i]) > rmax)
-                rmax = fabs(ref_grad[l][i]);
-        }
-        printf("reference grad level %d: max|a-b| %.3g, max|b| %.3g, relative %.3g\n", l, dmax,
-               rmax, dmax / rmax);
-        ck_assert_msg(dmax / rmax < 1e-4, "level %d gradient: max|a-b|/max|b| = %.3g", l,
-                      dmax / rmax);
+        double e = yc_test_rel_error(heads[l].grad, ref_grad[l], count[l]);
+        printf("reference grad level %d: relative error %.3g\n", l, e);
+        ck_assert_msg(e < 1e-4, "level %d gradient: max|a-b|/max|b| = %.3g", l, e);
     }
 
     /* in place: the gradient overwrites the logits (how the training step runs on the CPU):
@@ -979,9 +975,18 @@ START_TEST(test_reference_train_step)
     free(targets);
     yc_loss_free(ctx);
     yc_st_close(f);
-    free(path);
 }
 END_TEST
+
+#else
+
+static char *env_path(const char *env, const char *fallback, const char *rel)
+{
+    const char *dir = getenv(env);
+    char *base = yc_path_join(dir && *dir ? dir : fallback, rel);
+    ck_assert_ptr_nonnull(base);
+    return base;
+}
 
 /* tests/data/tiny: nc = 3 at 64 x 64, loss only (the fixture has no head gradients). */
 START_TEST(test_tiny_fixture)
@@ -1023,8 +1028,8 @@ START_TEST(test_tiny_fixture)
     static const char *part[4] = {"total", "box", "obj", "cls"};
     for (int i = 0; i < 4; i++) {
         printf("tiny loss %s: %.9g, PyTorch %.9g, relative error %.3g\n", part[i], got[i],
-               (double)loss[i], rel_err(got[i], loss[i]));
-        ck_assert_msg(rel_err(got[i], loss[i]) < 1e-5, "tiny loss %s: %.9g, reference %.9g",
+               (double)loss[i], yc_test_rel_diff(got[i], loss[i]));
+        ck_assert_msg(yc_test_rel_diff(got[i], loss[i]) < 1e-5, "tiny loss %s: %.9g, reference %.9g",
                       part[i], got[i], (double)loss[i]);
     }
     for (int l = 0; l < 3; l++)
@@ -1039,9 +1044,17 @@ START_TEST(test_tiny_fixture)
 }
 END_TEST
 
+#endif /* YC_TEST_SHARED */
+
 static Suite *loss_suite(void)
 {
     Suite *s = suite_create("loss");
+#ifdef YC_TEST_SHARED
+    TCase *tc = tcase_create("reference");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_reference_train_step);
+    suite_add_tcase(s, tc);
+#else
     TCase *tc = tcase_create("assign");
     tcase_add_test(tc, test_gains);
     tcase_add_test(tc, test_worked_example);
@@ -1058,16 +1071,21 @@ static Suite *loss_suite(void)
     tcase_add_test(tc, test_grad_single_class);
     tcase_add_test(tc, test_small_problem);
     suite_add_tcase(s, tc);
-    tc = tcase_create("reference");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_reference_train_step);
+    tc = tcase_create("tiny");
     tcase_add_test(tc, test_tiny_fixture);
     suite_add_tcase(s, tc);
+#endif
     return s;
 }
 
 int main(void)
 {
+#ifdef YC_TEST_SHARED
+    char missing[2048];
+    if (!yc_test_have_shared(ref_files, missing, sizeof missing))
+        return yc_test_skip(YC_TEST_NEEDS_SHARED, "%s not found (PyTorch's reference step)",
+                            missing);
+#endif
     SRunner *sr = srunner_create(loss_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -302,6 +302,17 @@ START_TEST(report_items_add_up)
     ck_assert_uint_eq(sum, r.peak_bytes);
     ck_assert_uint_le(r.lower_bound_bytes, r.peak_bytes);
     yc_mem_report_free(&r);
+    /* the optimizer state: SGD's momentum buffer, Adam's two moments */
+    for (int adam = 0; adam < 2; adam++) {
+        rs.optimizer = adam ? YC_OPTIM_ADAM : YC_OPTIM_SGD;
+        ck_assert_int_eq(yc_memplan(&rs, &r), YC_OK);
+        size_t state = 0;
+        for (int i = 0; i < r.nitems; i++)
+            if (!strcmp(r.items[i].what, "optimizer state"))
+                state = r.items[i].bytes;
+        ck_assert_uint_eq(state, (adam ? 2 : 1) * m->param_elems * sizeof(float));
+        yc_mem_report_free(&r);
+    }
 }
 END_TEST
 

@@ -4,9 +4,9 @@
  *
  * Hand-computed cases are explained where they are checked.  Values marked "YOLOv5 gives" were
  * also obtained by running the v7.0 Python code (numpy 1.24, torch 1.13, torchvision 0.14) on the
- * same input.  When ../shared is present (YOLOCL_SHARED_DIR), decoding and NMS are compared with
- * the PyTorch dumps of ref/pretrained_eval_nms.safetensors; otherwise those cases pass with a
- * note. */
+ * same input.  test_metrics_ref (this file built with YC_TEST_SHARED) compares decoding and NMS
+ * with the PyTorch dumps of ../shared/ref/pretrained_eval_nms.safetensors and exits 77 without
+ * them. */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
@@ -20,13 +20,9 @@
 #include "nms.h"
 #include "safetensors.h"
 #include "util.h"
+#include "yctest.h"
 
-/* YOLOv5 P5 anchors in grid units (YOLOV5.md 1.7). */
-static const float p5_anchors[3][3][2] = {
-    {{1.25f, 1.625f}, {2.0f, 3.75f}, {4.125f, 2.875f}},
-    {{1.875f, 3.8125f}, {3.875f, 2.8125f}, {3.6875f, 7.4375f}},
-    {{3.625f, 2.8125f}, {4.875f, 6.1875f}, {11.65625f, 10.1875f}},
-};
+#ifndef YC_TEST_SHARED
 
 /* ---- helpers ---- */
 
@@ -409,15 +405,18 @@ START_TEST(test_boxes)
 }
 END_TEST
 
+#else /* YC_TEST_SHARED */
+
+/* YOLOv5 P5 anchors in grid units (YOLOV5.md 1.7). */
+static const float p5_anchors[3][3][2] = {
+    {{1.25f, 1.625f}, {2.0f, 3.75f}, {4.125f, 2.875f}},
+    {{1.875f, 3.8125f}, {3.875f, 2.8125f}, {3.6875f, 7.4375f}},
+    {{3.625f, 2.8125f}, {4.875f, 6.1875f}, {11.65625f, 10.1875f}},
+};
+
 /* ---- reference comparisons ---- */
 
-static char *shared_path(const char *rel)
-{
-    const char *dir = getenv("YOLOCL_SHARED_DIR");
-    char *p = yc_path_join(dir && *dir ? dir : YC_SRCDATADIR "/../../shared", rel);
-    ck_assert_ptr_nonnull(p);
-    return p;
-}
+static const char *const ref_files[] = {"ref/pretrained_eval_nms.safetensors", NULL};
 
 static float *read_tensor(yc_st_file *f, const char *name, size_t *count)
 {
@@ -435,6 +434,9 @@ static float *read_tensor(yc_st_file *f, const char *name, size_t *count)
  * least 1 px): x1 = cx - w/2 near 0 inherits the rounding of cx and w. */
 static double det_err(const float *g, const float *r)
 {
+    for (int k = 0; k < 6; k++)
+        if (!isfinite(g[k]) || !isfinite(r[k]))
+            return INFINITY;
     if (g[5] != r[5])
         return INFINITY;
     double scale = 1.0;
@@ -474,12 +476,8 @@ static double compare_dets(const float *got, int nd, const float *ref, size_t nr
 
 START_TEST(test_reference_nms)
 {
-    char *path = shared_path("ref/pretrained_eval_nms.safetensors");
-    if (!yc_file_exists(path)) {
-        printf("note: %s is absent: the PyTorch NMS comparison is skipped\n", path);
-        free(path);
-        return;
-    }
+    char path[2048];
+    yc_test_shared_path(ref_files[0], path, sizeof path);
     yc_st_file *f;
     ck_assert_msg(yc_st_open(&f, path) == YC_OK, "%s", yc_last_error());
     yc_nms_scratch *s = yc_nms_scratch_new();
@@ -523,26 +521,16 @@ START_TEST(test_reference_nms)
     free(out);
     yc_nms_scratch_free(s);
     yc_st_close(f);
-    free(path);
 }
 END_TEST
 
 START_TEST(test_reference_decode)
 {
-    char *path = shared_path("ref/pretrained_eval_nms.safetensors");
-    if (!yc_file_exists(path)) {
-        printf("note: %s is absent: the PyTorch decoding comparison is skipped\n", path);
-        free(path);
-        return;
-    }
+    char path[2048];
+    yc_test_shared_path(ref_files[0], path, sizeof path);
     yc_st_file *f;
     ck_assert_msg(yc_st_open(&f, path) == YC_OK, "%s", yc_last_error());
-    if (!yc_st_find(f, "eval320_raw_head0")) {
-        printf("note: the dump has no raw heads: decoding comparison skipped\n");
-        yc_st_close(f);
-        free(path);
-        return;
-    }
+    ck_assert_msg(yc_st_find(f, "eval320_raw_head0") != NULL, "%s has no raw heads", path);
     yc_nms_scratch *s = yc_nms_scratch_new();
     float *det = malloc(1000 * 6 * sizeof *det);
     ck_assert(s && det);
@@ -624,9 +612,12 @@ START_TEST(test_reference_decode)
     free(det);
     yc_nms_scratch_free(s);
     yc_st_close(f);
-    free(path);
 }
 END_TEST
+
+#endif /* YC_TEST_SHARED */
+
+#ifndef YC_TEST_SHARED
 
 /* ---- matching ---- */
 
@@ -1025,9 +1016,18 @@ START_TEST(test_val_metrics)
 }
 END_TEST
 
+#endif /* !YC_TEST_SHARED */
+
 static Suite *metrics_suite(void)
 {
     Suite *s = suite_create("metrics");
+#ifdef YC_TEST_SHARED
+    TCase *tc = tcase_create("reference");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_reference_nms);
+    tcase_add_test(tc, test_reference_decode);
+    suite_add_tcase(s, tc);
+#else
     TCase *tc = tcase_create("nms");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_decode_small);
@@ -1038,11 +1038,6 @@ static Suite *metrics_suite(void)
     tcase_add_test(tc, test_nms_tie_order);
     tcase_add_test(tc, test_nms_random_vs_naive);
     tcase_add_test(tc, test_boxes);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("reference");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_reference_nms);
-    tcase_add_test(tc, test_reference_decode);
     suite_add_tcase(s, tc);
     tc = tcase_create("metrics");
     tcase_set_timeout(tc, 60);
@@ -1057,11 +1052,19 @@ static Suite *metrics_suite(void)
     tcase_add_test(tc, test_confusion);
     tcase_add_test(tc, test_val_metrics);
     suite_add_tcase(s, tc);
+#endif
     return s;
 }
 
 int main(void)
 {
+#ifdef YC_TEST_SHARED
+    char missing[2048];
+    if (!yc_test_have_shared(ref_files, missing, sizeof missing))
+        return yc_test_skip(YC_TEST_NEEDS_SHARED,
+                            "%s not found (PyTorch's decoding and NMS of the released YOLOv5n)",
+                            missing);
+#endif
     SRunner *sr = srunner_create(metrics_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

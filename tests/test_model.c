@@ -399,6 +399,20 @@ START_TEST(planner_best_fit_cases)
     b[1].offset = b[0].offset;
     ck_assert_int_ne(yc_plan_verify(&p), YC_OK);
 
+    /* best fit: at position 2 the free ranges are a's 128 bytes and c's 256 (kept apart by b);
+     * d takes the smaller */
+    yc_plan_block f[4] = {
+        {.size = 128, .first = 0, .last = 1, .name = "a"},
+        {.size = 64, .first = 0, .last = 3, .name = "b"},
+        {.size = 256, .first = 0, .last = 1, .name = "c"},
+        {.size = 64, .first = 2, .last = 3, .name = "d"},
+    };
+    yc_plan fit = {.nblocks = 4, .blocks = f, .alignment = 64};
+    ck_assert_int_eq(yc_plan_place(&fit), YC_OK);
+    ck_assert_int_eq(yc_plan_verify(&fit), YC_OK);
+    ck_assert_uint_eq(f[3].offset, f[0].offset);
+    ck_assert_uint_eq(fit.arena_bytes, 128 + 64 + 256);
+
     /* chunks no larger than the device's largest allocation */
     yc_plan_block c[5] = {
         {.size = 100, .first = 0, .last = 3, .name = "a"},

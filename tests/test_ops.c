@@ -49,6 +49,7 @@
 #include "ref_ops.h"
 #include "rng.h"
 #include "winograd.h"
+#include "yctest.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Backends under test.  A backend that is not available here (no device) is skipped.
@@ -117,6 +118,8 @@ static void add_opencl_backends(void)
         snprintf(names[i], sizeof names[i], "opencl:%d", i);
         backends[nbackends++] = (backend_entry){names[i], create_opencl, i};
     }
+    if (n == 0 && yc_test_required(YC_TEST_NEEDS_OPENCL))
+        exit(yc_test_skip(YC_TEST_NEEDS_OPENCL, "test_ops: no OpenCL device"));
     if (n == 0)
         fprintf(stderr, "test_ops: no OpenCL device: the OpenCL cases are skipped\n");
 #endif

@@ -1,8 +1,9 @@
 /* The torch checkpoint reader (zip.c, pickle.c, ptfile.c) and the weights interface (weights.c):
- * the released yolov5n.pt against yolov5n.safetensors (from ../shared; those cases pass with a
- * note when it is absent), small .pt files written here byte by byte (strides, offsets, dtypes,
- * nested modules, attributes), a battery of malformed and hostile files (each must fail cleanly),
- * and loading weights into a model (STRICT and TRANSFER). */
+ * small .pt files written here byte by byte (strides, offsets, dtypes, nested modules,
+ * attributes), a battery of malformed and hostile files (each must fail cleanly), and a model's
+ * weights written and loaded back.  test_ptfile_ref (this file built with YC_TEST_SHARED) reads
+ * the released yolov5n.pt from ../shared: against yolov5n.safetensors, truncated and corrupted,
+ * and loaded into models (STRICT and TRANSFER); it exits 77 without them. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 #include "weights.h"
 #include "yamltree.h"
 #include "zip.h"
+#include "yctest.h"
 
 static char tmpdir[512];
 
@@ -34,22 +36,19 @@ static const char *tmp_path(const char *name)
     return b;
 }
 
-/* ../shared/weights/yolov5n.pt and .safetensors, or NULL (with a note) when absent. */
+#ifdef YC_TEST_SHARED
+static const char *const ref_files[] = {"weights/yolov5n.pt", "weights/yolov5n.safetensors", NULL};
+
+/* ../shared/weights/yolov5n.pt or .safetensors */
 static const char *shared_weights(const char *ext)
 {
-    static char buf[2][1024];
-    char *b = buf[strcmp(ext, "pt") == 0];
-    const char *env = getenv("YOLOCL_SHARED_DIR");
-    if (env && *env)
-        snprintf(b, sizeof buf[0], "%s/weights/yolov5n.%s", env, ext);
-    else
-        snprintf(b, sizeof buf[0], "%s/../../shared/weights/yolov5n.%s", YC_SRCDATADIR, ext);
-    if (!yc_file_exists(b)) {
-        printf("note: %s absent (set YOLOCL_SHARED_DIR); case passes without it\n", b);
-        return NULL;
-    }
-    return b;
+    static char buf[2][2048];
+    return yc_test_shared_path(ref_files[strcmp(ext, "pt") != 0], buf[strcmp(ext, "pt") != 0],
+                               sizeof buf[0]);
 }
+#endif
+
+#ifndef YC_TEST_SHARED
 
 /* ---- byte buffers, pickles and zips written by hand ----------------------------------------- */
 
@@ -620,6 +619,8 @@ START_TEST(ema_preferred_and_state_dicts)
 }
 END_TEST
 
+#endif /* !YC_TEST_SHARED */
+
 /* ---- hostile and malformed files ------------------------------------------------------------ */
 
 /* The load must fail with a message (and, under valgrind, touch nothing out of bounds). */
@@ -639,6 +640,8 @@ static void expect_failure(const char *path, const char *needle)
     ck_assert_int_ne(yc_weights_read(path, &w), YC_OK);
     ck_assert_ptr_null(w);
 }
+
+#ifndef YC_TEST_SHARED
 
 /* A .pt whose data.pkl is `pkl` (PROTO 2 prepended) and whose only storage is the float one. */
 static void expect_pickle_failure(const char *name, const void *pkl, size_t len,
@@ -1079,13 +1082,13 @@ START_TEST(pickle_protocol4_opcodes)
 }
 END_TEST
 
+#else /* YC_TEST_SHARED */
+
 /* ---- the released yolov5n.pt ---------------------------------------------------------------- */
 
 START_TEST(yolov5n_pt_matches_safetensors)
 {
     const char *pt = shared_weights("pt"), *st = shared_weights("safetensors");
-    if (!pt || !st)
-        return;
     yc_weights *w = NULL;
     ck_assert_msg(yc_weights_read(pt, &w) == YC_OK, "%s", yc_last_error());
     ck_assert_int_eq(w->ntensors, 349);
@@ -1160,8 +1163,6 @@ END_TEST
 START_TEST(yolov5n_pt_truncated)
 {
     const char *pt = shared_weights("pt");
-    if (!pt)
-        return;
     char *data;
     size_t size;
     ck_assert_int_eq(yc_read_file(pt, &data, &size), YC_OK);
@@ -1179,6 +1180,8 @@ START_TEST(yolov5n_pt_truncated)
 }
 END_TEST
 
+#endif /* YC_TEST_SHARED */
+
 /* ---- loading into a model ------------------------------------------------------------------- */
 
 static yc_model *new_model(const char *name, int nc, yc_backend *be)
@@ -1193,11 +1196,11 @@ static yc_model *new_model(const char *name, int nc, yc_backend *be)
     return m;
 }
 
+#ifdef YC_TEST_SHARED
+
 START_TEST(apply_strict_and_transfer)
 {
     const char *pt = shared_weights("pt");
-    if (!pt)
-        return;
     yc_backend *be = NULL;
     ck_assert_int_eq(yc_backend_cpu_new(&be, 1), YC_OK);
     yc_weights *w = NULL;
@@ -1280,6 +1283,8 @@ START_TEST(apply_strict_and_transfer)
     yc_backend_free(be);
 }
 END_TEST
+
+#else /* YC_TEST_SHARED */
 
 /* Without shared files: a model's weights written, read back and loaded into another model. */
 START_TEST(model_roundtrip_and_half_rounding)
@@ -1389,9 +1394,19 @@ START_TEST(safetensors_metadata_errors)
 }
 END_TEST
 
+#endif /* YC_TEST_SHARED */
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ptfile");
+#ifdef YC_TEST_SHARED
+    TCase *tc = tcase_create("yolov5n");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, yolov5n_pt_matches_safetensors);
+    tcase_add_test(tc, yolov5n_pt_truncated);
+    tcase_add_test(tc, apply_strict_and_transfer);
+    suite_add_tcase(s, tc);
+#else
     TCase *tc = tcase_create("synthetic");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, synthetic_strides_offsets_dtypes, 0, 2);
@@ -1409,17 +1424,18 @@ static Suite *suite(void)
     tcase_add_test(tc, pickle_mutations);
     tcase_add_test(tc, pickle_protocol4_opcodes);
     suite_add_tcase(s, tc);
-    tc = tcase_create("yolov5n");
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, yolov5n_pt_matches_safetensors);
-    tcase_add_test(tc, yolov5n_pt_truncated);
-    tcase_add_test(tc, apply_strict_and_transfer);
-    suite_add_tcase(s, tc);
+#endif
     return s;
 }
 
 int main(void)
 {
+#ifdef YC_TEST_SHARED
+    char missing[2048];
+    if (!yc_test_have_shared(ref_files, missing, sizeof missing))
+        return yc_test_skip(YC_TEST_NEEDS_SHARED, "%s not found (the released YOLOv5n weights)",
+                            missing);
+#endif
     const char *base = getenv("TMPDIR");
     snprintf(tmpdir, sizeof tmpdir, "%s/yc_test_ptfile.XXXXXX", base && base[0] ? base : "/tmp");
     if (!mkdtemp(tmpdir)) {

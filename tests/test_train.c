@@ -714,7 +714,7 @@ START_TEST(micro_batches_add_up_to_the_batch)
 END_TEST
 
 /* Four images without augmentation, 150 optimizer steps (past the 100-step warmup): the
- * training loss must fall well below where it started. */
+ * training loss falls to what it falls to when the training is right. */
 START_TEST(loss_falls_when_fitting_a_batch)
 {
     make_demo();
@@ -768,7 +768,12 @@ START_TEST(loss_falls_when_fitting_a_batch)
     }
     printf("fitting four images: train loss %.4f (epochs 0-9) -> %.4f (epochs 140-149)\n", first,
            last);
-    ck_assert_msg(last < 0.6 * first, "the training loss did not fall: %g -> %g", first, last);
+    /* measured 0.372-0.398 of the start (AVX-512, AVX2 and generic GEMM kernels, Winograd off,
+     * 1 and 2 threads): within 0.05 of 0.39 leaves room for other CPUs' rounding, and none for a
+     * run that learns at a different rate */
+    double ratio = last / first;
+    ck_assert_msg(fabs(ratio - 0.39) < 0.05, "the training loss went from %g to %g (%.3f of it)",
+                  first, last, ratio);
 }
 END_TEST
 
