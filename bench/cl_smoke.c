@@ -1,7 +1,8 @@
 /* One small case of every kernel of the OpenCL backend, for bench/oclgrind.sh: tiny shapes, views
  * with gaps between images, FP16 activations, accumulation; then the backend's two paths that are
- * not ops: YOLOv5's loss on the device (its head gradients against the host loss's) and the
- * uint8 input upload.  Each tensor has a buffer of its own, exactly as large as its
+ * not ops: YOLOv5's loss on the device (its head gradients against the host loss's, and its sums
+ * without a gradient), the uint8 input upload and validation's decode with the confidence
+ * filter.  Each tensor has a buffer of its own, exactly as large as its
  * elements need, so that a checker such as oclgrind sees any access past the end.  FP32 cases
  * are compared with the CPU backend (normalised error); FP16 cases run on OpenCL only.
  *
@@ -17,6 +18,7 @@
 #include "half.h"
 #include "log.h"
 #include "loss.h"
+#include "nms.h"
 
 /* A tensor description of a case: shape, a view (gap between images), FP16 storage. */
 typedef struct tdesc {
@@ -209,6 +211,15 @@ static int smoke_loss(yc_backend *be)
     bad |= !(worst < 1e-4);
     printf("  %-26s %s  (head gradients against the host loss: %.2g)\n", "yolo loss",
            bad ? "FAILED" : "ok", worst);
+    /* again without a gradient (validation): the same sums */
+    float sums2[3 * 6];
+    y.sums = sums2;
+    for (int l = 0; l < nl; l++)
+        y.level[l].grad = NULL;
+    int bad2 = bad || be->iface->yolo_loss(be, &y) || be->iface->synchronize(be) ||
+               memcmp(sums, sums2, sizeof sums) != 0;
+    printf("  %-26s %s\n", "yolo loss, no gradient", bad2 ? "FAILED" : "ok");
+    bad |= bad2;
     for (int l = 0; l < nl; l++) {
         if (heads[l].buf)
             yc_buffer_free(be, heads[l].buf);
@@ -217,6 +228,67 @@ static int smoke_loss(yc_backend *be)
         free(hp[l]), free(hg[l]), free(dg[l]);
     }
     yc_loss_free(ctx);
+    return bad;
+}
+
+/* Detect's decode with the confidence filter (detect_filter) on three levels of two images at
+ * a threshold that keeps about a third of the rows, against the host's yc_detect_decode: every
+ * row above it kept once, within 1e-5.  Returns 1 on failure. */
+static int smoke_detect(yc_backend *be)
+{
+    enum { NL = 3, NA = 3, NO = 8, B = 2 };
+    const int grids[NL] = {4, 2, 1};
+    static const float anchors[NL * NA * 2] = {1.25f, 1.6f, 2.0f, 3.75f, 4.1f, 2.9f,
+                                               1.9f, 3.8f, 3.9f, 2.8f, 3.7f, 7.7f,
+                                               3.6f, 2.8f, 4.9f, 6.2f, 11.6f, 10.2f};
+    yc_tensor heads[NL];
+    float *hp[NL] = {0};
+    yc_detect_level lv[NL];
+    yc_detect_filter f = {.batch = B, .nl = NL, .na = NA, .no = NO, .anchors = anchors,
+                          .conf_thres = 0.6f};
+    int bad = !be->iface->detect_filter;
+    for (int l = 0; l < NL && !bad; l++) {
+        int g = grids[l];
+        size_t n = (size_t)B * NA * NO * g * g;
+        heads[l] = yc_tensor_make(B, NA * NO, g, g, YC_F32, "head");
+        heads[l].buf = yc_buffer_alloc(be, n * sizeof(float));
+        hp[l] = malloc(n * sizeof(float));
+        bad |= !heads[l].buf || !hp[l];
+        for (size_t i = 0; !bad && i < n; i++)
+            hp[l][i] = next_value(false);
+        bad = bad || yc_tensor_set_f32(be, &heads[l], hp[l]);
+        lv[l] = (yc_detect_level){.p = hp[l], .ny = g, .nx = g, .img_stride = (size_t)NA * NO * g * g,
+                                  .stride = (float)(8 << l)};
+        f.head[l] = &heads[l];
+        f.stride[l] = lv[l].stride;
+    }
+    enum { ROWS = NA * (16 + 4 + 1) };
+    float host[B * ROWS * NO], rows[B * ROWS * NO];
+    uint32_t ids[B * ROWS];
+    char seen[B * ROWS] = {0};
+    f.rows = rows, f.ids = ids, f.cap = B * ROWS;
+    size_t kept = 0, want = 0;
+    for (int b = 0; b < B && !bad; b++)
+        bad = yc_detect_decode(lv, NL, NA, NO, anchors, b, host + (size_t)b * ROWS * NO);
+    bad = bad || be->iface->detect_filter(be, &f, &kept) || kept > f.cap;
+    double worst = 0;
+    for (size_t i = 0; i < kept && !bad; i++) {
+        bad |= ids[i] >= B * ROWS || seen[ids[i]] || !(host[ids[i] * NO + 4] > f.conf_thres);
+        seen[ids[i] < B * ROWS ? ids[i] : 0] = 1;
+        for (int k = 0; k < NO && !bad; k++)
+            worst = fmax(worst, fabs((double)rows[i * NO + k] - host[ids[i] * NO + k]) /
+                                    fmax(fabs((double)host[ids[i] * NO + k]), 1e-3));
+    }
+    for (int r = 0; r < B * ROWS; r++)
+        want += host[r * NO + 4] > f.conf_thres;
+    bad |= kept != want || !(worst < 1e-5);
+    printf("  %-26s %s  (%zu of %d rows kept, against the host decode: %.2g)\n", "detect filter",
+           bad ? "FAILED" : "ok", kept, B * ROWS, worst);
+    for (int l = 0; l < NL; l++) {
+        if (heads[l].buf)
+            yc_buffer_free(be, heads[l].buf);
+        free(hp[l]);
+    }
     return bad;
 }
 
@@ -378,9 +450,9 @@ int main(int argc, char **argv)
         for (int i = 0; i < YC_OP_MAX_DST; i++)
             free(vd[i]), free(o_cl[i]), free(o_cpu[i]);
     }
-    int extra = smoke_loss(cl) + smoke_upload(cl);
+    int extra = smoke_loss(cl) + smoke_upload(cl) + smoke_detect(cl);
     yc_backend_free(cpu);
     yc_backend_free(cl);
-    printf("cl_smoke: %d of %zu cases failed\n", failures + extra, sizeof cases / sizeof cases[0] + 2);
+    printf("cl_smoke: %d of %zu cases failed\n", failures + extra, sizeof cases / sizeof cases[0] + 3);
     return failures + extra ? 1 : 0;
 }

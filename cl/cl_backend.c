@@ -31,6 +31,7 @@ static void ctx_release(yc_cl_ctx *c)
     if (c->scratch)
         clReleaseMemObject(c->scratch);
     yc_cl_loss_release(c);
+    yc_cl_detect_release(c);
     free(c->tuned);
     if (c->blast_temp)
         clReleaseMemObject(c->blast_temp);
@@ -238,6 +239,11 @@ static int cl_yolo_loss(yc_backend *be, const yc_yolo_loss *l)
     return yc_cl_yolo_loss(ctx_of(be), l);
 }
 
+static int cl_detect_filter(yc_backend *be, const yc_detect_filter *f, size_t *n)
+{
+    return yc_cl_detect_filter(ctx_of(be), f, n);
+}
+
 static int cl_write_u8_scaled(yc_backend *be, const yc_tensor *dst, const uint8_t *src)
 {
     return yc_cl_write_u8_scaled(ctx_of(be), dst, src);
@@ -254,6 +260,7 @@ static const struct yc_backend_i cl_iface = {
     .buffer_read_async = cl_buffer_read_async,
     .yolo_loss = cl_yolo_loss,
     .write_u8_scaled = cl_write_u8_scaled,
+    .detect_filter = cl_detect_filter,
     .buffer_memset = cl_buffer_memset,
     .buffer_host_ptr = NULL,
     .supports = cl_supports,

@@ -32,6 +32,7 @@ typedef enum yc_cl_prog {
     YC_CL_PROG_CONV,
     YC_CL_PROG_OPTIM,
     YC_CL_PROG_LOSS,
+    YC_CL_PROG_DETECT,
     YC_CL_NPROGS
 } yc_cl_prog;
 
@@ -66,6 +67,7 @@ typedef enum yc_cl_kid {
     YC_K_LOSS_CELLS,
     YC_K_LOSS_OBJ,
     YC_K_LOSS_SUMS,
+    YC_K_DETECT_FILTER,
     YC_K_COUNT
 } yc_cl_kid;
 
@@ -97,6 +99,15 @@ typedef struct yc_cl_loss_state {
     cl_event written;
     unsigned long written_at;
 } yc_cl_loss_state;
+
+/* The buffers of the detection filter (cl_detect.c): the counter of kept rows, the anchor grids
+ * (and their host copy, which must outlive the non-blocking write), the rows and their ids; each
+ * grows to the largest request seen. */
+typedef struct yc_cl_detect_state {
+    cl_mem count, anch, rows, ids;
+    size_t count_cap, anch_cap, rows_cap, ids_cap;
+    float h_anch[8 * 16 * 2];
+} yc_cl_detect_state;
 
 /* One slot of the input upload (cl_upload.c): pinned host memory (CL_MEM_ALLOC_HOST_PTR, mapped
  * once), its device copy, the event of the last copy and the synchronize count it was made at. */
@@ -175,6 +186,8 @@ typedef struct yc_cl_ctx {
     size_t blast_temp_size;
     /* the loss's buffers */
     yc_cl_loss_state loss;
+    /* the detection filter's buffers */
+    yc_cl_detect_state detect;
     /* the input upload's two slots, used in turn */
     yc_cl_upload_slot upload[2];
     int upload_next;
@@ -296,6 +309,13 @@ int yc_cl_conv(yc_cl_ctx *c, const yc_op *op, yc_span ws);
 int yc_cl_yolo_loss(yc_cl_ctx *c, const yc_yolo_loss *l);
 /* Releases the loss's buffers. */
 void yc_cl_loss_release(yc_cl_ctx *c);
+
+/* ---- cl_detect.c -------------------------------------------------------------------------- */
+
+/* yc_backend_i.detect_filter. */
+int yc_cl_detect_filter(yc_cl_ctx *c, const yc_detect_filter *f, size_t *n);
+/* Releases the detection filter's buffers. */
+void yc_cl_detect_release(yc_cl_ctx *c);
 
 /* ---- cl_upload.c -------------------------------------------------------------------------- */
 

@@ -216,7 +216,7 @@ int yc_cl_yolo_loss(yc_cl_ctx *c, const yc_yolo_loss *l)
             if ((st = yc_cl_begin(c, YC_K_LOSS_CELLS, &a)))
                 return st;
             yc_cl_arg_tensor(&a, h);
-            yc_cl_arg_tensor(&a, v->grad);
+            yc_cl_arg_tensor(&a, v->grad ? v->grad : h);
             yc_cl_arg_mem(&a, s->ent_i);
             yc_cl_arg_mem(&a, s->ent_f);
             yc_cl_arg_mem(&a, s->cell_first);
@@ -235,6 +235,7 @@ int yc_cl_yolo_loss(yc_cl_ctx *c, const yc_yolo_loss *l)
             yc_cl_arg_float(&a, l->cn);
             yc_cl_arg_float(&a, l->cls_pw);
             yc_cl_arg_float(&a, l->fl_gamma);
+            yc_cl_arg_int(&a, v->grad != NULL);
             size_t g[1] = {(size_t)ncells[k]};
             if ((st = yc_cl_run(&a, 1, g, false)))
                 return st;
@@ -242,7 +243,7 @@ int yc_cl_yolo_loss(yc_cl_ctx *c, const yc_yolo_loss *l)
         if ((st = yc_cl_begin(c, YC_K_LOSS_OBJ, &a)))
             return st;
         yc_cl_arg_tensor(&a, h);
-        yc_cl_arg_tensor(&a, v->grad);
+        yc_cl_arg_tensor(&a, v->grad ? v->grad : h);
         yc_cl_arg_mem(&a, s->tobj);
         yc_cl_arg_int(&a, l->batch);
         yc_cl_arg_int(&a, l->na);
@@ -252,6 +253,7 @@ int yc_cl_yolo_loss(yc_cl_ctx *c, const yc_yolo_loss *l)
         yc_cl_arg_float(&a, v->gobj);
         yc_cl_arg_float(&a, l->obj_pw);
         yc_cl_arg_float(&a, l->fl_gamma);
+        yc_cl_arg_int(&a, v->grad != NULL);
         yc_cl_arg_mem(&a, s->part);
         yc_cl_arg_uint(&a, (unsigned)part_off[k]);
         yc_cl_arg_local(&a, a.local * sizeof(cl_float2));

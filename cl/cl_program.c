@@ -32,6 +32,7 @@ static const char *const prog_files[YC_CL_NPROGS] = {
     [YC_CL_PROG_CONV] = "conv.cl",
     [YC_CL_PROG_OPTIM] = "optim.cl",
     [YC_CL_PROG_LOSS] = "loss.cl",
+    [YC_CL_PROG_DETECT] = "detect.cl",
 };
 
 /* Each kernel's name in its program. */
@@ -68,6 +69,7 @@ static const struct {
     [YC_K_LOSS_CELLS] = {"loss_cells", YC_CL_PROG_LOSS},
     [YC_K_LOSS_OBJ] = {"loss_obj", YC_CL_PROG_LOSS},
     [YC_K_LOSS_SUMS] = {"loss_sums", YC_CL_PROG_LOSS},
+    [YC_K_DETECT_FILTER] = {"detect_filter", YC_CL_PROG_DETECT},
 };
 
 #define CACHE_MAGIC "yolocl OpenCL program cache 1\n"

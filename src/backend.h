@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tensor.h"
 
@@ -196,7 +197,8 @@ typedef struct yc_span {
 
 /* One detection level of YOLOv5's loss for yc_backend_i.yolo_loss (src/loss.c is the reference). */
 typedef struct yc_yolo_loss_level {
-    /* the level's raw outputs (batch, na*no, ny, nx) and their gradient, written whole */
+    /* the level's raw outputs (batch, na*no, ny, nx) and their gradient, written whole, or NULL
+     * for the loss alone (validation) */
     const yc_tensor *head, *grad;
     /* the assignments, as loss.h's yc_target_set holds them (made on the host): n entries of
      * image, anchor, cell row and column, class, box target (4 each) and anchor size (2 each) */
@@ -222,6 +224,26 @@ typedef struct yc_yolo_loss {
      * must stay valid until then */
     float *sums;
 } yc_yolo_loss;
+
+/* Detect's eval decode with the confidence filter, for yc_backend_i.detect_filter (src/nms.c's
+ * yc_detect_decode is the reference). */
+typedef struct yc_detect_filter {
+    /* images, levels, anchors per level, values per anchor (5 + classes) */
+    int batch, nl, na, no;
+    /* per level: the raw outputs (batch, na*no, ny, nx) and the input pixels per cell */
+    const yc_tensor *head[8];
+    float stride[8];
+    /* anchors in grid units of their level, anchors[(l na + a) 2 + {0: w, 1: h}] */
+    const float *anchors;
+    /* the rows whose objectness (after the sigmoid) is above conf_thres are kept */
+    float conf_thres;
+    /* out: room for `cap` rows of `no` floats (cx, cy, w, h, objectness, classes, decoded as
+     * yc_detect_decode decodes them) and their ids, image * (rows per image) + the row's index
+     * among the image's rows in yc_detect_decode's order; in no particular order */
+    size_t cap;
+    float *rows;
+    uint32_t *ids;
+} yc_detect_filter;
 
 struct yc_backend_i {
     /* short name: "cpu" or "opencl" */
@@ -266,6 +288,11 @@ struct yc_backend_i {
      * FP16 tensor dst, each value divided by 255 on the device; returns without waiting and src
      * may be reused at once (NULL: the caller converts on the host and writes floats) */
     int (*write_u8_scaled)(yc_backend *be, const yc_tensor *dst, const uint8_t *src);
+    /* optional: the rows of a batch's heads that pass the confidence filter, decoded where the
+     * heads are and only those read back (NULL: the caller reads the heads and decodes them on
+     * the host).  Waits for the device.  *n: the rows kept, more than f->cap when they did not
+     * fit (then none is in f->rows and the caller decodes the heads itself) */
+    int (*detect_filter)(yc_backend *be, const yc_detect_filter *f, size_t *n);
 };
 
 /* What a backend has done since it was made, for benchmarks (yolocl bench --json): kernel

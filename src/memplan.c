@@ -11,6 +11,7 @@
 #include "log.h"
 #include "slice_image.h"
 #include "util.h"
+#include "val.h"
 
 void yc_mem_report_free(yc_mem_report *r)
 {
@@ -165,12 +166,37 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
             false);
     }
     if (!r->host_device) {
+        /* the input: uint8 through the backend's two pinned upload slots and their device
+         * copies, each as large as the larger batch; else float32 converted on the host */
+        bool u8 = be && be->iface->write_u8_scaled;
+        bool device_loss = be && be->iface->yolo_loss;
+        bool val_batches = rs->val_batch > 0 && rs->val_full_bytes == 0;
+        size_t in_train = rs->train ? (size_t)rs->batch * 3 * s2 : 0;
+        size_t in_val = val_batches ? (size_t)rs->val_batch * 3 * sv2 : 0;
+        if (u8) {
+            size_t slot = in_train > in_val ? in_train : in_val;
+            add(r, "input upload slots", 2 * slot, true);
+            add(r, "input upload slots (pinned)", 2 * slot, false);
+        }
+        /* the heads: copied to the host where the loss runs there */
         if (rs->train)
             add(r, "input and head staging (training)",
-                (size_t)rs->batch * 3 * s2 * sizeof(float) + 2 * train_heads, false);
-        if (rs->val_batch > 0 && rs->val_full_bytes == 0)
+                (u8 ? 0 : in_train * sizeof(float)) + (device_loss ? 0 : 2 * train_heads), false);
+        /* validation reads the heads back whole where the device does not filter them, or when
+         * more rows pass the threshold than it keeps room for */
+        if (val_batches)
             add(r, "input and head staging (validation)",
-                (size_t)rs->val_batch * 3 * sv2 * sizeof(float) + val_heads, false);
+                (u8 ? 0 : in_val * sizeof(float)) + val_heads, false);
+        if (val_batches && be && be->iface->detect_filter) {
+            size_t rows = 0;
+            for (int l = 0; l < m->nl; l++)
+                rows += (size_t)m->na * (size_t)(sv / (int)m->stride[l]) * (sv / (int)m->stride[l]);
+            size_t cap = yc_val_candidate_cap(rows, rs->val_batch);
+            size_t row_bytes = ((size_t)m->no + 1) * sizeof(float);
+            add(r, "validation candidate rows", cap * row_bytes, true);
+            add(r, "validation candidate rows (host)",
+                cap * (row_bytes + sizeof(uint64_t)), false);
+        }
     }
     /* every thread's touched stack and its malloc arena's free pieces: measured on the CPU
      * backend as 5-6 MiB for 6 threads (bench/mem_bench.sh); counted as 1 MiB a thread for the

@@ -50,7 +50,7 @@ typedef struct yc_run_shape {
     size_t baseline;
 } yc_run_shape;
 
-#define YC_MEM_MAX_ITEMS 24
+#define YC_MEM_MAX_ITEMS 32
 
 typedef struct yc_mem_item {
     /* what it is ("parameters", "activation arena", "training loader ring") */

@@ -164,23 +164,7 @@ int yc_step_submit_u8(yc_step *s, const uint8_t *images, const float *targets, i
 void yc_step_result(yc_step *s, yc_loss_result *result)
 {
     if (s->pending) {
-        /* src/loss.c's means, gains and batch factor over the device's sums */
-        const yc_loss_params *lp = yc_loss_params_of(s->loss);
-        double lbox = 0, lobj = 0, lcls = 0;
-        for (int l = 0; l < s->m->nl; l++) {
-            const float *v = s->sums + 6 * l;
-            double sbox = (double)v[0] + v[1], sobj = (double)v[2] + v[3], scls = (double)v[4] + v[5];
-            if (s->mean_entries[l] > 0) {
-                lbox += sbox / s->mean_entries[l];
-                if (lp->nc > 1)
-                    lcls += scls / (s->mean_entries[l] * lp->nc);
-            }
-            lobj += (double)lp->balance[l] * sobj / s->mean_cells[l];
-        }
-        s->result.box = (double)lp->box_gain * lbox;
-        s->result.obj = (double)lp->obj_gain * lobj;
-        s->result.cls = (double)lp->cls_gain * lcls;
-        s->result.total = s->mean_batch * (s->result.box + s->result.obj + s->result.cls);
+        yc_device_loss_result(&s->dl, yc_loss_params_of(s->loss), &s->result);
         s->pending = false;
     }
     *result = s->result;
@@ -211,47 +195,13 @@ int yc_step_run_u8(yc_step *s, const uint8_t *images, const float *targets, int 
 /* The loss where the heads are: the assignments made here, the rest by the backend. */
 static int device_loss(yc_step *s, const float *targets, int nt)
 {
-    yc_model *m = s->m;
-    const yc_loss_params *lp = yc_loss_params_of(s->loss);
-    yc_loss_head heads[YC_MAX_LEVELS];
-    memset(heads, 0, sizeof heads);
-    for (int l = 0; l < m->nl; l++) {
-        heads[l].ny = yc_graph_head(s->g, l)->h;
-        heads[l].nx = yc_graph_head(s->g, l)->w;
+    const yc_tensor *heads[YC_MAX_LEVELS], *grads[YC_MAX_LEVELS];
+    for (int l = 0; l < s->m->nl; l++) {
+        heads[l] = yc_graph_head(s->g, l);
+        grads[l] = yc_graph_head_grad(s->g, l);
     }
-    const yc_target_set *sets[YC_MAX_LEVELS];
-    int status = yc_loss_build_targets(s->loss, s->batch, heads, targets, nt, sets);
-    if (status)
-        return status;
-    yc_yolo_loss y = {.batch = s->batch, .nl = m->nl, .na = lp->na, .nc = lp->nc,
-                      .cls_pw = lp->cls_pw, .obj_pw = lp->obj_pw, .fl_gamma = lp->fl_gamma,
-                      .sums = s->sums};
-    /* smooth_BCE(eps) targets, stored as float32 as the host loss does */
-    y.cp = (float)(1.0 - 0.5 * (double)lp->label_smoothing);
-    y.cn = (float)(0.5 * (double)lp->label_smoothing);
-    const double bs = s->part ? (double)s->part->batch : (double)s->batch;
-    s->mean_batch = bs;
-    for (int l = 0; l < m->nl; l++) {
-        const yc_target_set *t = sets[l];
-        double n = s->part ? (double)s->part->ntargets[l] : (double)t->n;
-        if (s->part && t->n > s->part->ntargets[l])
-            return yc_error_status(YC_EFORMAT, "loss: level %d of a part has %d assignments, more "
-                                   "than the %d of its whole batch", l, t->n,
-                                   s->part->ntargets[l]);
-        double cells = bs * (double)lp->na * heads[l].ny * heads[l].nx;
-        s->mean_entries[l] = n;
-        s->mean_cells[l] = cells;
-        yc_yolo_loss_level *v = &y.level[l];
-        v->head = yc_graph_head(s->g, l);
-        v->grad = yc_graph_head_grad(s->g, l);
-        v->n = t->n;
-        v->b = t->b, v->a = t->a, v->gj = t->gj, v->gi = t->gi, v->cls = t->cls;
-        v->tbox = t->tbox, v->anch = t->anch;
-        v->gbox = n > 0 ? (float)(-bs * (double)lp->box_gain / n) : 0.0f;
-        v->gcls = n > 0 ? (float)(bs * (double)lp->cls_gain / (n * (double)lp->nc)) : 0.0f;
-        v->gobj = (float)(bs * (double)lp->obj_gain * (double)lp->balance[l] / cells);
-    }
-    status = m->be->iface->yolo_loss(m->be, &y);
+    int status = yc_device_loss_submit(&s->dl, s->loss, s->m->be, s->batch, heads, grads, targets,
+                                       nt, s->part);
     if (!status)
         s->pending = true;
     return status;

@@ -12,6 +12,7 @@
 #include "graph.h"
 #include "hyp.h"
 #include "loss.h"
+#include "loss_device.h"
 #include "model.h"
 
 typedef struct yc_step {
@@ -31,12 +32,10 @@ typedef struct yc_step {
      * of its own, yc_loss_compute_part), or NULL: each run is a whole batch.  Set by the caller */
     const yc_loss_part *part;
     /* the loss of the last submitted step: known (computed on the host), or pending in the
-     * device's sums (read back by the next synchronize), with what turns them into the loss:
-     * the images the means are over, and per level the assignments and cells they are over */
+     * device's sums (read back by the next synchronize) */
     yc_loss_result result;
     bool pending;
-    float sums[YC_MAX_LEVELS * 6];
-    double mean_batch, mean_entries[YC_MAX_LEVELS], mean_cells[YC_MAX_LEVELS];
+    yc_device_loss dl;
 } yc_step;
 
 /* The loss parameters YOLOv5's train.py gives ComputeLoss for this model, hyperparameters,

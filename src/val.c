@@ -16,6 +16,7 @@
 #include "graph.h"
 #include "json.h"
 #include "log.h"
+#include "loss_device.h"
 #include "nms.h"
 #include "util.h"
 
@@ -297,6 +298,16 @@ typedef struct val_state {
     int nworkers;
     worker_buf *workers;
     yc_loss_ctx *loss;
+    yc_device_loss dl;
+    /* the rows the device kept (detect_filter): room for cand_cap rows and ids, and the
+     * (id, slot) sort keys */
+    float *cand_rows;
+    uint32_t *cand_ids;
+    uint64_t *cand_keys;
+    size_t cand_cap;
+    /* per image of the batch: its first key in cand_keys (n + 1 entries) */
+    size_t *cand_first;
+    int cand_images;
     yc_val_sink *sink;
 } val_state;
 
@@ -316,6 +327,10 @@ static void state_free(val_state *s)
     }
     free(s->workers);
     yc_loss_free(s->loss);
+    free(s->cand_rows);
+    free(s->cand_ids);
+    free(s->cand_keys);
+    free(s->cand_first);
     yc_val_sink_free(s->sink);
 }
 
@@ -362,13 +377,16 @@ static int grow_floats(float **p, size_t *cap, size_t n, const char *what)
     return YC_OK;
 }
 
-/* uint8 -> float / 255 into the graph input. */
+/* uint8 -> float / 255 into the graph input: on the device where the backend converts uint8
+ * itself (a quarter of the bytes), else on the host. */
 static int preprocess(val_state *s, const uint8_t *src, int images, int h, int w)
 {
     const yc_tensor *in = yc_graph_input(s->g);
     size_t n = (size_t)images * 3 * (size_t)h * (size_t)w;
     float *dst = yc_tensor_dense(in) ? host_f32(s->m->be, in) : NULL;
     bool direct = dst != NULL;
+    if (!direct && s->m->be->iface->write_u8_scaled && yc_tensor_dense(in))
+        return s->m->be->iface->write_u8_scaled(s->m->be, in, src);
     if (!direct) {
         int st = grow_floats(&s->input, &s->input_cap, n, "input batch");
         if (st)
@@ -408,18 +426,17 @@ static int read_heads(val_state *s, yc_detect_level *lv, yc_loss_head *lh)
     return YC_OK;
 }
 
-/* Pre-process and forward one batch; the heads go to lv/lh.  Adds the times to *t_pre, *t_inf. */
-static int forward(val_state *s, const uint8_t *images, int n, int h, int w, yc_detect_level *lv,
-                   yc_loss_head *lh, double *t_pre, double *t_inf)
+/* Pre-process and submit the forward of one batch.  Adds the times to *t_pre, *t_inf. */
+static int forward(val_state *s, const uint8_t *images, int n, int h, int w, double *t_pre,
+                   double *t_inf)
 {
-    yc_model *m = s->m;
     double t0 = yc_now();
     int st = ensure_graph(s, n, h, w);
     if (!st)
         st = preprocess(s, images, n, h, w);
     double t1 = yc_now();
-    if (!st && !(st = yc_graph_forward(s->g)) && !(st = m->be->iface->synchronize(m->be)))
-        st = read_heads(s, lv, lh);
+    if (!st)
+        st = yc_graph_forward(s->g);
     *t_pre += t1 - t0;
     *t_inf += yc_now() - t1;
     return st;
@@ -490,6 +507,180 @@ static int decode_nms(val_state *s, const yc_detect_level *lv, int n, const yc_n
     *t_dec += wall * f;
     *t_nms += wall * (1 - f);
     return YC_OK;
+}
+
+/* Whether the batch's heads stay on the device: they are not in host memory, and the backend
+ * decodes and filters them there (and computes the loss, when one is wanted). */
+static bool heads_on_device(val_state *s)
+{
+    yc_backend *be = s->m->be;
+    return be->iface->detect_filter && (!s->loss || be->iface->yolo_loss) &&
+           !host_f32(be, yc_graph_head(s->g, 0));
+}
+
+static int cmp_u64(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* The rows that pass the confidence filter, decoded on the device and read back: the keys
+ * (id, slot) sorted, so each image's rows come in yc_detect_decode's order whatever order the
+ * device wrote them in, and cand_first[i] the first key of image i.  *fits is false when more rows
+ * passed than there is room for (nothing is read then). */
+static int device_candidates(val_state *s, int n, float conf_thres, bool *fits)
+{
+    yc_model *m = s->m;
+    size_t per_image = 0;
+    yc_detect_filter f = {.batch = n, .nl = m->nl, .na = m->na, .no = m->no,
+                          .anchors = m->anchors, .conf_thres = conf_thres};
+    for (int l = 0; l < m->nl; l++) {
+        f.head[l] = yc_graph_head(s->g, l);
+        f.stride[l] = m->stride[l];
+        per_image += (size_t)m->na * (size_t)f.head[l]->h * (size_t)f.head[l]->w;
+    }
+    size_t cap = yc_val_candidate_cap(per_image, n);
+    if (cap > s->cand_cap) {
+        float *r = yc_realloc(s->cand_rows, cap * (size_t)m->no * sizeof *r, "candidate rows");
+        if (!r)
+            return YC_ENOMEM;
+        s->cand_rows = r;
+        uint32_t *id = yc_realloc(s->cand_ids, cap * sizeof *id, "candidate ids");
+        if (!id)
+            return YC_ENOMEM;
+        s->cand_ids = id;
+        uint64_t *k = yc_realloc(s->cand_keys, cap * sizeof *k, "candidate order");
+        if (!k)
+            return YC_ENOMEM;
+        s->cand_keys = k;
+        s->cand_cap = cap;
+    }
+    if (n + 1 > s->cand_images) {
+        size_t *first = yc_realloc(s->cand_first, (size_t)(n + 1) * sizeof *first, "candidates");
+        if (!first)
+            return YC_ENOMEM;
+        s->cand_first = first;
+        s->cand_images = n + 1;
+    }
+    f.cap = cap;
+    f.rows = s->cand_rows;
+    f.ids = s->cand_ids;
+    size_t kept = 0;
+    int st = m->be->iface->detect_filter(m->be, &f, &kept);
+    if (st)
+        return yc_error_context(st, "decoding the heads on the device");
+    *fits = kept <= cap;
+    if (!*fits)
+        return YC_OK;
+    for (size_t i = 0; i < kept; i++)
+        s->cand_keys[i] = (uint64_t)s->cand_ids[i] << 32 | (uint64_t)i;
+    qsort(s->cand_keys, kept, sizeof *s->cand_keys, cmp_u64);
+    size_t k = 0;
+    for (int i = 0; i <= n; i++) {
+        while (k < kept && (s->cand_keys[k] >> 32) / per_image < (uint64_t)i)
+            k++;
+        s->cand_first[i] = k;
+    }
+    return YC_OK;
+}
+
+/* NMS for every image over the rows device_candidates kept, images spread over threads. */
+static int candidates_nms(val_state *s, int n, const yc_nms_params *np)
+{
+    const int no = s->m->no;
+    for (int i = 0; i < s->nworkers; i++) {
+        s->workers[i].status = YC_OK;
+        s->workers[i].err[0] = 0;
+    }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(s->nworkers)
+    for (int i = 0; i < n; i++) {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        worker_buf *wk = &s->workers[tid];
+        if (wk->status)
+            continue;
+        size_t first = s->cand_first[i], rows = s->cand_first[i + 1] - first;
+        int st = grow_floats(&wk->rows, &wk->rows_cap, (rows > 0 ? rows : 1) * (size_t)no,
+                             "candidate rows");
+        for (size_t r = 0; !st && r < rows; r++) {
+            size_t slot = (size_t)(s->cand_keys[first + r] & 0xffffffffu);
+            memcpy(wk->rows + r * (size_t)no, s->cand_rows + slot * (size_t)no,
+                   (size_t)no * sizeof(float));
+        }
+        if (!st)
+            st = yc_nms(wk->rows, rows, no, np, wk->nms, s->dets + (size_t)i * np->max_det * 6,
+                        &s->ndet[i]);
+        if (st) {
+            wk->status = st;
+            snprintf(wk->err, sizeof wk->err, "%s", yc_last_error());
+        }
+    }
+    for (int i = 0; i < s->nworkers; i++)
+        if (s->workers[i].status)
+            return yc_error_status(s->workers[i].status, "%s", s->workers[i].err);
+    return YC_OK;
+}
+
+/* The detections of the batch whose forward was just submitted (s->dets, s->ndet) and, with a
+ * loss context, its loss added to loss[0..2] (box, obj, cls).  Where the heads can stay on the
+ * device, only the loss sums and the rows above the confidence threshold come back; else (or when
+ * those rows do not fit their room) the heads are read (or used in place) and decoded here.
+ * Adds the times to *t_inf (the wait for the device, reading, decoding) and *t_nms. */
+static int detect(val_state *s, int n, const yc_nms_params *np, const float *targets, int nt,
+                  double loss[3], double *t_inf, double *t_nms)
+{
+    yc_model *m = s->m;
+    int st = ensure_images(s, n, np->max_det);
+    if (st)
+        return st;
+    bool device = heads_on_device(s), loss_done = false;
+    if (device) {
+        double t0 = yc_now();
+        if (s->loss) {
+            const yc_tensor *heads[YC_MAX_LEVELS];
+            for (int l = 0; l < m->nl; l++)
+                heads[l] = yc_graph_head(s->g, l);
+            if ((st = yc_device_loss_submit(&s->dl, s->loss, m->be, n, heads, NULL, targets, nt,
+                                            NULL)))
+                return yc_error_context(st, "validation loss");
+        }
+        bool fits = false;
+        if ((st = device_candidates(s, n, np->conf_thres, &fits)))
+            return st;
+        /* detect_filter has waited for the device: the loss sums are in */
+        if (s->loss) {
+            yc_loss_result lr;
+            yc_device_loss_result(&s->dl, yc_loss_params_of(s->loss), &lr);
+            loss[0] += lr.box;
+            loss[1] += lr.obj;
+            loss[2] += lr.cls;
+            loss_done = true;
+        }
+        double t1 = yc_now();
+        *t_inf += t1 - t0;
+        if (fits) {
+            st = candidates_nms(s, n, np);
+            *t_nms += yc_now() - t1;
+            return st;
+        }
+    }
+    double t0 = yc_now();
+    yc_detect_level lv[YC_MAX_LEVELS];
+    yc_loss_head lh[YC_MAX_LEVELS];
+    if ((st = m->be->iface->synchronize(m->be)) || (st = read_heads(s, lv, lh)))
+        return st;
+    *t_inf += yc_now() - t0;
+    if (s->loss && !loss_done) {
+        yc_loss_result lr;
+        if ((st = yc_loss_compute(s->loss, n, lh, targets, nt, &lr)))
+            return yc_error_context(st, "validation loss");
+        loss[0] += lr.box;
+        loss[1] += lr.obj;
+        loss[2] += lr.cls;
+    }
+    return decode_nms(s, lv, n, np, t_inf, t_nms);
 }
 
 /* One decode/NMS state per OpenMP thread. */
@@ -868,22 +1059,8 @@ static int validate(val_state *s, yc_loader *loader, const yc_dataset *ds,
         if (b->n == 0)
             continue;
 
-        yc_detect_level lv[YC_MAX_LEVELS];
-        yc_loss_head lh[YC_MAX_LEVELS];
-        if ((st = forward(s, b->images, b->n, b->h, b->w, lv, lh, &t_pre, &t_inf)))
-            return st;
-
-        if (s->loss) {
-            yc_loss_result lr;
-            if ((st = yc_loss_compute(s->loss, b->n, lh, b->targets, b->nt, &lr)))
-                return yc_error_context(st, "validation loss");
-            loss[0] += lr.box;
-            loss[1] += lr.obj;
-            loss[2] += lr.cls;
-        }
-
-        if ((st = ensure_images(s, b->n, np.max_det)) ||
-            (st = decode_nms(s, lv, b->n, &np, &t_inf, &t_nms)))
+        if ((st = forward(s, b->images, b->n, b->h, b->w, &t_pre, &t_inf)) ||
+            (st = detect(s, b->n, &np, b->targets, b->nt, loss, &t_inf, &t_nms)))
             return st;
         if (opt->single_cls)
             for (int i = 0; i < b->n; i++)
@@ -944,16 +1121,12 @@ int yc_val_detect_batch(yc_model *m, const uint8_t *images, int n, int h, int w,
     val_state s;
     memset(&s, 0, sizeof s);
     s.m = m;
-    yc_detect_level lv[YC_MAX_LEVELS];
-    yc_loss_head lh[YC_MAX_LEVELS];
-    double t_pre = 0, t_inf = 0, t_nms = 0;
+    double t_pre = 0, t_inf = 0, t_nms = 0, loss[3];
     int st = init_workers(&s);
     if (!st)
-        st = forward(&s, images, n, h, w, lv, lh, &t_pre, &t_inf);
+        st = forward(&s, images, n, h, w, &t_pre, &t_inf);
     if (!st)
-        st = ensure_images(&s, n, np->max_det);
-    if (!st)
-        st = decode_nms(&s, lv, n, np, &t_inf, &t_nms);
+        st = detect(&s, n, np, NULL, 0, loss, &t_inf, &t_nms);
     for (int i = 0; !st && i < n; i++) {
         size_t off = (size_t)i * (size_t)np->max_det * 6;
         memcpy(dets + off, s.dets + off, (size_t)s.ndet[i] * 6 * sizeof *dets);

@@ -3,12 +3,17 @@
  *
  * For each batch of the loader (rectangular batches, pad 0.5, letterboxed with auto=False):
  *   pre-process   uint8 CHW -> float / 255 into the eval graph's input (one graph per batch shape,
- *                 kept while the shape repeats);
+ *                 kept while the shape repeats), on the device where the backend converts uint8;
  *   inference     eval-mode forward (BatchNorm with running statistics, not folded into the
  *                 convolutions as val.py's fused model: the same to float round-off), the heads
- *                 read back and decoded to YOLOv5's rows (yc_detect_decode: Detect's eval output);
- *   val loss      optional: yc_loss_compute on the raw heads and the batch targets (no gradient),
- *                 box/obj/cls summed over batches and divided by the number of batches;
+ *                 decoded to YOLOv5's rows (yc_detect_decode: Detect's eval output).  Where the
+ *                 backend decodes on the device (detect_filter: OpenCL), only the rows whose
+ *                 objectness passes conf_thres come back, sorted back into yc_detect_decode's
+ *                 order (NMS's only use of the others is to drop them); when more pass than
+ *                 yc_val_candidate_cap rows, the heads are read back and decoded here;
+ *   val loss      optional: YOLOv5's loss on the raw heads and the batch targets (no gradient:
+ *                 yc_loss_compute, or the backend's own, loss_device.h), box/obj/cls summed over
+ *                 batches and divided by the number of batches;
  *   NMS           yc_nms per image (conf 0.001, IoU 0.6, multi-label, class-agnostic only with
  *                 single_cls, max_det 300, at most 30000 boxes into NMS) with NO time limit:
  *                 detections are never dropped because the machine is slow (YOLOv5 v7.0 drops the
@@ -156,6 +161,17 @@ int yc_val_sink_save(yc_val_sink *s, const char *const *names, yc_val_result *re
  * at i * max_det * 6, ndet the count of each image. */
 int yc_val_detect_batch(yc_model *m, const uint8_t *images, int n, int h, int w,
                         const yc_nms_params *np, float *dets, int *ndet);
+
+/* Where the backend decodes and filters the heads itself (yc_backend_i.detect_filter), the rows
+ * of a batch it keeps room for: 1/YC_VAL_CANDIDATE_SHARE of the batch's rows (at least 1).  A
+ * trained model leaves far fewer above val.py's 0.001; when more pass (an untrained model, whose
+ * objectness is near 0.001 everywhere), the heads are read back and decoded on the host. */
+#define YC_VAL_CANDIDATE_SHARE 4
+static inline size_t yc_val_candidate_cap(size_t rows_per_image, int batch)
+{
+    size_t cap = rows_per_image * (size_t)(batch > 0 ? batch : 1) / YC_VAL_CANDIDATE_SHARE;
+    return cap > 0 ? cap : 1;
+}
 
 /* Predictions of one image in a letterboxed batch image -> original pixels: rows of `stride`
  * floats starting (x1, y1, x2, y2), scaled in place as val.py's scale_boxes(im.shape, box, shape0,

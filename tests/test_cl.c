@@ -7,7 +7,8 @@
  *     YOLOCL_CL_KERNELS (sources from a directory, a new cache key, a missing file, a build error
  *     with its log);
  *  3. the backend: device info, buffers, error paths (placement, workspace, unsupported ops,
- *     allocation limits, status names), a large convolution's three passes against the CPU
+ *     allocation limits, status names), validation's decode, confidence filter and loss on the
+ *     device against the host's, a large convolution's three passes against the CPU
  *     backend by the implicit GEMMs (the default, with every tile of the tile table) and by
  *     im2col + CLBlast (whose GEMMs need CLBlast's temporary buffer), with the workspace at byte
  *     0 and at an unaligned offset; the tile table's tuning round trip; a step's counts of
@@ -46,10 +47,13 @@
 #include "device.h"
 #include "hyp.h"
 #include "log.h"
+#include "loss_device.h"
 #include "model.h"
+#include "nms.h"
 #include "safetensors.h"
 #include "step.h"
 #include "util.h"
+#include "val.h"
 #include "golden.h"
 #include "yctest.h"
 
@@ -879,6 +883,297 @@ START_TEST(step_counts)
 }
 END_TEST
 
+static int cmp_float(const void *pa, const void *pb)
+{
+    float a = *(const float *)pa, b = *(const float *)pb;
+    return (a > b) - (a < b);
+}
+
+/* The tiny model's eval heads on `be` for the tiny batch (graph in *g, model in *m; free both). */
+static void tiny_eval(yc_backend *be, yc_model **m, yc_graph **g, float **images, float **targets,
+                      int *nt)
+{
+    yc_tiny_files tiny;
+    yc_tiny_files_get(&tiny);
+    yc_model_cfg *cfg = NULL;
+    ck_assert_msg(yc_model_cfg_load(&cfg, tiny.cfg, 0) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_model_new(m, cfg) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_model_alloc(*m, be) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_model_load(*m, tiny.weights) == YC_OK, "%s", yc_last_error());
+    yc_st_file *f = NULL;
+    ck_assert_msg(yc_st_open(&f, tiny.batch) == YC_OK, "%s", yc_last_error());
+    const yc_st_tensor *im = yc_st_find(f, "images");
+    ck_assert_ptr_nonnull(im);
+    int b = (int)im->shape[0], h = (int)im->shape[2], w = (int)im->shape[3];
+    size_t nt6 = 0;
+    *images = yc_golden_read(f, "images", NULL);
+    *targets = yc_golden_read(f, "targets", &nt6);
+    *nt = (int)(nt6 / 6);
+    yc_st_close(f);
+    ck_assert_msg(yc_graph_new(g, *m, b, h, w, YC_GRAPH_EVAL) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_graph_alloc(*g) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(yc_tensor_set_f32(be, yc_graph_input(*g), *images), YC_OK);
+    ck_assert_msg(yc_graph_forward(*g) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(be->iface->synchronize(be), YC_OK);
+}
+
+/* Validation's work on the device (detect_filter, and yolo_loss without a gradient) against the
+ * host's on the same heads: the rows kept are those whose objectness the host finds above the
+ * threshold (but within 1e-6 of it, where the device's exp may round the sigmoid the other way),
+ * each once and within 1e-5 of the host's decoded values (the sigmoid's exp is the device's);
+ * too little room is reported as such; the loss without a gradient is the loss with one, and the
+ * host's yc_loss_compute to 1e-5. */
+START_TEST(val_on_device)
+{
+    yc_backend *be = NULL;
+    ck_assert_int_eq(yc_backend_opencl_new(&be, 0), YC_OK);
+    ck_assert_ptr_nonnull(be->iface->detect_filter);
+    yc_model *m = NULL;
+    yc_graph *g = NULL;
+    float *images = NULL, *targets = NULL;
+    int nt = 0;
+    tiny_eval(be, &m, &g, &images, &targets, &nt);
+    const int b = yc_graph_input(g)->n, no = m->no;
+
+    /* the host decode of the heads read back */
+    yc_detect_level lv[YC_MAX_LEVELS];
+    yc_loss_head lh[YC_MAX_LEVELS];
+    float *heads[YC_MAX_LEVELS];
+    yc_detect_filter f = {.batch = b, .nl = m->nl, .na = m->na, .no = no, .anchors = m->anchors};
+    for (int l = 0; l < m->nl; l++) {
+        const yc_tensor *t = yc_graph_head(g, l);
+        heads[l] = malloc(yc_tensor_elems(t) * sizeof(float));
+        ck_assert_ptr_nonnull(heads[l]);
+        ck_assert_int_eq(yc_tensor_get_f32(be, t, heads[l]), YC_OK);
+        lv[l] = (yc_detect_level){.p = heads[l], .ny = t->h, .nx = t->w,
+                                  .img_stride = yc_tensor_image_elems(t), .stride = m->stride[l]};
+        lh[l] = (yc_loss_head){.p = heads[l], .ny = t->h, .nx = t->w,
+                               .img_stride = yc_tensor_image_elems(t)};
+        f.head[l] = t;
+        f.stride[l] = m->stride[l];
+    }
+    size_t per_image = yc_detect_rows(lv, m->nl, m->na), total = per_image * (size_t)b;
+    float *host = malloc(total * (size_t)no * sizeof *host);
+    ck_assert_ptr_nonnull(host);
+    for (int i = 0; i < b; i++)
+        ck_assert_int_eq(yc_detect_decode(lv, m->nl, m->na, no, m->anchors, i,
+                                          host + (size_t)i * per_image * no),
+                         YC_OK);
+
+    /* thresholds: val.py's, and the median objectness (about half the rows kept) */
+    float *obj = malloc(total * sizeof *obj);
+    ck_assert_ptr_nonnull(obj);
+    for (size_t r = 0; r < total; r++)
+        obj[r] = host[r * no + 4];
+    qsort(obj, total, sizeof *obj, cmp_float);
+    float thresholds[2] = {0.001f, obj[total / 2]};
+    f.rows = malloc(total * (size_t)no * sizeof *f.rows);
+    f.ids = malloc(total * sizeof *f.ids);
+    char *seen = malloc(total);
+    ck_assert(f.rows && f.ids && seen);
+    for (int k = 0; k < 2; k++) {
+        f.conf_thres = thresholds[k];
+        f.cap = total;
+        size_t n = 0;
+        ck_assert_msg(be->iface->detect_filter(be, &f, &n) == YC_OK, "%s", yc_last_error());
+        memset(seen, 0, total);
+        double worst = 0;
+        for (size_t j = 0; j < n; j++) {
+            ck_assert_uint_lt(f.ids[j], total);
+            ck_assert_msg(!seen[f.ids[j]], "row %u kept twice", f.ids[j]);
+            seen[f.ids[j]] = 1;
+            const float *h = host + (size_t)f.ids[j] * no, *d = f.rows + j * (size_t)no;
+            ck_assert_msg(h[4] > f.conf_thres - 1e-6f, "row %u kept with objectness %.9g <= %.9g",
+                          f.ids[j], (double)h[4], (double)f.conf_thres);
+            for (int c = 0; c < no; c++) {
+                double e = fabs((double)d[c] - h[c]) / fmax(fabs((double)h[c]), 1e-3);
+                worst = fmax(worst, e);
+                ck_assert_msg(e < 1e-5, "row %u value %d: device %.9g, host %.9g", f.ids[j], c,
+                              (double)d[c], (double)h[c]);
+            }
+        }
+        size_t expected = 0;
+        for (size_t r = 0; r < total; r++) {
+            expected += host[r * no + 4] > f.conf_thres;
+            ck_assert_msg(seen[r] || !(host[r * no + 4] > f.conf_thres + 1e-6f),
+                          "row %zu (objectness %.9g) not kept at %.9g", r,
+                          (double)host[r * no + 4], (double)f.conf_thres);
+        }
+        printf("  detect filter at %.4g: %zu of %zu rows kept (host %zu), worst relative "
+               "difference %.2e\n", (double)f.conf_thres, n, total, expected, worst);
+        ck_assert_uint_gt(n, 0);
+        if (n >= 2) {
+            f.cap = n / 2;
+            size_t n2 = 0;
+            ck_assert_int_eq(be->iface->detect_filter(be, &f, &n2), YC_OK);
+            ck_assert_uint_eq(n2, n);
+        }
+    }
+    fflush(stdout);
+
+    /* the loss without a gradient against the host's */
+    yc_hyp hyp;
+    yc_hyp_defaults(&hyp);
+    yc_loss_params lp;
+    yc_step_loss_params(m, &hyp, yc_graph_input(g)->w, 0.0f, &lp);
+    yc_loss_ctx *loss = yc_loss_new(&lp);
+    ck_assert_ptr_nonnull(loss);
+    yc_loss_result ref, got;
+    ck_assert_int_eq(yc_loss_compute(loss, b, lh, targets, nt, &ref), YC_OK);
+    const yc_tensor *ht[YC_MAX_LEVELS];
+    for (int l = 0; l < m->nl; l++)
+        ht[l] = yc_graph_head(g, l);
+    yc_device_loss dl;
+    ck_assert_msg(yc_device_loss_submit(&dl, loss, be, b, ht, NULL, targets, nt, NULL) == YC_OK,
+                  "%s", yc_last_error());
+    ck_assert_int_eq(be->iface->synchronize(be), YC_OK);
+    yc_device_loss_result(&dl, &lp, &got);
+    double parts[3][2] = {{got.box, ref.box}, {got.obj, ref.obj}, {got.cls, ref.cls}};
+    for (int k = 0; k < 3; k++) {
+        double e = yc_test_rel_diff(parts[k][0], parts[k][1]);
+        printf("  validation loss %s on the device %.8g, host %.8g, relative error %.2e\n",
+               k == 0 ? "box" : k == 1 ? "obj" : "cls", parts[k][0], parts[k][1], e);
+        ck_assert_msg(e < 1e-5, "validation loss part %d: device %.9g, host %.9g", k, parts[k][0],
+                      parts[k][1]);
+    }
+    /* the heads were not written to */
+    for (int l = 0; l < m->nl; l++) {
+        const yc_tensor *t = yc_graph_head(g, l);
+        float *again = malloc(yc_tensor_elems(t) * sizeof *again);
+        ck_assert_ptr_nonnull(again);
+        ck_assert_int_eq(yc_tensor_get_f32(be, t, again), YC_OK);
+        ck_assert(memcmp(again, heads[l], yc_tensor_elems(t) * sizeof *again) == 0);
+        free(again);
+        free(heads[l]);
+    }
+    yc_loss_free(loss);
+    free(seen);
+    free(f.rows);
+    free(f.ids);
+    free(obj);
+    free(host);
+    free(images);
+    free(targets);
+    yc_graph_free(g);
+    yc_model_free(m);
+    yc_backend_free(be);
+}
+END_TEST
+
+/* yc_val_detect_batch (validation's forward, decode and NMS of a batch) on OpenCL against the
+ * CPU backend for the tiny model: at val.py's threshold (nearly every row of an untrained model
+ * passes it: more than the device keeps room for, so the heads are read back and decoded on the
+ * host) and at the score (objectness x class) that a twentieth of the rows exceed (the rows
+ * filtered on the device, sorted back into order on the host); the same detections, with boxes within 1e-3 pixels
+ * and scores within 1e-5 (the forward passes differ by float round-off). */
+START_TEST(val_batch_on_device)
+{
+    yc_backend *be[2] = {NULL, NULL};
+    ck_assert_int_eq(yc_backend_opencl_new(&be[0], 0), YC_OK);
+    ck_assert_msg(yc_device_open("cpu", 0, false, &be[1]) == YC_OK, "%s", yc_last_error());
+    yc_model *m[2] = {NULL, NULL};
+    yc_graph *g = NULL;
+    float *images = NULL, *targets = NULL;
+    int nt = 0;
+    tiny_eval(be[0], &m[0], &g, &images, &targets, &nt);
+    yc_graph_free(g);
+    free(images);
+    free(targets);
+    tiny_eval(be[1], &m[1], &g, &images, &targets, &nt);
+    const int b = yc_graph_input(g)->n, h = yc_graph_input(g)->h, w = yc_graph_input(g)->w;
+
+    /* objectness of the CPU's rows, for the second threshold */
+    yc_detect_level lv[YC_MAX_LEVELS];
+    for (int l = 0; l < m[1]->nl; l++) {
+        const yc_tensor *t = yc_graph_head(g, l);
+        lv[l] = (yc_detect_level){
+            .p = (const float *)((const char *)be[1]->iface->buffer_host_ptr(be[1], t->buf) +
+                                 t->offset),
+            .ny = t->h, .nx = t->w, .img_stride = t->nstride, .stride = m[1]->stride[l]};
+    }
+    size_t per_image = yc_detect_rows(lv, m[1]->nl, m[1]->na), total = per_image * (size_t)b;
+    const int no = m[1]->no;
+    float *rows = malloc(total * (size_t)no * sizeof *rows), *obj = malloc(total * sizeof *obj);
+    ck_assert(rows && obj);
+    for (int i = 0; i < b; i++)
+        ck_assert_int_eq(yc_detect_decode(lv, m[1]->nl, m[1]->na, no, m[1]->anchors, i,
+                                          rows + (size_t)i * per_image * no),
+                         YC_OK);
+    /* the best score obj * cls of each row */
+    for (size_t r = 0; r < total; r++) {
+        float best = 0;
+        for (int c = 5; c < no; c++)
+            best = fmaxf(best, rows[r * no + 4] * rows[r * no + c]);
+        obj[r] = best;
+    }
+    qsort(obj, total, sizeof *obj, cmp_float);
+    yc_graph_free(g);
+
+    uint8_t *u8 = malloc((size_t)b * 3 * h * w);
+    ck_assert_ptr_nonnull(u8);
+    for (size_t i = 0; i < (size_t)b * 3 * h * w; i++)
+        u8[i] = (uint8_t)lrintf(fminf(fmaxf(images[i], 0.0f), 1.0f) * 255.0f);
+    yc_nms_params np = yc_nms_params_val();
+    /* the untrained model gives whole levels one score: the threshold goes halfway to the next
+     * score up, so that a few ulps (the device's exp) cannot move a row across it */
+    size_t q = total - total / 20;
+    while (q + 1 < total && obj[q + 1] == obj[q])
+        q++;
+    float thresholds[2] = {np.conf_thres, q + 1 < total ? 0.5f * (obj[q] + obj[q + 1]) : obj[q]};
+    float *dets[2];
+    int *ndet[2];
+    for (int k = 0; k < 2; k++) {
+        dets[k] = malloc((size_t)b * np.max_det * 6 * sizeof(float));
+        ndet[k] = malloc((size_t)b * sizeof(int));
+        ck_assert(dets[k] && ndet[k]);
+    }
+    for (int t = 0; t < 2; t++) {
+        np.conf_thres = thresholds[t];
+        size_t above = 0;
+        for (size_t r = 0; r < total; r++)
+            above += rows[r * no + 4] > np.conf_thres;
+        for (int k = 0; k < 2; k++)
+            ck_assert_msg(yc_val_detect_batch(m[k], u8, b, h, w, &np, dets[k], ndet[k]) == YC_OK,
+                          "%s", yc_last_error());
+        /* the first threshold overflows the device's room, the second fits it */
+        ck_assert(t == 0 ? above > yc_val_candidate_cap(per_image, b)
+                         : above <= yc_val_candidate_cap(per_image, b));
+        printf("  validation batch at %.4g (%zu of %zu rows above, room for %zu on the device):",
+               (double)np.conf_thres, above, total, yc_val_candidate_cap(per_image, b));
+        for (int i = 0; i < b; i++) {
+            printf(" image %d: %d and %d detections", i, ndet[0][i], ndet[1][i]);
+            ck_assert_int_eq(ndet[0][i], ndet[1][i]);
+            for (int j = 0; j < ndet[0][i]; j++) {
+                const float *d0 = dets[0] + ((size_t)i * np.max_det + j) * 6,
+                            *d1 = dets[1] + ((size_t)i * np.max_det + j) * 6;
+                for (int c = 0; c < 4; c++)
+                    ck_assert_msg(fabsf(d0[c] - d1[c]) < 1e-3f,
+                                  "image %d detection %d: box %g on OpenCL, %g on the CPU", i, j,
+                                  (double)d0[c], (double)d1[c]);
+                ck_assert_msg(fabsf(d0[4] - d1[4]) < 1e-5f,
+                              "image %d detection %d: score %.8g on OpenCL, %.8g on the CPU", i, j,
+                              (double)d0[4], (double)d1[4]);
+                ck_assert(d0[5] == d1[5]);
+            }
+        }
+        printf("\n");
+        fflush(stdout);
+        ck_assert_int_gt(ndet[0][0] + ndet[0][1], 0);
+    }
+    for (int k = 0; k < 2; k++) {
+        free(dets[k]);
+        free(ndet[k]);
+        yc_model_free(m[k]);
+        yc_backend_free(be[k]);
+    }
+    free(u8);
+    free(rows);
+    free(obj);
+    free(images);
+    free(targets);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------------
  * 4. The golden step on the OpenCL backend.
  * ------------------------------------------------------------------------------------------- */
@@ -1081,6 +1376,8 @@ int main(void)
         tcase_add_test(be, conv_with_clblast_temp);
         tcase_add_test(be, conv_igemm_big);
         tcase_add_test(be, step_counts);
+        tcase_add_test(be, val_on_device);
+        tcase_add_test(be, val_batch_on_device);
         tcase_add_test(be, igemm_tiles);
         tcase_add_test(be, tune_round_trip);
         suite_add_tcase(s, be);

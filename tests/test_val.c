@@ -429,6 +429,104 @@ START_TEST(test_val_loss_and_files)
 }
 END_TEST
 
+/* Validation on the OpenCL device against the CPU backend: the synthetic images with a random
+ * YOLOv5n at a confidence threshold of 0.003 (YOLOv5's initial objectness biases are 0.00125,
+ * 0.005 and 0.02 on the three levels, its class biases 0.2: the stride-16 and stride-32 rows pass,
+ * which fit the room the device keeps, and the stride-32 ones give detections), so that the loss
+ * (no gradient) and the decoded rows above the threshold are the only things read back: fewer
+ * bytes for the whole run than one batch's heads.  The loss within 1e-4, the detections
+ * within 1% in number and the metrics within 1e-3 (the forward passes differ by float round-off,
+ * which can move a detection across a threshold).  Skipped (failed with YOLOCL_REQUIRE_OPENCL=1)
+ * without an OpenCL device. */
+START_TEST(test_val_opencl)
+{
+    yc_backend *cl = NULL;
+    if (yc_device_open("opencl", 0, false, &cl) != YC_OK) {
+        yc_test_part_skipped(YC_TEST_NEEDS_OPENCL, "no OpenCL device: %s", yc_last_error());
+        return;
+    }
+    yc_data_yaml y;
+    yc_dataset ds;
+    load_split(demo_yaml, &y, &ds);
+    yc_backend *be[2] = {NULL, cl};
+    yc_model *m[2] = {NULL, NULL};
+    open_model(4, NULL, &be[0], &m[0]);
+    yc_model_cfg *cfg = NULL;
+    char path[1024];
+    ck_assert_msg(yc_model_cfg_find("yolov5n", path, sizeof path) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_model_cfg_load(&cfg, path, 4) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(yc_model_new(&m[1], cfg), YC_OK);
+    ck_assert_msg(yc_model_alloc(m[1], cl) == YC_OK, "%s", yc_last_error());
+    float *w = malloc(m[0]->param_elems * sizeof *w), *st = malloc(m[0]->state_elems * sizeof *st);
+    ck_assert(w && st);
+    ck_assert_int_eq(be[0]->iface->buffer_read(be[0], m[0]->param_buf, 0, w,
+                                               m[0]->param_elems * sizeof *w), YC_OK);
+    ck_assert_int_eq(be[0]->iface->buffer_read(be[0], m[0]->state_buf, 0, st,
+                                               m[0]->state_elems * sizeof *st), YC_OK);
+    ck_assert_int_eq(cl->iface->buffer_write(cl, m[1]->param_buf, 0, w,
+                                             m[0]->param_elems * sizeof *w), YC_OK);
+    ck_assert_int_eq(cl->iface->buffer_write(cl, m[1]->state_buf, 0, st,
+                                             m[0]->state_elems * sizeof *st), YC_OK);
+    free(w);
+    free(st);
+
+    yc_hyp hyp;
+    yc_hyp_defaults(&hyp);
+    yc_loss_params lp;
+    yc_step_loss_params(m[0], &hyp, 256, 0.0f, &lp);
+    yc_val_options o;
+    yc_val_options_default(&o);
+    o.print = false;
+    o.imgsz = 256;
+    o.batch = 4;
+    o.conf_thres = 0.003f;
+    yc_val_result r[2];
+    uint64_t read = 0;
+    for (int k = 0; k < 2; k++) {
+        yc_loader *l = val_loader(&ds, 256, 4);
+        uint64_t before = be[k]->counters.bytes_from_device;
+        ck_assert_msg(yc_validate(m[k], l, &ds, (const char *const *)y.names, &o, &lp, &r[k]) ==
+                          YC_OK,
+                      "%s", yc_last_error());
+        read = be[k]->counters.bytes_from_device - before;
+        yc_loader_free(l);
+    }
+    /* the heads of a batch of 4 at 256x256 */
+    size_t heads = 0;
+    for (int l = 0; l < m[1]->nl; l++) {
+        size_t side = 256 / (size_t)m[1]->stride[l];
+        heads += 4 * (size_t)m[1]->na * (size_t)m[1]->no * side * side * sizeof(float);
+    }
+    printf("validation on OpenCL: loss %.6g %.6g %.6g (CPU %.6g %.6g %.6g), %zu detections (CPU "
+           "%zu), mAP50 %.5f (CPU %.5f), %llu bytes read back in %d batches (a batch's heads: "
+           "%zu)\n",
+           r[1].loss[0], r[1].loss[1], r[1].loss[2], r[0].loss[0], r[0].loss[1], r[0].loss[2],
+           r[1].n_det, r[0].n_det, r[1].metrics.map50, r[0].metrics.map50,
+           (unsigned long long)read, r[1].nbatches, heads);
+    fflush(stdout);
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(yc_test_rel_diff(r[1].loss[i], r[0].loss[i]) < 1e-4,
+                      "loss %d: %.9g on OpenCL, %.9g on the CPU", i, r[1].loss[i], r[0].loss[i]);
+    ck_assert(r[0].n_det > 0);
+    ck_assert_msg(fabs((double)r[1].n_det - (double)r[0].n_det) <= 0.01 * (double)r[0].n_det,
+                  "%zu detections on OpenCL, %zu on the CPU", r[1].n_det, r[0].n_det);
+    const double a[4] = {r[1].metrics.mp, r[1].metrics.mr, r[1].metrics.map50, r[1].metrics.map};
+    const double b[4] = {r[0].metrics.mp, r[0].metrics.mr, r[0].metrics.map50, r[0].metrics.map};
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(fabs(a[i] - b[i]) < 1e-3, "metric %d: %.6f on OpenCL, %.6f on the CPU", i,
+                      a[i], b[i]);
+    ck_assert_msg(read < heads, "%llu bytes read back, a batch's heads are %zu",
+                  (unsigned long long)read, heads);
+    for (int k = 0; k < 2; k++) {
+        yc_val_result_free(&r[k]);
+        yc_model_free(m[k]);
+        yc_backend_free(be[k]);
+    }
+    yc_dataset_free(&ds);
+    yc_data_yaml_free(&y);
+}
+END_TEST
+
 #endif /* !YC_TEST_SHARED */
 
 /* detect on two images: annotated copies, labels and crops. */
@@ -773,6 +871,7 @@ static Suite *val_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_rect_roundtrip);
     tcase_add_test(tc, test_val_loss_and_files);
+    tcase_add_test(tc, test_val_opencl);
     tcase_add_test(tc, test_detect_files);
     tcase_add_test(tc, test_cli_errors);
     suite_add_tcase(s, tc);

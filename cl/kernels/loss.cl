@@ -14,6 +14,9 @@
  *     float-float, into sums[l] = (box, obj, cls) as (hi, lo) pairs for the host, which divides
  *     by the counts and applies the gains and the batch size as src/loss.c does.
  *
+ * Without a gradient tensor (validation: write_grad 0, grad is head and never written) only the
+ * loss is computed.
+ *
  * The gradient scales gbox = -batch * box_gain / n, gcls = batch * cls_gain / (n nc) and gobj =
  * batch * obj_gain * balance / (batch na ny nx) come from the host (for a micro-batch, n and batch
  * are its whole batch's: loss.h, yc_loss_part).  Arithmetic is float (src/loss.c uses double):
@@ -130,7 +133,7 @@ __kernel void loss_cells(TENSOR(head), TENSOR(grad), __global const int *ent_i,
                          uint cell_off, uint ncells,
                          __global float *tobj, __global float *ebox, __global float *ecls, int na,
                          int nc, int ny, int nx, float gbox, float gcls, float cp, float cn,
-                         float cls_pw, float gamma)
+                         float cls_pw, float gamma, int write_grad)
 {
     uint g = get_global_id(0);
     if (g >= ncells)
@@ -160,7 +163,7 @@ __kernel void loss_cells(TENSOR(head), TENSOR(grad), __global const int *ent_i,
         for (int k = 0; k < 4; k++)
             gsum[k] += gbox * dpb[k] * dt[k];
     }
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 4 && write_grad; k++)
         ST(grad, b, base + (uint)k * plane, gsum[k]);
     /* classes: each entry's BCE over the classes, gradients added per class in entry order */
     for (int c = 0; c < nc; c++) {
@@ -172,7 +175,8 @@ __kernel void loss_cells(TENSOR(head), TENSOR(grad), __global const int *ent_i,
                 ecls[e] = (c == 0 ? 0.0f : ecls[e]) + l;
                 gc += gcls * d;
             }
-        ST(grad, b, base + (uint)(5 + c) * plane, gc);
+        if (write_grad)
+            ST(grad, b, base + (uint)(5 + c) * plane, gc);
     }
     if (nc == 1)
         for (int e = first; e < last; e++)
@@ -184,7 +188,8 @@ __kernel void loss_cells(TENSOR(head), TENSOR(grad), __global const int *ent_i,
  * float-float sum. */
 __kernel void loss_obj(TENSOR(head), TENSOR(grad), __global const float *tobj, int batch, int na,
                        int nc, int ny, int nx, float gobj, float obj_pw, float gamma,
-                       __global float2 *part, uint part_off, __local float2 *red)
+                       int write_grad, __global float2 *part, uint part_off,
+                       __local float2 *red)
 {
     const uint plane = (uint)(ny * nx), no = (uint)nc + 5;
     const uint total = (uint)batch * (uint)na * plane;
@@ -198,8 +203,9 @@ __kernel void loss_obj(TENSOR(head), TENSOR(grad), __global const float *tobj, i
         float d;
         float l = bce_elem(LD(head, b, base + 4 * plane), t > 0.0f ? t : 0.0f, obj_pw, gamma, &d);
         q.x = l;
-        ST(grad, b, base + 4 * plane, gobj * d);
-        if (t < 0.0f)
+        if (write_grad)
+            ST(grad, b, base + 4 * plane, gobj * d);
+        if (t < 0.0f && write_grad)
             for (uint k = 0; k < no; k++)
                 if (k != 4)
                     ST(grad, b, base + k * plane, 0.0f);
