@@ -358,6 +358,8 @@ int main(int argc, char **argv)
          {TV(2, 3, 7, 6)}},
         {"conv bwd-data 1x1 direct", conv_op(YC_OP_CONV2D_BWD_DATA, 1, 1, 0, 0), {T(2, 4, 5, 4), T(4, 3, 1, 1)},
          {T(2, 3, 5, 4)}},
+        {"conv bwd-data 1x1 s2", conv_op(YC_OP_CONV2D_BWD_DATA, 1, 2, 0, 0), {T(2, 4, 4, 3), T(4, 3, 1, 1)},
+         {T(2, 3, 7, 6)}},
         {"conv bwd-filter 3x3 db", conv_op(YC_OP_CONV2D_BWD_FILTER, 3, 2, 1, 0), {TV(2, 3, 7, 6), TV(2, 4, 4, 3)},
          {T(4, 3, 3, 3), T(1, 4, 1, 1)}},
         {"conv bwd-filter split", conv_op(YC_OP_CONV2D_BWD_FILTER, 3, 1, 1, 0), {T(2, 3, 16, 16), T(2, 4, 16, 16)},

@@ -287,9 +287,11 @@ static int igemm_bwd_data(yc_cl_ctx *c, const yc_op *op, const geom *g, int t)
     yc_cl_arg_tensor(&a, dx);
     yc_cl_arg_int(&a, op->accumulate);
     shape_args(&a, g);
-    size_t groups[2] = {((size_t)g->N * g->H * g->W + tl->tn - 1) / tl->tn,
-                        (size_t)(g->C + tl->tm - 1) / tl->tm};
-    return yc_cl_run(&a, 2, groups, true);
+    /* one grid row per phase of the stride, as many columns as its largest phase has pixels */
+    size_t hp = (size_t)(g->H + g->sh - 1) / g->sh, wp = (size_t)(g->W + g->sw - 1) / g->sw;
+    size_t groups[3] = {((size_t)g->N * hp * wp + tl->tn - 1) / tl->tn,
+                        (size_t)(g->C + tl->tm - 1) / tl->tm, (size_t)g->sh * g->sw};
+    return yc_cl_run(&a, 3, groups, true);
 }
 
 static int igemm_bwd_filter(yc_cl_ctx *c, const yc_op *op, const geom *g, int t, yc_span ws)

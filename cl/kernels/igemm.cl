@@ -3,7 +3,8 @@
  * is loaded into local memory (and scattered back by the backward-data GEMM's indexing).
  *
  *   forward          y[K, N*PQ]    = W[K, CRS] x col(x)[CRS, N*PQ]           (+ b[k])
- *   backward-data    dx[C, N*HW]   = W'[C, K*RS] x dcol(dy)[K*RS, N*HW]      (=, or += with acc)
+ *   backward-data    dx[C, N*HW]   = W'[C, K*RS] x dcol(dy)[K*RS, N*HW]      (=, or += with acc;
+ *                                   per phase of the stride, below)
  *   backward-filter  dW[K, CRS]   += dy[K, N*PQ] x col(x)'[N*PQ, CRS]        (split over N*PQ)
  *
  * x (N,C,H,W), W (K,C,R,S), y (N,K,P,Q); rows index output channels (forward, backward-filter)
@@ -135,7 +136,14 @@ conv_fwd_igemm(TENSOR(x), PARAM(w), PARAM(b), int has_bias, TENSOR(y), int N, in
     }
 }
 
-/* dx = conv^T(dy, W), or dx += that with acc.  Grid: (ceil(N*H*W / TN), ceil(C / TM)). */
+/* dx = conv^T(dy, W), or dx += that with acc.  The input pixels are split by phase (h mod sh,
+ * w mod sw), one phase per grid row of dimension 2: the taps that reach a pixel of phase (a, b)
+ * are r = ra + sh i and s = sb + sw j, ra = (a + ph) mod sh and sb = (b + pw) mod sw, and for
+ * them p = (h + ph - r) / sh = hh + oa - i exactly (h = a + sh hh, oa = (a + ph - ra) / sh;
+ * likewise q), so each phase is a GEMM over (k, i, j) in which no tap misses: without the split,
+ * 3/4 of the taps of a 3x3 stride-2 convolution would multiply zeros.  A phase no tap reaches
+ * (a 1x1 convolution with stride 2) writes zeros.
+ * Grid: (ceil(N * ceil(H / sh) * ceil(W / sw) / TN), ceil(C / TM), sh * sw). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 conv_bwd_data_igemm(TENSOR(dy), PARAM(w), TENSOR(dx), int acc_dx, int N, int C, int H, int W,
                     int K, int R, int S, int P, int Q, int sh, int sw, int ph, int pw)
@@ -144,45 +152,56 @@ conv_bwd_data_igemm(TENSOR(dy), PARAM(w), TENSOR(dx), int acc_dx, int N, int C, 
     __local float Bs[TK][TN];
     const int lid = get_local_id(0), tx = lid % 16, ty = lid / 16;
     const int col0 = get_group_id(0) * TN, row0 = get_group_id(1) * TM;
-    const int RS = R * S, KRS = K * RS, HW = H * W, NHW = N * HW, PQ = P * Q;
+    /* the phase (pa, pb), its taps (ra + sh i, sb + sw j) for i < nr, j < ns, its pixels */
+    const int z = get_group_id(2), pa = z / sw, pb = z - pa * sw;
+    const int ra = (pa + ph) % sh, sb = (pb + pw) % sw;
+    const int nr = ra < R ? (R - ra + sh - 1) / sh : 0, ns = sb < S ? (S - sb + sw - 1) / sw : 0;
+    const int oa = (pa + ph - ra) / sh, ob = (pb + pw - sb) / sw;
+    const int Hp = pa < H ? (H - pa + sh - 1) / sh : 0, Wp = pb < W ? (W - pb + sw - 1) / sw : 0;
+    const int HWp = Hp * Wp, NHWp = N * HWp, HW = H * W, RS = R * S;
+    /* the whole work-group leaves together, before any barrier */
+    if (col0 >= NHWp)
+        return;
+    const int IJ = nr * ns, KIJ = K * IJ;
     __global const float *wp = P(w);
     const int bcol = lid % TN, brow = lid / TN;
     const int col = col0 + bcol;
-    const bool colok = col < NHW;
-    const int n = colok ? col / HW : 0, hw = col - n * HW, h = hw / W, x0 = hw - h * W;
-    const int hp = h + ph, wp0 = x0 + pw;
+    const bool colok = col < NHWp;
+    const int n = colok ? col / HWp : 0, hw = col - n * HWp, hh = hw / Wp, ww = hw - hh * Wp;
+    const int p0 = hh + oa, q0 = ww + ob;
     const int ak = lid % TK, am = lid / TK;
     float acc[WM][WN];
     for (int i = 0; i < WM; i++)
         for (int j = 0; j < WN; j++)
             acc[i][j] = 0.0f;
-    /* the filters and taps (k, r, s) of this work item's A column and B entries, moved on by TK
+    /* the filters and taps (k, i, j) of this work item's A column and B entries, moved on by TK
      * each step */
-    const int dk = TK / RS, dr = (TK / S) % R, ds = TK % S;
-    int ak_k, ak_r, ak_s;
-    DIGITS_OF(ak, R, S, ak_k, ak_r, ak_s);
-    int bk[TK * TN / WG], br[TK * TN / WG], bs[TK * TN / WG];
-    for (int i = 0; i < TK * TN / WG; i++)
-        DIGITS_OF(brow + i * (WG / TN), R, S, bk[i], br[i], bs[i]);
-    for (int k0 = 0; k0 < KRS; k0 += TK) {
-        const bool akok = k0 + ak < KRS;
+    const int dk = IJ ? TK / IJ : 0, di = IJ ? (TK / ns) % nr : 0, dj = IJ ? TK % ns : 0;
+    int ak_k = 0, ak_i = 0, ak_j = 0;
+    int bk[TK * TN / WG], bi[TK * TN / WG], bj[TK * TN / WG];
+    if (IJ) {
+        DIGITS_OF(ak, nr, ns, ak_k, ak_i, ak_j);
+        for (int i = 0; i < TK * TN / WG; i++)
+            DIGITS_OF(brow + i * (WG / TN), nr, ns, bk[i], bi[i], bj[i]);
+    }
+    for (int k0 = 0; k0 < KIJ; k0 += TK) {
+        const bool akok = k0 + ak < KIJ;
         for (int i = 0; i < TM * TK / WG; i++) {
-            /* A[c, (k, r, s)] = W[k, c, r, s] */
+            /* A[c, (k, i, j)] = W[k, c, ra + sh i, sb + sw j] */
             int m = am + i * (WG / TK), c = row0 + m;
-            As[ak][m] = c < C && akok ? wp[((size_t)ak_k * C + c) * RS + ak_r * S + ak_s] : 0.0f;
+            As[ak][m] = c < C && akok
+                            ? wp[((size_t)ak_k * C + c) * RS + (ra + sh * ak_i) * S + sb + sw * ak_j]
+                            : 0.0f;
         }
-        DIGITS_ADVANCE(R, S, dk, dr, ds, ak_k, ak_r, ak_s);
+        DIGITS_ADVANCE(nr, ns, dk, di, dj, ak_k, ak_i, ak_j);
         for (int i = 0; i < TK * TN / WG; i++) {
             int kr = brow + i * (WG / TN), kk = k0 + kr;
-            int ty2 = hp - br[i], tx2 = wp0 - bs[i];
+            int p = p0 - bi[i], q = q0 - bj[i];
             float v = 0.0f;
-            if (colok && kk < KRS && ty2 >= 0 && tx2 >= 0 && ty2 % sh == 0 && tx2 % sw == 0) {
-                int p = ty2 / sh, q = tx2 / sw;
-                if (p < P && q < Q)
-                    v = LD(dy, n, (uint)((bk[i] * P + p) * Q + q));
-            }
+            if (colok && kk < KIJ && p >= 0 && p < P && q >= 0 && q < Q)
+                v = LD(dy, n, (uint)((bk[i] * P + p) * Q + q));
             Bs[kr][bcol] = v;
-            DIGITS_ADVANCE(R, S, dk, dr, ds, bk[i], br[i], bs[i]);
+            DIGITS_ADVANCE(nr, ns, dk, di, dj, bk[i], bi[i], bj[i]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         TILE_MULTIPLY(As, Bs, acc)
@@ -190,14 +209,15 @@ conv_bwd_data_igemm(TENSOR(dy), PARAM(w), TENSOR(dx), int acc_dx, int N, int C, 
     }
     for (int j = 0; j < WN; j++) {
         int c2 = col0 + tx + 16 * j;
-        if (c2 >= NHW)
+        if (c2 >= NHWp)
             continue;
-        int n2 = c2 / HW, hw2 = c2 - n2 * HW;
+        int n2 = c2 / HWp, hw2 = c2 - n2 * HWp, hh2 = hw2 / Wp, ww2 = hw2 - hh2 * Wp;
+        int pix = (pa + sh * hh2) * W + pb + sw * ww2;
         for (int i = 0; i < WM; i++) {
             int c = row0 + ty + 16 * i;
             if (c >= C)
                 continue;
-            uint e = (uint)(c * HW + hw2);
+            uint e = (uint)(c * HW + pix);
             float v = acc[i][j];
             if (acc_dx)
                 v = LD(dx, n2, e) + v;
