@@ -124,7 +124,7 @@ typedef struct yc_cl_upload_slot {
 typedef struct yc_cl_tile {
     int tm, tn, tk;
 } yc_cl_tile;
-#define YC_CL_NTILES 6
+#define YC_CL_NTILES 7
 extern const yc_cl_tile yc_cl_tiles[YC_CL_NTILES];
 
 /* The kernels of igemm.cl, in each tile's program. */

@@ -478,6 +478,7 @@ int yc_cl_kernel(yc_cl_ctx *c, yc_cl_kid k, cl_kernel *out, size_t *local)
 
 const yc_cl_tile yc_cl_tiles[YC_CL_NTILES] = {
     {64, 64, 16}, {32, 64, 16}, {64, 32, 16}, {128, 64, 8}, {64, 128, 8}, {32, 32, 16},
+    {128, 128, 8},
 };
 
 /* A kernel's launch size: the largest power of two within its work-group limit and ours. */
