@@ -63,6 +63,10 @@ void yc_cl_tile_size(int t, int *tm, int *tn, int *tk);
  * pass, shape and storage, else the tuned one of the same pass, filter and storage at the nearest
  * number of input pixels (N*H*W), else 0. */
 int yc_cl_conv_tile_of(yc_backend *be, const yc_op *op);
+/* Whether a device with these limits (CL_DEVICE_MAX_WORK_GROUP_SIZE, CL_DEVICE_LOCAL_MEM_SIZE)
+ * can run the implicit-GEMM convolutions' default tile; a backend on one that cannot computes its
+ * convolutions with CLBlast (as YOLOCL_CL_CONV=clblast asks) and says so when it opens. */
+bool yc_cl_igemm_admits(size_t max_work_group, size_t local_mem);
 /* Makes every convolution run with tile t (-1: back to the tuned or default ones); for the tests
  * of each tile. */
 void yc_cl_force_tile(yc_backend *be, int t);

@@ -138,7 +138,18 @@ static int bias_grad(yc_cl_ctx *c, const yc_tensor *dy, const yc_tensor *db, con
 /* ---- implicit GEMMs (igemm.cl) ------------------------------------------------------------ */
 
 /* igemm.cl's work-group size, whatever the tile. */
-enum { IG_WG = 256 };
+enum { IG_WG = YC_CL_IGEMM_WG };
+
+size_t yc_cl_igemm_local_bytes(int t)
+{
+    return (size_t)yc_cl_tiles[t].tk * (size_t)(yc_cl_tiles[t].tm + yc_cl_tiles[t].tn) *
+           sizeof(float);
+}
+
+bool yc_cl_igemm_admits(size_t max_work_group, size_t local_mem)
+{
+    return max_work_group >= IG_WG && local_mem >= yc_cl_igemm_local_bytes(0);
+}
 
 int yc_cl_conv_pass(const yc_op *op)
 {
@@ -266,7 +277,9 @@ static int igemm_begin(yc_cl_ctx *c, int t, yc_cl_igemm_kid which, yc_cl_args *a
     int st = yc_cl_begin_igemm(c, t, which, a);
     if (!st && which != YC_IG_REDUCE && a->local != IG_WG)
         st = yc_error_status(YC_EUNSUPPORTED, "opencl: %s needs work-groups of %d on %s, which "
-                             "allows %zu for it", a->name, IG_WG, c->desc.info.name, a->local);
+                             "allows %zu for it: run with YOLOCL_CL_CONV=clblast to use CLBlast's "
+                             "GEMMs for the convolutions", a->name, IG_WG, c->desc.info.name,
+                             a->local);
     return st;
 }
 

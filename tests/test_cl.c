@@ -791,6 +791,17 @@ START_TEST(igemm_tiles)
 }
 END_TEST
 
+/* The limits under which a device's convolutions go to CLBlast: work-groups of 256 and the
+ * default tile's 8 KiB of local memory (64x64, 16 steps). */
+START_TEST(igemm_limits)
+{
+    ck_assert(yc_cl_igemm_admits(256, 8192));
+    ck_assert(yc_cl_igemm_admits(1024, 48 * 1024));
+    ck_assert(!yc_cl_igemm_admits(128, 64 * 1024));
+    ck_assert(!yc_cl_igemm_admits(1024, 4096));
+}
+END_TEST
+
 /* yolocl tune on two convolutions: the fastest tile of each kept in the device's tiles file, which
  * the next backend on the device reads and uses. */
 START_TEST(tune_round_trip)
@@ -1424,6 +1435,7 @@ int main(void)
         tcase_add_test(be, val_batch_on_device);
         tcase_add_test(be, igemm_tiles);
         tcase_add_test(be, tune_round_trip);
+        tcase_add_test(be, igemm_limits);
         suite_add_tcase(s, be);
         TCase *gold = tcase_create("golden");
         tcase_set_timeout(gold, 600);
