@@ -176,8 +176,10 @@ static bool is_conv(yc_op_kind k)
 
 static size_t cl_workspace(yc_backend *be, const yc_op *op)
 {
-    if (!op || !is_conv(op->kind) || yc_op_check(op))
+    if (!op || yc_op_check(op))
         return 0;
+    if (!is_conv(op->kind))
+        return yc_cl_op_workspace(op);
     size_t bytes = 0;
     if (yc_cl_conv_workspace(ctx_of(be), op, &bytes))
         return 0;
@@ -220,7 +222,7 @@ static int cl_exec(yc_backend *be, const yc_op *op, yc_span ws)
     for (int i = 0; i < YC_OP_MAX_DST; i++)
         if (op->dst[i] && (st = check_placed(op, op->dst[i], "dst", i)))
             return st;
-    st = is_conv(op->kind) ? yc_cl_conv(ctx_of(be), op, ws) : yc_cl_op(ctx_of(be), op);
+    st = is_conv(op->kind) ? yc_cl_conv(ctx_of(be), op, ws) : yc_cl_op(ctx_of(be), op, ws);
     if (st)
         return yc_error_context(st, "%s '%s' on %s", yc_op_kind_name(op->kind), name, be->info.name);
     return YC_OK;

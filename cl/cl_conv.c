@@ -354,7 +354,8 @@ static int igemm_bwd_filter(yc_cl_ctx *c, const yc_op *op, const geom *g, int t,
     if ((st = yc_cl_run(&a, 3, groups, true)))
         return st;
     if (splits > 1) {
-        if ((st = igemm_begin(c, 0, YC_IG_REDUCE, &a)))
+        /* the reduction is the same in every tile's program: the one already built */
+        if ((st = igemm_begin(c, t, YC_IG_REDUCE, &a)))
             return st;
         yc_cl_arg_at(&a, part, part_off);
         yc_cl_arg_param(&a, dw);

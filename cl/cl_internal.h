@@ -222,6 +222,8 @@ int yc_cl_fail(const char *call, cl_int err);
 int yc_cl_kernel(yc_cl_ctx *c, yc_cl_kid k, cl_kernel *out, size_t *local);
 /* The kernel's name in its .cl file. */
 const char *yc_cl_kernel_name(yc_cl_kid k);
+/* The name of an igemm.cl kernel. */
+const char *yc_cl_igemm_kernel_name(yc_cl_igemm_kid which);
 /* Kernel `which` of igemm.cl built with tile `tile` (its program built or loaded on first use),
  * and its local size. */
 int yc_cl_igemm_kernel(yc_cl_ctx *c, int tile, yc_cl_igemm_kid which, cl_kernel *out, size_t *local);
@@ -339,7 +341,10 @@ void yc_cl_upload_release(yc_cl_ctx *c);
 
 /* ---- cl_ops.c ----------------------------------------------------------------------------- */
 
-/* Every other op (checked and placed). */
-int yc_cl_op(yc_cl_ctx *c, const yc_op *op);
+/* Every other op (checked and placed); `ws` holds yc_cl_op_workspace(op) bytes. */
+int yc_cl_op(yc_cl_ctx *c, const yc_op *op, yc_span ws);
+/* The workspace an op other than a convolution needs: MAXPOOL_BWD's window maxima (an int per
+ * pooled element); 0 for the rest. */
+size_t yc_cl_op_workspace(const yc_op *op);
 
 #endif

@@ -18,10 +18,7 @@ int yc_cl_begin(yc_cl_ctx *c, yc_cl_kid kid, yc_cl_args *a)
 
 int yc_cl_begin_igemm(yc_cl_ctx *c, int tile, yc_cl_igemm_kid which, yc_cl_args *a)
 {
-    static const char *const names[YC_IG_NKERNELS] = {"conv_fwd_igemm", "conv_bwd_data_igemm",
-                                                      "conv_bwd_filter_igemm",
-                                                      "conv_bwd_filter_reduce"};
-    *a = (yc_cl_args){.c = c, .name = names[which], .err = CL_SUCCESS};
+    *a = (yc_cl_args){.c = c, .name = yc_cl_igemm_kernel_name(which), .err = CL_SUCCESS};
     return yc_cl_igemm_kernel(c, tile, which, &a->k, &a->local);
 }
 

@@ -251,7 +251,16 @@ static int bn_bwd(yc_cl_ctx *c, const yc_op *op)
     return yc_cl_run(&a, 2, groups, true);
 }
 
-static int pool(yc_cl_ctx *c, const yc_op *op)
+size_t yc_cl_op_workspace(const yc_op *op)
+{
+    if (op->kind != YC_OP_MAXPOOL_BWD)
+        return 0;
+    const yc_tensor *pooled = op->src[0];
+    return yc_tensor_image_elems(pooled) * (size_t)pooled->n * sizeof(cl_int);
+}
+
+/* MAXPOOL (y from x) and MAXPOOL_BWD (dx from dy, x and the workspace's window maxima) */
+static int pool(yc_cl_ctx *c, const yc_op *op, yc_span ws)
 {
     bool fwd = op->kind == YC_OP_MAXPOOL;
     const yc_tensor *x = fwd ? op->src[0] : op->src[1], *pooled = fwd ? op->dst[0] : op->src[0];
@@ -267,19 +276,24 @@ static int pool(yc_cl_ctx *c, const yc_op *op)
             yc_cl_arg_int(&a, v[i]);
         return run_images(&a, op->dst[0]);
     }
-    /* the windows' maxima once, in the scratch, then the gather */
-    cl_mem arg = NULL;
-    size_t outs = yc_tensor_image_elems(pooled) * (size_t)pooled->n;
-    if ((st = scratch(c, outs * sizeof(cl_int), &arg)) || (st = yc_cl_begin(c, YC_K_MAXPOOL_ARGMAX, &a)))
+    /* the windows' maxima once, in the op's workspace, then the gather */
+    const size_t need = yc_cl_op_workspace(op);
+    if (!ws.buf || ws.size < need || ws.offset % sizeof(cl_int) || ws.offset > ws.buf->size ||
+        ws.size > ws.buf->size - ws.offset)
+        return yc_error_status(YC_EUSAGE, "opencl: %s needs a workspace of %zu bytes (given %zu at "
+                               "offset %zu)", yc_op_kind_name(op->kind), need, ws.size, ws.offset);
+    if ((st = yc_cl_begin(c, YC_K_MAXPOOL_ARGMAX, &a)))
         return st;
     yc_cl_arg_tensor(&a, x);
-    yc_cl_arg_mem(&a, arg);
+    yc_cl_arg_mem(&a, ws.buf->mem);
+    yc_cl_arg_ulong(&a, ws.offset);
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         yc_cl_arg_int(&a, v[i]);
     if ((st = run_images(&a, pooled)) || (st = yc_cl_begin(c, YC_K_MAXPOOL_BWD, &a)))
         return st;
     yc_cl_arg_tensor(&a, op->src[0]);
-    yc_cl_arg_mem(&a, arg);
+    yc_cl_arg_mem(&a, ws.buf->mem);
+    yc_cl_arg_ulong(&a, ws.offset);
     yc_cl_arg_tensor(&a, op->dst[0]);
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         yc_cl_arg_int(&a, v[i]);
@@ -371,8 +385,7 @@ static int optim(yc_cl_ctx *c, const yc_op *op)
     return yc_cl_run(&a, 1, global, false);
 }
 
-/* SUMSQ: one work-group */
-/* Two stages: enough work-groups of sumsq_part to give each work item about 16 values (at most
+/* SUMSQ in two stages: enough work-groups of sumsq_part to give each work item about 16 values (at most
  * YC_CL_SCRATCH / 8 of them), then sumsq_total. */
 static int sumsq(yc_cl_ctx *c, const yc_op *op)
 {
@@ -407,7 +420,7 @@ static int sumsq(yc_cl_ctx *c, const yc_op *op)
     return yc_cl_run(&a, 1, g2, true);
 }
 
-int yc_cl_op(yc_cl_ctx *c, const yc_op *op)
+int yc_cl_op(yc_cl_ctx *c, const yc_op *op, yc_span ws)
 {
     switch (op->kind) {
     case YC_OP_BN_TRAIN:
@@ -429,7 +442,7 @@ int yc_cl_op(yc_cl_ctx *c, const yc_op *op)
         return elementwise(c, op);
     case YC_OP_MAXPOOL:
     case YC_OP_MAXPOOL_BWD:
-        return pool(c, op);
+        return pool(c, op, ws);
     case YC_OP_UPSAMPLE:
     case YC_OP_UPSAMPLE_BWD:
         return upsample(c, op);

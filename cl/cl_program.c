@@ -447,40 +447,6 @@ const char *yc_cl_kernel_name(yc_cl_kid k)
     return (int)k >= 0 && k < YC_K_COUNT ? kernel_table[k].name : "unknown kernel";
 }
 
-int yc_cl_kernel(yc_cl_ctx *c, yc_cl_kid k, cl_kernel *out, size_t *local)
-{
-    if (!c->kernels[k]) {
-        yc_cl_prog p = kernel_table[k].prog;
-        int st = program_get(c, p);
-        if (st)
-            return st;
-        cl_int err;
-        cl_kernel kern = clCreateKernel(c->progs[p], kernel_table[k].name, &err);
-        if (err != CL_SUCCESS)
-            return yc_error_context(yc_cl_fail("clCreateKernel", err), "kernel %s of %s", kernel_table[k].name,
-                                    prog_files[p]);
-        size_t wg = 0;
-        err = clGetKernelWorkGroupInfo(kern, c->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
-        if (err != CL_SUCCESS) {
-            clReleaseKernel(kern);
-            return yc_cl_fail("clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)", err);
-        }
-        size_t l = 1;
-        while (l * 2 <= wg && l * 2 <= YC_CL_MAX_LOCAL)
-            l *= 2;
-        c->kernels[k] = kern;
-        c->local[k] = l;
-    }
-    *out = c->kernels[k];
-    *local = c->local[k];
-    return YC_OK;
-}
-
-const yc_cl_tile yc_cl_tiles[YC_CL_NTILES] = {
-    {64, 64, 16}, {32, 64, 16}, {64, 32, 16}, {128, 64, 8}, {64, 128, 8}, {32, 32, 16},
-    {128, 128, 8},
-};
-
 /* A kernel's launch size: the largest power of two within its work-group limit and ours. */
 static int kernel_local(yc_cl_ctx *c, cl_kernel kern, size_t *local)
 {
@@ -495,11 +461,45 @@ static int kernel_local(yc_cl_ctx *c, cl_kernel kern, size_t *local)
     return YC_OK;
 }
 
-int yc_cl_igemm_kernel(yc_cl_ctx *c, int tile, yc_cl_igemm_kid which, cl_kernel *out, size_t *local)
+int yc_cl_kernel(yc_cl_ctx *c, yc_cl_kid k, cl_kernel *out, size_t *local)
+{
+    if (!c->kernels[k]) {
+        yc_cl_prog p = kernel_table[k].prog;
+        int st = program_get(c, p);
+        if (st)
+            return st;
+        cl_int err;
+        cl_kernel kern = clCreateKernel(c->progs[p], kernel_table[k].name, &err);
+        if (err != CL_SUCCESS)
+            return yc_error_context(yc_cl_fail("clCreateKernel", err), "kernel %s of %s", kernel_table[k].name,
+                                    prog_files[p]);
+        if ((st = kernel_local(c, kern, &c->local[k]))) {
+            clReleaseKernel(kern);
+            return st;
+        }
+        c->kernels[k] = kern;
+    }
+    *out = c->kernels[k];
+    *local = c->local[k];
+    return YC_OK;
+}
+
+const yc_cl_tile yc_cl_tiles[YC_CL_NTILES] = {
+    {64, 64, 16}, {32, 64, 16}, {64, 32, 16}, {128, 64, 8}, {64, 128, 8}, {32, 32, 16},
+    {128, 128, 8},
+};
+
+const char *yc_cl_igemm_kernel_name(yc_cl_igemm_kid which)
 {
     static const char *const names[YC_IG_NKERNELS] = {"conv_fwd_igemm", "conv_bwd_data_igemm",
                                                       "conv_bwd_filter_igemm",
                                                       "conv_bwd_filter_reduce"};
+    return (int)which >= 0 && which < YC_IG_NKERNELS ? names[which] : "unknown kernel";
+}
+
+int yc_cl_igemm_kernel(yc_cl_ctx *c, int tile, yc_cl_igemm_kid which, cl_kernel *out, size_t *local)
+{
+    const char *name = yc_cl_igemm_kernel_name(which);
     if (tile < 0 || tile >= YC_CL_NTILES)
         return yc_error_status(YC_ERR, "internal: igemm tile %d", tile);
     if (!c->igemm_kernels[tile][which]) {
@@ -512,10 +512,10 @@ int yc_cl_igemm_kernel(yc_cl_ctx *c, int tile, yc_cl_igemm_kid which, cl_kernel 
                 return st;
         }
         cl_int err;
-        cl_kernel kern = clCreateKernel(c->igemm_progs[tile], names[which], &err);
+        cl_kernel kern = clCreateKernel(c->igemm_progs[tile], name, &err);
         if (err != CL_SUCCESS)
             return yc_error_context(yc_cl_fail("clCreateKernel", err), "kernel %s of igemm.cl",
-                                    names[which]);
+                                    name);
         int st = kernel_local(c, kern, &c->igemm_local[tile][which]);
         if (st) {
             clReleaseKernel(kern);

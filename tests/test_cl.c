@@ -585,6 +585,28 @@ START_TEST(backend_basics)
     ck_assert_int_eq(yc_backend_exec(be, &c3, (yc_span){wsb, 66, need}), YC_EFORMAT);
     ck_assert_int_eq(be->iface->synchronize(be), YC_OK);
     ck_assert_uint_eq(be->iface->workspace(be, &op), 0);
+
+    /* max-pool's backward keeps its windows' maxima (an int per pooled element) in the op's
+     * workspace, which the memory plan counts, and refuses to run without it */
+    yc_tensor px = yc_tensor_make(1, 4, 32, 32, YC_F32, "px"), pdx = px;
+    yc_tensor pdy = yc_tensor_make(1, 4, 16, 16, YC_F32, "pdy");
+    px.buf = pdx.buf = big;
+    pdx.offset = 4 * 32 * 32 * sizeof(float);
+    pdy.buf = yc_buffer_alloc(be, 4 * 16 * 16 * sizeof(float));
+    ck_assert_ptr_nonnull(pdy.buf);
+    yc_op mpb = {.kind = YC_OP_MAXPOOL_BWD, .src = {&pdy, &px}, .dst = {&pdx}, .name = "mpb"};
+    mpb.p.pool.k = 2, mpb.p.pool.stride = 2, mpb.p.pool.pad = 0;
+    ck_assert_int_eq(yc_op_check(&mpb), YC_OK);
+    const size_t mp_need = be->iface->workspace(be, &mpb);
+    ck_assert_uint_eq(mp_need, 4 * 16 * 16 * sizeof(int));
+    ck_assert_int_eq(yc_backend_exec(be, &mpb, (yc_span){0}), YC_EUSAGE);
+    ck_assert_msg(err_has("maxpool_bwd 'mpb'") && err_has("workspace"), "%s", yc_last_error());
+    yc_buffer *mpw = yc_buffer_alloc(be, mp_need + 8);
+    ck_assert_ptr_nonnull(mpw);
+    ck_assert_int_eq(yc_backend_exec(be, &mpb, (yc_span){mpw, 8, mp_need}), YC_OK);
+    ck_assert_int_eq(be->iface->synchronize(be), YC_OK);
+    yc_buffer_free(be, mpw);
+    yc_buffer_free(be, pdy.buf);
     yc_buffer_free(be, wsb);
     yc_buffer_free(be, big);
     yc_buffer_free(be, w3.buf);

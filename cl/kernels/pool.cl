@@ -42,22 +42,23 @@ __kernel void maxpool_fwd(TENSOR(x), TENSOR(y), int C, int H, int W, int P, int 
 
 /* Max-pool backward, first of two launches: the argmax of every window of x (its index in the
  * plane, as window_argmax scans it) into arg (N,C,P,Q, packed). */
-__kernel void maxpool_argmax(TENSOR(x), __global int *arg, int C, int H, int W, int P, int Q, int k,
+__kernel void maxpool_argmax(TENSOR(x), PARAM(arg), int C, int H, int W, int P, int Q, int k,
                              int stride, int pad)
 {
+    __global int *am = (__global int *)(arg_p + arg_off);
     uint i = get_global_id(0), n = get_global_id(1);
     if (i >= (uint)(C * P * Q))
         return;
     int c = (int)i / (P * Q), pq = (int)i % (P * Q), p = pq / Q, q = pq % Q;
     float m;
-    arg[(size_t)n * (size_t)(C * P * Q) + i] =
+    am[(size_t)n * (size_t)(C * P * Q) + i] =
         window_argmax(x_p, x_off, x_ns, x_h, n, (uint)(c * H * W), H, W, p * stride - pad,
                       q * stride - pad, k, &m);
 }
 
 /* dx (=|+=) the dy of every window whose maximum (arg, from maxpool_argmax) is this element,
  * windows in row-major order */
-__kernel void maxpool_bwd(TENSOR(dy), __global const int *arg, TENSOR(dx), int C, int H, int W,
+__kernel void maxpool_bwd(TENSOR(dy), PARAM(arg), TENSOR(dx), int C, int H, int W,
                           int P, int Q, int k, int stride, int pad, int acc)
 {
     uint i = get_global_id(0), n = get_global_id(1);
@@ -70,7 +71,7 @@ __kernel void maxpool_bwd(TENSOR(dy), __global const int *arg, TENSOR(dx), int C
     int q0 = lo_w <= 0 ? 0 : (lo_w + stride - 1) / stride, q1 = min((w + pad) / stride, Q - 1);
     float s = acc ? LD(dx, n, i) : 0.0f;
     uint oplane = (uint)(c * P * Q);
-    __global const int *an = arg + (size_t)n * (size_t)(C * P * Q);
+    __global const int *an = (__global const int *)(arg_p + arg_off) + (size_t)n * (size_t)(C * P * Q);
     for (int p = p0; p <= p1; p++)
         for (int q = q0; q <= q1; q++)
             if (an[oplane + (uint)(p * Q + q)] == hw)
