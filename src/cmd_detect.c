@@ -9,6 +9,7 @@
 #include "dataset.h"
 #include "detect.h"
 #include "device.h"
+#include "graph.h"
 #include "log.h"
 #include "rundir.h"
 #include "slice.h"

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "graph.h"
 #include "log.h"
 #include "model.h"
 #include "modelcfg.h"

@@ -10,6 +10,7 @@
 #include "dataset.h"
 #include "detect.h"
 #include "device.h"
+#include "graph.h"
 #include "loader.h"
 #include "log.h"
 #include "rundir.h"

@@ -1,9 +1,9 @@
 /* The op schedule of a model (see graph.h).
  *
- * Module builders come in pairs that mirror YOLOv5's models/common.py: declare_* is __init__
- * (registers parameters and state in YOLOv5's state-dict order), forward_* is forward (emits
- * ops).  backward() then walks the forward ops in reverse and emits their backward ops,
- * deciding for every gradient write whether it overwrites or accumulates. */
+ * The forward_* builders mirror the forward() of YOLOv5's models/common.py modules: they emit ops
+ * over the parameters the model declared (model.c, the modules' __init__), found by name.
+ * backward() then walks the forward ops in reverse and emits their backward ops, deciding for
+ * every gradient write whether it overwrites or accumulates. */
 #include "graph.h"
 
 #include <stdarg.h>
@@ -75,8 +75,6 @@ struct yc_graph {
     int *layer_out;
     int heads[YC_CFG_MAX_LEVELS];
     int head_grads[YC_CFG_MAX_LEVELS];
-    /* registration cursor into the model's state dict */
-    int cursor;
     /* memory */
     yc_plan plan;
     int *block_of; /* value id -> plan block (owners) */
@@ -240,26 +238,6 @@ static gnode node(yc_op_kind kind, const char *name)
 
 /* ---- parameters ----------------------------------------------------------------------------- */
 
-/* Registers (or, after the first build, finds) parameter `name`; returns its index via *idx. */
-static int param(yc_graph *g, int *idx, int layer, yc_param_group group, int ndim, int d0, int d1,
-                 int d2, int d3, const char *fmt, ...) __attribute__((format(printf, 10, 11)));
-
-static int param(yc_graph *g, int *idx, int layer, yc_param_group group, int ndim, int d0, int d1,
-                 int d2, int d3, const char *fmt, ...)
-{
-    char name[YC_NAME_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
-    int shape[4] = {d0, d1, d2, d3};
-    int status = yc_model_param(g->m, name, ndim, shape, group, layer, &g->cursor);
-    if (status < 0)
-        return status;
-    *idx = status;
-    return YC_OK;
-}
-
 static int find_param(const yc_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static int find_param(const yc_graph *g, const char *fmt, ...)
@@ -269,10 +247,8 @@ static int find_param(const yc_graph *g, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
-    for (int i = 0; i < g->m->nparams; i++)
-        if (strcmp(g->m->params[i].name, name) == 0)
-            return i;
-    return yc_error_status(YC_ERR, "internal: parameter %s was not declared", name);
+    int i = yc_model_find_param(g->m, name);
+    return i >= 0 ? i : yc_error_status(YC_ERR, "internal: parameter %s was not declared", name);
 }
 
 static int find_state(const yc_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -284,33 +260,11 @@ static int find_state(const yc_graph *g, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
-    for (int i = 0; i < g->m->nstate; i++)
-        if (strcmp(g->m->state[i].name, name) == 0)
-            return i;
-    return yc_error_status(YC_ERR, "internal: state %s was not declared", name);
+    int i = yc_model_find_state(g->m, name);
+    return i >= 0 ? i : yc_error_status(YC_ERR, "internal: state %s was not declared", name);
 }
 
 /* ---- Conv: Conv2d(c1, c2, k, s, p, bias=False) + BatchNorm2d(c2) + SiLU ------------------- */
-
-static int declare_conv(yc_graph *g, int layer, const char *prefix, int c1, int c2, int k)
-{
-    int idx, status;
-    char name[YC_NAME_MAX];
-    if ((status = param(g, &idx, layer, YC_PG_WEIGHT, 4, c2, c1, k, k, "%s.conv.weight", prefix)) ||
-        (status = param(g, &idx, layer, YC_PG_BN_WEIGHT, 1, c2, 1, 1, 1, "%s.bn.weight", prefix)) ||
-        (status = param(g, &idx, layer, YC_PG_BIAS, 1, c2, 1, 1, 1, "%s.bn.bias", prefix)))
-        return status;
-    snprintf(name, sizeof name, "%s.bn.running_mean", prefix);
-    if ((status = yc_model_state(g->m, name, YC_STATE_RUNNING_MEAN, c2, &g->cursor)) < 0)
-        return status;
-    snprintf(name, sizeof name, "%s.bn.running_var", prefix);
-    if ((status = yc_model_state(g->m, name, YC_STATE_RUNNING_VAR, c2, &g->cursor)) < 0)
-        return status;
-    snprintf(name, sizeof name, "%s.bn.num_batches_tracked", prefix);
-    if ((status = yc_model_state(g->m, name, YC_STATE_NUM_BATCHES, 1, &g->cursor)) < 0)
-        return status;
-    return YC_OK;
-}
 
 /* x (N,c1,H,W) -> conv k x k stride s pad p -> (N,c2,P,Q) -> BN -> SiLU -> *out */
 static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, int s, int p,
@@ -377,17 +331,6 @@ static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, i
 }
 
 /* ---- Bottleneck(c1, c2, shortcut, e): cv1 1x1 -> cv2 3x3 [+ x] --------------------------- */
-
-static int declare_bottleneck(yc_graph *g, int layer, const char *prefix, int c1, int c2, double e)
-{
-    char sub[YC_NAME_MAX];
-    int c_ = (int)(c2 * e), status;
-    fmt_name(sub, sizeof sub, "%s.cv1", prefix);
-    if ((status = declare_conv(g, layer, sub, c1, c_, 1)))
-        return status;
-    fmt_name(sub, sizeof sub, "%s.cv2", prefix);
-    return declare_conv(g, layer, sub, c_, c2, 3);
-}
 
 static int forward_bottleneck(yc_graph *g, const char *prefix, int x, int c2, bool shortcut,
                               double e, int *out)
@@ -469,27 +412,6 @@ static int forward_concat(yc_graph *g, const char *name, const int *in, int nin,
 
 /* ---- C3(c1, c2, n, shortcut, e): cv3(cat(m(cv1(x)), cv2(x))) ------------------------------ */
 
-static int declare_c3(yc_graph *g, int layer, const char *prefix, const yc_layer_cfg *l)
-{
-    char sub[YC_NAME_MAX];
-    int c_ = (int)(l->c2 * l->e), status;
-    fmt_name(sub, sizeof sub, "%s.cv1", prefix);
-    if ((status = declare_conv(g, layer, sub, l->c1, c_, 1)))
-        return status;
-    fmt_name(sub, sizeof sub, "%s.cv2", prefix);
-    if ((status = declare_conv(g, layer, sub, l->c1, c_, 1)))
-        return status;
-    fmt_name(sub, sizeof sub, "%s.cv3", prefix);
-    if ((status = declare_conv(g, layer, sub, 2 * c_, l->c2, 1)))
-        return status;
-    for (int j = 0; j < l->n; j++) {
-        fmt_name(sub, sizeof sub, "%s.m.%d", prefix, j);
-        if ((status = declare_bottleneck(g, layer, sub, c_, c_, 1.0)))
-            return status;
-    }
-    return YC_OK;
-}
-
 static int forward_c3(yc_graph *g, const char *prefix, int x, const yc_layer_cfg *l, int *out)
 {
     char sub[YC_NAME_MAX];
@@ -515,18 +437,6 @@ static int forward_c3(yc_graph *g, const char *prefix, int x, const yc_layer_cfg
 
 /* ---- SPPF: cv2(cat(x, m(x), m(m(x)), m(m(m(x))))) with x = cv1(input), m = maxpool k/1/k//2;
  *      SPP: cv2(cat(x, pool_k1(x), pool_k2(x), pool_k3(x))) ---------------------------------- */
-
-static int declare_spp(yc_graph *g, int layer, const char *prefix, const yc_layer_cfg *l)
-{
-    char sub[YC_NAME_MAX];
-    int c_ = l->c1 / 2, status;
-    fmt_name(sub, sizeof sub, "%s.cv1", prefix);
-    if ((status = declare_conv(g, layer, sub, l->c1, c_, 1)))
-        return status;
-    fmt_name(sub, sizeof sub, "%s.cv2", prefix);
-    int branches = l->module == YC_MOD_SPPF ? 4 : l->npool + 1;
-    return declare_conv(g, layer, sub, c_ * branches, l->c2, 1);
-}
 
 static int maxpool(yc_graph *g, const char *name, int x, int k, int *out)
 {
@@ -594,23 +504,6 @@ static int forward_upsample(yc_graph *g, const char *name, int x, int f, int *ou
 
 /* ---- Detect: per level a 1x1 Conv2d(ch_l, na*no) with bias; (N, na*no, ny, nx) outputs ------ */
 
-static int declare_detect(yc_graph *g, int layer, const char *prefix, const yc_layer_cfg *l)
-{
-    yc_model *m = g->m;
-    int status;
-    fmt_name(m->anchors_name, sizeof m->anchors_name, "%s.anchors", prefix);
-    m->detect_layer = layer;
-    for (int i = 0; i < l->nfrom; i++) {
-        int idx, cin = g->v[g->layer_out[l->from[i]]]->t.c;
-        if ((status = param(g, &idx, layer, YC_PG_WEIGHT, 4, m->na * m->no, cin, 1, 1,
-                            "%s.m.%d.weight", prefix, i)) ||
-            (status = param(g, &idx, layer, YC_PG_BIAS, 1, m->na * m->no, 1, 1, 1, "%s.m.%d.bias",
-                            prefix, i)))
-            return status;
-    }
-    return YC_OK;
-}
-
 static int forward_detect(yc_graph *g, const char *prefix, const yc_layer_cfg *l)
 {
     yc_model *m = g->m;
@@ -665,26 +558,18 @@ static int build_layer(yc_graph *g, int i)
                 fmt_name(sub, sizeof sub, "%s", prefix);
             int c1 = r == 0 ? l->c1 : l->c2;
             if (l->module == YC_MOD_CONV) {
-                status = declare_conv(g, i, sub, c1, l->c2, l->k);
-                if (!status)
-                    status = forward_conv(g, sub, out, l->c2, l->k, l->s, l->p, &out);
+                status = forward_conv(g, sub, out, l->c2, l->k, l->s, l->p, &out);
             } else if (l->module == YC_MOD_BOTTLENECK) {
-                status = declare_bottleneck(g, i, sub, c1, l->c2, l->e);
-                if (!status)
-                    status = forward_bottleneck(g, sub, out, l->c2, l->shortcut, l->e, &out);
+                status = forward_bottleneck(g, sub, out, l->c2, l->shortcut, l->e, &out);
             } else {
                 yc_layer_cfg lr = *l;
                 lr.c1 = c1;
-                status = declare_spp(g, i, sub, &lr);
-                if (!status)
-                    status = forward_spp(g, sub, out, &lr, &out);
+                status = forward_spp(g, sub, out, &lr, &out);
             }
         }
         break;
     case YC_MOD_C3:
-        status = declare_c3(g, i, prefix, l);
-        if (!status)
-            status = forward_c3(g, prefix, x, l, &out);
+        status = forward_c3(g, prefix, x, l, &out);
         break;
     case YC_MOD_UPSAMPLE:
         status = forward_upsample(g, prefix, x, l->factor, &out);
@@ -697,9 +582,7 @@ static int build_layer(yc_graph *g, int i)
         break;
     }
     case YC_MOD_DETECT:
-        status = declare_detect(g, i, prefix, l);
-        if (!status)
-            status = forward_detect(g, prefix, l);
+        status = forward_detect(g, prefix, l);
         break;
     }
     if (status)
@@ -1072,7 +955,6 @@ int yc_graph_new_opts(yc_graph **out, yc_model *m, int batch, int h, int w,
     g->batch = batch;
     g->h = h;
     g->w = w;
-    g->cursor = 0;
     int status = YC_OK;
     g->layer_out = yc_malloc((size_t)m->cfg->nlayers * sizeof *g->layer_out, "graph");
     if (!g->layer_out) {
@@ -1085,11 +967,6 @@ int yc_graph_new_opts(yc_graph **out, yc_model *m, int batch, int h, int w,
     for (int i = 0; i < m->cfg->nlayers; i++)
         if ((status = build_layer(g, i)))
             goto fail;
-    if (!m->registering && g->cursor != (m->nparams + m->nstate)) {
-        status = yc_error_status(YC_ERR, "internal: the graph declared %d of the model's %d "
-                                 "tensors", g->cursor, m->nparams + m->nstate);
-        goto fail;
-    }
     g->nforward = g->nn;
     if (mode == YC_GRAPH_TRAIN && (status = build_backward(g)))
         goto fail;
@@ -1354,4 +1231,32 @@ void yc_graph_reset_profile(yc_graph *g)
 {
     if (g->op_seconds)
         memset(g->op_seconds, 0, (size_t)g->nn * sizeof *g->op_seconds);
+}
+
+/* ---- statistics ------------------------------------------------------------------------------ */
+
+double yc_model_gflops(yc_model *m, int imgsz)
+{
+    float smax = 32;
+    for (int l = 0; l < m->nl; l++)
+        if (m->stride[l] > smax)
+            smax = m->stride[l];
+    int probe = (int)smax;
+    yc_graph *g = NULL;
+    if (yc_graph_new(&g, m, 1, probe, probe, YC_GRAPH_EVAL))
+        return -1;
+    double macs = 0;
+    for (int i = 0; i < yc_graph_nops(g); i++) {
+        const yc_op *op = yc_graph_op(g, i);
+        const yc_tensor *x = op->src[0], *y = op->dst[0];
+        if (op->kind == YC_OP_CONV2D)
+            macs += (double)yc_tensor_elems(y) * x->c * op->p.conv.kh * op->p.conv.kw;
+        else if (op->kind == YC_OP_BN_EVAL)
+            macs += 4.0 * (double)yc_tensor_elems(x);
+        else if (op->kind == YC_OP_UPSAMPLE)
+            macs += (double)yc_tensor_elems(y);
+    }
+    yc_graph_free(g);
+    double scale = ((double)imgsz / probe) * ((double)imgsz / probe);
+    return 2.0 * macs * scale / 1e9;
 }

@@ -121,4 +121,10 @@ const double *yc_graph_op_seconds(const yc_graph *g);
 /* Sets the totals back to zero (warm-up runs). */
 void yc_graph_reset_profile(yc_graph *g);
 
+/* GFLOPs of one forward pass at imgsz x imgsz as YOLOv5's model summary prints them (thop
+ * counting: conv MACs without bias, BatchNorm 4 per element, nearest upsample 1 per output
+ * element, all times 2), computed at the largest stride (at least 32) and scaled.  -1 when the
+ * graph cannot be built at that size (a layer deeper than the Detect levels does not divide it). */
+double yc_model_gflops(yc_model *m, int imgsz);
+
 #endif

@@ -2,10 +2,11 @@
 #include "model.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"
 #include "log.h"
 #include "rng.h"
 #include "safetensors.h"
@@ -25,24 +26,10 @@ static int dict_push(yc_model *m, bool is_state, int idx)
     return YC_OK;
 }
 
-/* After registration: the dict entry at *cursor must be `name`; returns its index. */
-static int expect_entry(yc_model *m, bool is_state, const char *name, int *cursor)
+/* Registers parameter `name` (next in the state dict); returns its index. */
+static int add_param(yc_model *m, const char *name, int ndim, const int *shape,
+                     yc_param_group group, int layer)
 {
-    if (*cursor >= m->ndict || m->dict[*cursor].is_state != is_state)
-        return yc_error_status(YC_ERR, "internal: %s declared out of order", name);
-    int idx = m->dict[*cursor].idx;
-    const char *have = is_state ? m->state[idx].name : m->params[idx].name;
-    if (strcmp(have, name) != 0)
-        return yc_error_status(YC_ERR, "internal: expected %s, declared %s", have, name);
-    (*cursor)++;
-    return idx;
-}
-
-int yc_model_param(yc_model *m, const char *name, int ndim, const int *shape, yc_param_group group,
-                   int layer, int *cursor)
-{
-    if (!m->registering)
-        return expect_entry(m, false, name, cursor);
     yc_param *np = yc_realloc(m->params, (size_t)(m->nparams + 1) * sizeof *np, "model");
     if (!np)
         return YC_ENOMEM;
@@ -63,14 +50,12 @@ int yc_model_param(yc_model *m, const char *name, int ndim, const int *shape, yc
     int status = dict_push(m, false, m->nparams);
     if (status)
         return status;
-    (*cursor)++;
     return m->nparams++;
 }
 
-int yc_model_state(yc_model *m, const char *name, yc_state_kind kind, int numel, int *cursor)
+/* Registers state entry `name` (next in the state dict); returns its index. */
+static int add_state(yc_model *m, const char *name, yc_state_kind kind, int numel)
 {
-    if (!m->registering)
-        return expect_entry(m, true, name, cursor);
     yc_state *ns = yc_realloc(m->state, (size_t)(m->nstate + 1) * sizeof *ns, "model");
     if (!ns)
         return YC_ENOMEM;
@@ -89,8 +74,214 @@ int yc_model_state(yc_model *m, const char *name, yc_state_kind kind, int numel,
     int status = dict_push(m, true, m->nstate);
     if (status)
         return status;
-    (*cursor)++;
     return m->nstate++;
+}
+
+int yc_model_find_param(const yc_model *m, const char *name)
+{
+    for (int i = 0; i < m->nparams; i++)
+        if (strcmp(m->params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int yc_model_find_state(const yc_model *m, const char *name)
+{
+    for (int i = 0; i < m->nstate; i++)
+        if (strcmp(m->state[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* ---- declaration: the __init__ of YOLOv5's modules (models/common.py, models/yolo.py) -------
+ * Each module registers its parameters and BatchNorm state under YOLOv5's state-dict names, in
+ * its order, before any graph is built; graph.c's forward builders find them by name. */
+
+/* "%s.suffix" names, truncated silently at YC_NAME_MAX (names are far shorter in practice). */
+static void sub_name(char *dst, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sub_name(char *dst, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, YC_NAME_MAX, fmt, ap);
+    va_end(ap);
+}
+
+/* Conv: Conv2d(c1, c2, k, bias=False) + BatchNorm2d(c2) */
+static int declare_conv(yc_model *m, int layer, const char *prefix, int c1, int c2, int k)
+{
+    char name[YC_NAME_MAX];
+    const int wshape[4] = {c2, c1, k, k}, vshape[4] = {c2, 1, 1, 1};
+    int st;
+    sub_name(name, "%s.conv.weight", prefix);
+    if ((st = add_param(m, name, 4, wshape, YC_PG_WEIGHT, layer)) < 0)
+        return st;
+    sub_name(name, "%s.bn.weight", prefix);
+    if ((st = add_param(m, name, 1, vshape, YC_PG_BN_WEIGHT, layer)) < 0)
+        return st;
+    sub_name(name, "%s.bn.bias", prefix);
+    if ((st = add_param(m, name, 1, vshape, YC_PG_BIAS, layer)) < 0)
+        return st;
+    sub_name(name, "%s.bn.running_mean", prefix);
+    if ((st = add_state(m, name, YC_STATE_RUNNING_MEAN, c2)) < 0)
+        return st;
+    sub_name(name, "%s.bn.running_var", prefix);
+    if ((st = add_state(m, name, YC_STATE_RUNNING_VAR, c2)) < 0)
+        return st;
+    sub_name(name, "%s.bn.num_batches_tracked", prefix);
+    if ((st = add_state(m, name, YC_STATE_NUM_BATCHES, 1)) < 0)
+        return st;
+    return YC_OK;
+}
+
+/* Bottleneck(c1, c2, e): cv1 1x1 to c2*e channels, cv2 3x3 */
+static int declare_bottleneck(yc_model *m, int layer, const char *prefix, int c1, int c2, double e)
+{
+    char sub[YC_NAME_MAX];
+    int c_ = (int)(c2 * e), st;
+    sub_name(sub, "%s.cv1", prefix);
+    if ((st = declare_conv(m, layer, sub, c1, c_, 1)))
+        return st;
+    sub_name(sub, "%s.cv2", prefix);
+    return declare_conv(m, layer, sub, c_, c2, 3);
+}
+
+/* C3(c1, c2, n, e): cv1, cv2 1x1 to c2*e, cv3 1x1 from 2*c2*e, m = n Bottlenecks(e=1.0) */
+static int declare_c3(yc_model *m, int layer, const char *prefix, const yc_layer_cfg *l)
+{
+    char sub[YC_NAME_MAX];
+    int c_ = (int)(l->c2 * l->e), st;
+    sub_name(sub, "%s.cv1", prefix);
+    if ((st = declare_conv(m, layer, sub, l->c1, c_, 1)))
+        return st;
+    sub_name(sub, "%s.cv2", prefix);
+    if ((st = declare_conv(m, layer, sub, l->c1, c_, 1)))
+        return st;
+    sub_name(sub, "%s.cv3", prefix);
+    if ((st = declare_conv(m, layer, sub, 2 * c_, l->c2, 1)))
+        return st;
+    for (int j = 0; j < l->n; j++) {
+        sub_name(sub, "%s.m.%d", prefix, j);
+        if ((st = declare_bottleneck(m, layer, sub, c_, c_, 1.0)))
+            return st;
+    }
+    return YC_OK;
+}
+
+/* SPPF and SPP: cv1 1x1 to c1/2, cv2 1x1 from the concatenation of the branches */
+static int declare_spp(yc_model *m, int layer, const char *prefix, const yc_layer_cfg *l, int c1)
+{
+    char sub[YC_NAME_MAX];
+    int c_ = c1 / 2, st;
+    sub_name(sub, "%s.cv1", prefix);
+    if ((st = declare_conv(m, layer, sub, c1, c_, 1)))
+        return st;
+    sub_name(sub, "%s.cv2", prefix);
+    int branches = l->module == YC_MOD_SPPF ? 4 : l->npool + 1;
+    return declare_conv(m, layer, sub, c_ * branches, l->c2, 1);
+}
+
+/* Detect: per level a 1x1 Conv2d(ch_l, na*no) with bias; the anchors buffer's name */
+static int declare_detect(yc_model *m, int layer, const char *prefix, const yc_layer_cfg *l)
+{
+    char name[YC_NAME_MAX];
+    sub_name(m->anchors_name, "%s.anchors", prefix);
+    m->detect_layer = layer;
+    for (int i = 0; i < l->nfrom; i++) {
+        const int cin = m->cfg->layers[l->from[i]].c2;
+        const int wshape[4] = {m->na * m->no, cin, 1, 1}, bshape[4] = {m->na * m->no, 1, 1, 1};
+        int st;
+        sub_name(name, "%s.m.%d.weight", prefix, i);
+        if ((st = add_param(m, name, 4, wshape, YC_PG_WEIGHT, layer)) < 0)
+            return st;
+        sub_name(name, "%s.m.%d.bias", prefix, i);
+        if ((st = add_param(m, name, 1, bshape, YC_PG_BIAS, layer)) < 0)
+            return st;
+    }
+    return YC_OK;
+}
+
+/* Every layer's modules, named as YOLOv5's state dict: model.i, and model.i.r for the repeats
+ * of a module that is an nn.Sequential. */
+static int declare_layers(yc_model *m)
+{
+    for (int i = 0; i < m->cfg->nlayers; i++) {
+        const yc_layer_cfg *l = &m->cfg->layers[i];
+        char prefix[YC_NAME_MAX], sub[YC_NAME_MAX];
+        sub_name(prefix, "model.%d", i);
+        int st = YC_OK;
+        switch (l->module) {
+        case YC_MOD_CONV:
+        case YC_MOD_BOTTLENECK:
+        case YC_MOD_SPP:
+        case YC_MOD_SPPF:
+            for (int r = 0; r < l->repeats && !st; r++) {
+                if (l->repeats > 1)
+                    sub_name(sub, "%s.%d", prefix, r);
+                else
+                    sub_name(sub, "%s", prefix);
+                const int c1 = r == 0 ? l->c1 : l->c2;
+                if (l->module == YC_MOD_CONV)
+                    st = declare_conv(m, i, sub, c1, l->c2, l->k);
+                else if (l->module == YC_MOD_BOTTLENECK)
+                    st = declare_bottleneck(m, i, sub, c1, l->c2, l->e);
+                else
+                    st = declare_spp(m, i, sub, l, c1);
+            }
+            break;
+        case YC_MOD_C3:
+            st = declare_c3(m, i, prefix, l);
+            break;
+        case YC_MOD_DETECT:
+            st = declare_detect(m, i, prefix, l);
+            break;
+        case YC_MOD_UPSAMPLE:
+        case YC_MOD_CONCAT:
+            break;
+        }
+        if (st)
+            return yc_error_context(st, "layer %d (%s)", i, l->type_name);
+    }
+    return YC_OK;
+}
+
+/* The strides of the Detect levels: the input size over each level's output size at YOLOv5's
+ * 256 x 256 probe (Conv: (h + 2p - k) / s + 1; Upsample: times its factor; Concat: its first
+ * input's size; the other modules keep the size). */
+static int detect_strides(yc_model *m)
+{
+    const yc_model_cfg *cfg = m->cfg;
+    int *h = yc_malloc((size_t)cfg->nlayers * sizeof *h, "model");
+    if (!h)
+        return YC_ENOMEM;
+    int st = YC_OK;
+    for (int i = 0; i < cfg->nlayers && !st; i++) {
+        const yc_layer_cfg *l = &cfg->layers[i];
+        int x = l->from[0] < 0 ? 256 : h[l->from[0]];
+        if (l->module == YC_MOD_CONV)
+            for (int r = 0; r < l->repeats && x > 0; r++)
+                x = x + 2 * l->p < l->k ? 0 : (x + 2 * l->p - l->k) / l->s + 1;
+        else if (l->module == YC_MOD_UPSAMPLE)
+            x *= l->factor;
+        else if (l->module == YC_MOD_CONCAT)
+            for (int j = 1; j < l->nfrom && !st; j++) {
+                int y = l->from[j] < 0 ? 256 : h[l->from[j]];
+                if (y != x)
+                    st = yc_error_status(YC_EFORMAT, "%s: layer %d (Concat) joins a %dx%d and a "
+                                         "%dx%d output at a 256x256 input", cfg->path, i, x, x,
+                                         y, y);
+            }
+        if (!st && x < 1)
+            st = yc_error_status(YC_EFORMAT, "%s: layer %d (%s) leaves nothing of a 256x256 input",
+                                 cfg->path, i, l->type_name);
+        h[i] = x;
+        if (l->module == YC_MOD_DETECT)
+            for (int j = 0; j < l->nfrom && j < m->nl; j++)
+                m->stride[j] = 256.0f / (float)h[l->from[j]];
+    }
+    free(h);
+    return st;
 }
 
 /* ---- construction ------------------------------------------------------------------------ */
@@ -125,22 +316,15 @@ int yc_model_new(yc_model **out, yc_model_cfg *cfg)
         return st;
     }
 
-    /* Register parameters by building the graph once at 256x256 (YOLOv5's stride probe size);
-     * the head sizes give the strides. */
-    m->registering = true;
-    yc_graph *g = NULL;
-    int status = yc_graph_new(&g, m, 1, 256, 256, YC_GRAPH_EVAL);
-    m->registering = false;
-    if (status) {
+    int status = declare_layers(m);
+    if (status)
         yc_error_context(status, "%s", cfg->path);
-        yc_model_free(m);
+    else
+        status = detect_strides(m);
+    if (status) {
+        yc_model_free(m); /* frees cfg: the message is written first */
         return status;
     }
-    for (int l = 0; l < m->nl; l++) {
-        const yc_tensor *h = yc_graph_head(g, l);
-        m->stride[l] = 256.0f / (float)h->h;
-    }
-    yc_graph_free(g);
     /* Lay the arena out group by group (biases, decayed weights, BN weights), each group a
      * contiguous range, so optimizer steps are one op per group. */
     size_t off = 0;
@@ -481,31 +665,6 @@ size_t yc_model_layer_params(const yc_model *m, int layer)
     return n;
 }
 
-double yc_model_gflops(yc_model *m, int imgsz)
-{
-    float smax = 32;
-    for (int l = 0; l < m->nl; l++)
-        if (m->stride[l] > smax)
-            smax = m->stride[l];
-    int probe = (int)smax;
-    yc_graph *g = NULL;
-    if (yc_graph_new(&g, m, 1, probe, probe, YC_GRAPH_EVAL))
-        return -1;
-    double macs = 0;
-    for (int i = 0; i < yc_graph_nops(g); i++) {
-        const yc_op *op = yc_graph_op(g, i);
-        const yc_tensor *x = op->src[0], *y = op->dst[0];
-        if (op->kind == YC_OP_CONV2D)
-            macs += (double)yc_tensor_elems(y) * x->c * op->p.conv.kh * op->p.conv.kw;
-        else if (op->kind == YC_OP_BN_EVAL)
-            macs += 4.0 * (double)yc_tensor_elems(x);
-        else if (op->kind == YC_OP_UPSAMPLE)
-            macs += (double)yc_tensor_elems(y);
-    }
-    yc_graph_free(g);
-    double scale = ((double)imgsz / probe) * ((double)imgsz / probe);
-    return 2.0 * macs * scale / 1e9;
-}
 
 /* Modules of one instance of a layer's module, as torch's model.modules() counts them (the SiLU
  * every Conv shares is counted once, by the caller). */

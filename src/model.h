@@ -1,8 +1,8 @@
 /* A YOLOv5 model: its resolved config, its parameters (YOLOv5 state-dict names, optimizer groups),
  * its non-trained state (BatchNorm running statistics, batch counters, anchors) and their storage
- * on a backend.  The network structure itself lives in graph.c, whose module builders register
- * the parameters here the first time they run (yc_model_new) and find them again, in the same
- * order, every time a graph is built for a new batch shape. */
+ * on a backend.  yc_model_new declares the parameters as YOLOv5's modules' __init__ does (names
+ * and order of its state dict); the network's ops live in graph.c, whose forward builders find
+ * the parameters here by name every time a graph is built for a batch shape. */
 #ifndef YC_MODEL_H
 #define YC_MODEL_H
 
@@ -99,8 +99,6 @@ typedef struct yc_model {
     yc_backend *be;
     yc_buffer *param_buf, *grad_buf, *state_buf;
 
-    /* set while graph.c registers parameters for the first time */
-    bool registering;
 } yc_model;
 
 /* Builds a model from a resolved config (takes ownership of cfg): registers the parameters,
@@ -136,21 +134,14 @@ int yc_model_load(yc_model *m, const char *path);
 /* Sets all gradients to zero. */
 int yc_model_zero_grad(yc_model *m);
 
-/* Registration, used by graph.c's module builders: returns the index of the parameter `name`
- * (registering it while m->registering, else checking that the next expected one matches). */
-int yc_model_param(yc_model *m, const char *name, int ndim, const int *shape, yc_param_group group,
-                   int layer, int *cursor);
-int yc_model_state(yc_model *m, const char *name, yc_state_kind kind, int numel, int *cursor);
+/* The index of parameter or state entry `name`, or -1 (graph.c's forward builders). */
+int yc_model_find_param(const yc_model *m, const char *name);
+int yc_model_find_state(const yc_model *m, const char *name);
 
 /* Counts, as YOLOv5's model summary prints them: parameters, and layers (= modules, with the
  * shared SiLU counted once). */
 size_t yc_model_count_params(const yc_model *m);
 int yc_model_count_modules(const yc_model *m);
-/* GFLOPs of one forward pass at imgsz x imgsz as YOLOv5's model summary prints them (thop
- * counting: conv MACs without bias, BatchNorm 4 per element, nearest upsample 1 per output
- * element, all times 2), computed at the largest stride (at least 32) and scaled.  -1 when the
- * graph cannot be built at that size (a layer deeper than the Detect levels does not divide it). */
-double yc_model_gflops(yc_model *m, int imgsz);
 /* Parameters of layer i. */
 size_t yc_model_layer_params(const yc_model *m, int layer);
 

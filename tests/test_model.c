@@ -262,6 +262,15 @@ START_TEST(malformed_configs_name_the_row)
          "the key 'width_multiple' is missing"},
         {HEADER "backbone:\n  [[-1, 1, Conv, [16, 3, 2]]]\nhead:\n  [[-1, 1, Conv, [8, 1]]]\n",
          "the last layer must be Detect"},
+        /* sizes are checked when the model is made, not later when a graph is built */
+        {HEADER "backbone:\n  [[-1, 1, Conv, [16, 3, 2]],\n   [-1, 1, Conv, [16, 3, 2]],\n"
+                "   [[-1, 0], 1, Concat, [1]]]\n"
+                "head:\n  [[[-1], 1, Detect, [nc, anchors]]]\n",
+         "layer 2 (Concat) joins a 64x64 and a 128x128 output at a 256x256 input"},
+        {HEADER "backbone:\n  [[-1, 1, Conv, [16, 15, 8, 0]],\n   [-1, 1, Conv, [16, 15, 8, 0]],\n"
+                "   [-1, 1, Conv, [16, 15, 8, 0]]]\n"
+                "head:\n  [[[-1], 1, Detect, [nc, anchors]]]\n",
+         "layer 2 (models.common.Conv) leaves nothing of a 256x256 input"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int st = load_text(cases[i].text);

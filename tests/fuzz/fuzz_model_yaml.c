@@ -1,5 +1,5 @@
-/* Fuzz target: model yaml files (src/yamltree.c on libyaml, src/modelcfg.c, then src/model.c and
- * src/graph.c, which build the model's layer graph at 256x256 to register its parameters).
+/* Fuzz target: model yaml files (src/yamltree.c on libyaml, src/modelcfg.c, then src/model.c,
+ * which declares the parameters and sizes the layers at 256x256, and src/graph.c for the GFLOPs).
  *
  * The input is the yaml text.  Two things are checked:
  *   - the yaml tree round trip: yc_yaml_dump of any tree yc_yaml_load_string accepts must load
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "graph.h"
 #include "log.h"
 #include "model.h"
 #include "modelcfg.h"
