@@ -1,7 +1,7 @@
 /* Convolution on the CPU: forward, backward-data and backward-filter as GEMMs (gemm.h) over the
  * column matrix, read in place from the padded input (forward, backward-filter: implicit GEMM) or
- * written by the GEMM and added into dx (backward-data: col2im).  The 3x3 stride-1 convolutions
- * that Winograd's algorithms compute faster (yc_cpu_winograd_applies) are handed to winograd.c.
+ * written by the GEMM and added into dx (backward-data: col2im).  conv_dispatch.c sends the 3x3
+ * stride-1 convolutions that Winograd's algorithms compute faster to winograd.c instead.
  *
  * Per image, with CRS = C*R*S and PQ = P*Q (the column matrix col is CRS x PQ):
  *   forward         y[K, PQ]     = W[K, CRS] * col(x)[CRS, PQ]  (+ b[k] per row)
@@ -370,10 +370,8 @@ static geom geom_of_op(const yc_op *op)
     return geom_make(op, x->n, x->c, x->h, x->w, w->n, y->h, y->w);
 }
 
-size_t yc_cpu_conv2d_workspace(const yc_op *op, int threads)
+size_t yc_cpu_gemm_conv_workspace(const yc_op *op, int threads)
 {
-    if (yc_cpu_winograd_applies(op))
-        return yc_cpu_winograd_workspace(op, threads);
     geom g = geom_of_op(op);
     return plan_make(op->kind, &g, threads).bytes;
 }
@@ -669,12 +667,8 @@ static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float
     }
 }
 
-void yc_cpu_conv2d_fwd(const yc_cpu_args *a)
+void yc_cpu_gemm_conv_fwd(const yc_cpu_args *a)
 {
-    if (yc_cpu_winograd_applies(a->op)) {
-        yc_cpu_winograd_fwd(a);
-        return;
-    }
     const yc_hv *x = &a->src[0], *y = &a->dst[0];
     const float *w = a->src[1].p, *b = a->src[2].p;
     geom g = geom_make(a->op, x->n, x->c, x->h, x->w, y->c, y->h, y->w);
@@ -745,12 +739,8 @@ static void bwd_data_image(const geom *g, const float *dy, const float *w, const
     }
 }
 
-void yc_cpu_conv2d_bwd_data(const yc_cpu_args *a)
+void yc_cpu_gemm_conv_bwd_data(const yc_cpu_args *a)
 {
-    if (yc_cpu_winograd_applies(a->op)) {
-        yc_cpu_winograd_bwd_data(a);
-        return;
-    }
     const yc_hv *dy = &a->src[0], *dx = &a->dst[0];
     const float *w = a->src[1].p;
     int acc = a->op->accumulate;
@@ -847,12 +837,8 @@ static void bwd_filter_block(const geom *g, const yc_hv *x, size_t xo, const flo
              dw, g->crs);
 }
 
-void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a)
+void yc_cpu_gemm_conv_bwd_filter(const yc_cpu_args *a)
 {
-    if (yc_cpu_winograd_applies(a->op)) {
-        yc_cpu_winograd_bwd_filter(a);
-        return;
-    }
     const yc_hv *x = &a->src[0], *dy = &a->src[1];
     float *dw = a->dst[0].p, *db = a->dst[1].p;
     geom g = geom_make(a->op, x->n, x->c, x->h, x->w, dy->c, dy->h, dy->w);
@@ -921,21 +907,4 @@ void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a)
     }
     if (db)
         yc_cpu_conv2d_bias_grad(dy, db, pl.T);
-}
-
-void yc_cpu_conv2d_bias_grad(const yc_hv *dy, float *db, int threads)
-{
-    size_t hw = (size_t)dy->h * (size_t)dy->w;
-    bool par = (size_t)dy->n * (size_t)dy->c * hw > 16384;
-#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static) if (par)
-    for (int k = 0; k < dy->c; k++) {
-        double s = 0.0;
-        for (int i = 0; i < dy->n; i++) {
-            const float *d = dy->p + (size_t)i * dy->ns + (size_t)k * hw;
-#pragma omp simd reduction(+ : s)
-            for (size_t j = 0; j < hw; j++)
-                s += d[j];
-        }
-        db[k] = (float)((double)db[k] + s);
-    }
 }

@@ -121,14 +121,20 @@ typedef struct yc_cpu_args {
     int threads;
 } yc_cpu_args;
 
-/* conv.c: scratch bytes of a convolution op run with `threads` threads. */
+/* conv_dispatch.c: YC_OP_CONV2D, YC_OP_CONV2D_BWD_DATA, YC_OP_CONV2D_BWD_FILTER, each by
+ * Winograd where it applies, else by the GEMM algorithm; the scratch bytes of an op run with
+ * `threads` threads. */
 size_t yc_cpu_conv2d_workspace(const yc_op *op, int threads);
-/* conv.c: YC_OP_CONV2D, YC_OP_CONV2D_BWD_DATA, YC_OP_CONV2D_BWD_FILTER */
 void yc_cpu_conv2d_fwd(const yc_cpu_args *a);
 void yc_cpu_conv2d_bwd_data(const yc_cpu_args *a);
 void yc_cpu_conv2d_bwd_filter(const yc_cpu_args *a);
-/* conv.c: db[k] += the sum of dy's channel k over images and positions, in double (FP32 dy; the
- * bias gradient of both convolution paths) */
+/* conv.c: the GEMM algorithm (any convolution), likewise */
+size_t yc_cpu_gemm_conv_workspace(const yc_op *op, int threads);
+void yc_cpu_gemm_conv_fwd(const yc_cpu_args *a);
+void yc_cpu_gemm_conv_bwd_data(const yc_cpu_args *a);
+void yc_cpu_gemm_conv_bwd_filter(const yc_cpu_args *a);
+/* conv_bias.c: db[k] += the sum of dy's channel k over images and positions, in double (FP32
+ * dy; the bias gradient of both algorithms) */
 void yc_cpu_conv2d_bias_grad(const yc_hv *dy, float *db, int threads);
 
 /* colrows.c: d[j] += s[j];  d[j] = x[2j] (reads nothing past x[2n-2]);  d[2j] += s[j]
