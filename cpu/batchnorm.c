@@ -47,8 +47,7 @@
  * first pass over the channel (dz computed and summed in registers, block_silu_bwd), dx in a
  * second.  The first pass keeps up to YC_BN_CACHE values of the channel's dz in the thread's part
  * of the workspace, and the second pass recomputes only the rest (the exp and division of SiLU's
- * gradient cost more than the rest of the backward: recomputing every dz made it about 1.5x
- * slower on YOLOv5s's shapes); nothing of the size of x is ever stored.
+ * gradient cost more than the rest of the backward); nothing of the size of x is ever stored.
  *
  * Threads split channels (evaluation and BN_SILU_APPLY: (image, channel) planes): one parallel
  * region per op, no barrier but its end. */

@@ -31,8 +31,7 @@
  * read in place (yc_sgemm_offsets), with dy packed once per block for the R*S products: the input
  * is transposed once (1x its size) where packing B^T's rows transposed the 9x column matrix.  Each
  * thread accumulates into its own partial in that order, dW[k, (r*S + s)*C + c], and the partials
- * are added into dW's order at the end.  On a 2-core AVX-512 machine: 20.4 against 25.1 ms for the
- * 64-filter layers at 80 x 80 (batch 8), 14.6 against 18.2 for the 128-filter ones at 40 x 40.
+ * are added into dW's order at the end (docs/PERFORMANCE.md, "Kernel choices", has the timings).
  *
  * Threading: the work is a list of items, (image, block) pairs (whole images for backward-data,
  * whose col2im of neighbouring blocks writes the same rows of dx).  With T threads, the largest
@@ -56,7 +55,7 @@
  *
  * The weights are packed for the GEMM once per op (forward: W[K, CRS]; backward-data: W^T[CRS, K],
  * gemm.h's yc_sgemm_pack) rather than once per block: a block of a few output rows of a 3x3
- * convolution is a GEMM small enough for repacking W to cost a fifth of its time.
+ * convolution is a GEMM small enough for repacking W to be a large share of its time.
  *
  * Workspace (each buffer rounded up to 64 bytes): the packed weights (forward, backward-data), the
  * implicit GEMM's column offsets (tapwise: position offsets), tapwise T sets of transposition rows,

@@ -2,8 +2,8 @@
  * activation.c and batchnorm.c call instead of their generic-vector code (vec16.h) when
  * yc_cpu_silu_avx512() says so.  Why a second version: the generic vectors cannot use FMA (no
  * contraction under -std=c11, and a contracted clone would differ from the others) nor AVX-512's
- * scalef and roundscale, which left the exp at about 35 vector operations; the fused ops were
- * compute-bound at about 18 cycles per 16 floats.  Here the exp takes 14.
+ * scalef and roundscale, so their exp takes more than twice the vector operations of this one,
+ * and the fused ops are bound by it (docs/PERFORMANCE.md, "Kernel choices").
  *
  * Same formulas as vec16.h (PyTorch's kernels, special values as activation.c lists them):
  *   exp: clamp to [-104, 89], n = round(x * log2e) (roundscale), r = x - n ln2 in two FMAs
@@ -12,8 +12,8 @@
  *        of the true value over every float (checked exhaustively once; tests/test_ops.c sweeps
  *        every 61st float), but not bit for bit the generic exp: the FMAs round differently.
  *   the divisions stay vdivps, as in PyTorch: the 14-bit vrcp14ps estimate with a Newton step
- *        (FMAs, and a clamp for 1 + e = +inf) made SiLU and its gradient 10-40% slower on
- *        Sapphire Rapids (the divider works beside the FMA ports), and cost a rounding more.
+ *        (FMAs, and a clamp for 1 + e = +inf) was slower (the divider works beside the FMA
+ *        ports) and cost a rounding more.
  *   silu_bwd(dy, x) = dy * s * (1 + x * (1 - s)) with the bracket one FMA.
  * Every kernel below that applies SiLU or its gradient goes through silu16 or silu_bwd16, so the
  * fused ops stay bit-identical to the unfused ones on this path, and the batch-norm parts (z, the

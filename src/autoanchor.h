@@ -1,6 +1,6 @@
 /* AutoAnchor: YOLOv5 v7.0's check of the model's anchors against the training labels and, when
  * they fit poorly, new anchors from k-means on the label sizes refined by a mutation genetic
- * algorithm (utils/autoanchor.py: check_anchors, kmean_anchors, check_anchor_order; YOLOV5.md
+ * algorithm (utils/autoanchor.py: check_anchors, kmean_anchors, check_anchor_order; docs/YOLOV5.md
  * 3.5).  Pure arithmetic on host arrays, in double, deterministic for a seed.
  *
  * Label sizes.  Every image is scaled so that its long side is imgsz: shape = imgsz * (w, h) /

@@ -8,7 +8,7 @@
  * Coordinates are pixels, x to the right and y down.  Rectangles are given by their inclusive
  * corner pixels (x0, y0)-(x1, y1), as OpenCV does.  Everything is clipped to the canvas.
  *
- * The plots follow YOLOv5 (YOLOV5.md 3.8): train_batchN.jpg mosaics, labels.jpg statistics,
+ * The plots follow YOLOv5 (docs/YOLOV5.md 3.8): train_batchN.jpg mosaics, labels.jpg statistics,
  * results.png from results.csv, PR/F1/P/R curves and the confusion matrix. */
 #ifndef YC_DRAW_H
 #define YC_DRAW_H

@@ -1,7 +1,7 @@
 /* ModelEMA as YOLOv5 keeps it: an exponential moving average of every floating-point entry of
  * the state dict (parameters, BatchNorm running statistics, anchors), updated after each optimizer
  * step with decay 0.9999 * (1 - exp(-updates / 2000)).  Validation and the saved weights use it.
- * Reference: ../shared/YOLOV5.md section 3.3. */
+ * Reference: docs/YOLOV5.md section 3.3. */
 #ifndef YC_EMA_H
 #define YC_EMA_H
 

@@ -1,6 +1,6 @@
 /* YOLOv5 v7.0 ComputeLoss (utils/loss.py) on the host, forward and analytic backward.
  *
- * Everything here follows ../shared/YOLOV5.md section 2; the section numbers below refer to it.
+ * Everything here follows docs/YOLOV5.md section 2; the section numbers below refer to it.
  *
  * Precision: build_targets is computed in float32 exactly as PyTorch does it (the cell indices
  * and the ratio test depend on float32 rounding, so this file must not be built with

@@ -1,6 +1,6 @@
 /* YOLOv5 v7.0 ComputeLoss on the host: target assignment (build_targets), CIoU box loss,
  * objectness and class BCE, and the gradient of the total loss with respect to every head output.
- * Reference: ../shared/YOLOV5.md section 2. */
+ * Reference: docs/YOLOV5.md section 2. */
 #ifndef YC_LOSS_H
 #define YC_LOSS_H
 
@@ -112,11 +112,11 @@ int yc_loss_build_targets(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads
 /* The full loss for one batch: heads[0..nl-1], targets as above.  Writes the gradient of
  * result->total into heads[l].grad when those are not NULL.  Runs the same assignment as
  * yc_loss_build_targets (with the same checks).  Losses are accumulated in double; non-finite
- * logits are not rejected (they make the result non-finite, for the caller to detect).
- * Several assignments on one (b, a, gj, gi) (two targets in one cell, integer-valued centres,
- * clamped cells: YOLOV5.md 2.2 item 4) all count in the box and class means and their gradients
- * add up; the cell's objectness target is the CIoU of the one that comes last in assignment
- * order, which is what PyTorch's index_put_ does on the CPU (the reference has such cells). */
+ * logits are not rejected (they make the result non-finite, for the caller to detect). Several
+ * assignments on one (b, a, gj, gi) (two targets in one cell, integer-valued centres, clamped
+ * cells: docs/YOLOV5.md 2.2 item 4) all count in the box and class means and their gradients add
+ * up; the cell's objectness target is the CIoU of the one that comes last in assignment order,
+ * which is what PyTorch's index_put_ does on the CPU (the reference has such cells). */
 int yc_loss_compute(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, const float *targets,
                     int nt, yc_loss_result *result);
 
@@ -133,9 +133,9 @@ int yc_loss_part_of(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads, cons
                     int nt, yc_loss_part *part);
 
 /* CIoU of a predicted box and a target box, both (cx, cy, w, h), exactly as YOLOv5's
- * bbox_iou(xywh=True, CIoU=True, eps=1e-7) (YOLOV5.md 2.4).  When dpbox is not NULL it receives
- * d CIoU / d pbox with PyTorch's autograd conventions: alpha held constant, ties of min/max split
- * the gradient in halves, clamp(0) passes the gradient at 0. */
+ * bbox_iou(xywh=True, CIoU=True, eps=1e-7) (docs/YOLOV5.md 2.4).  When dpbox is not NULL it
+ * receives d CIoU / d pbox with PyTorch's autograd conventions: alpha held constant, ties of
+ * min/max split the gradient in halves, clamp(0) passes the gradient at 0. */
 double yc_loss_ciou(const double pbox[4], const double tbox[4], double dpbox[4]);
 
 #endif

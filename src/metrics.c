@@ -1,5 +1,5 @@
 /* YOLOv5 v7.0 validation metrics (val.py process_batch, utils/metrics.py) on the host.
- * ../shared/YOLOV5.md 6.2 and 6.3; the notes in metrics.h say how ties and round-off follow
+ * docs/YOLOV5.md 6.2 and 6.3; the notes in metrics.h say how ties and round-off follow
  * numpy.  Float32 parts must be built without floating-point contraction (GCC's -std=c11 implies
  * -ffp-contract=off). */
 #include "metrics.h"

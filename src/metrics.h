@@ -1,6 +1,6 @@
 /* YOLOv5 v7.0 validation metrics on the host: val.py's process_batch matching over IoU
  * 0.5:0.95, the per-dataset statistics, utils/metrics.py's ap_per_class / compute_ap / smooth /
- * ConfusionMatrix / fitness, and val.py's results table.  Reference: ../shared/YOLOV5.md 6.2, 6.3.
+ * ConfusionMatrix / fitness, and val.py's results table.  Reference: docs/YOLOV5.md 6.2, 6.3.
  *
  * Numerics follow the reference: box IoUs and thresholds in float32 (torch), everything from
  * ap_per_class on in float64 (numpy) with numpy's operation order, including its pairwise

@@ -122,8 +122,8 @@ int yc_model_alloc(yc_model *m, yc_backend *be);
  * val, detect): grad_buf stays NULL and the parameters' grad tensors empty. */
 int yc_model_alloc_weights(yc_model *m, yc_backend *be);
 
-/* YOLOv5's initialisation (YOLOV5.md 1.8): conv weights and Detect biases U(-1/sqrt(fan_in), ..),
- * Detect bias priors for objectness and classes, BN gamma 1, beta 0, running mean 0, var 1. */
+/* YOLOv5's initialisation (docs/YOLOV5.md 1.8): conv weights and Detect biases U(-1/sqrt(fan_in),
+ * ..), Detect bias priors for objectness and classes, BN gamma 1, beta 0, running mean 0, var 1. */
 int yc_model_init_weights(yc_model *m, uint64_t seed);
 
 /* Loads every parameter and state entry by name from a safetensors file.  Missing names or

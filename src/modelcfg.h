@@ -1,7 +1,7 @@
 /* Model configs in YOLOv5's yaml format (nc, depth_multiple, width_multiple, anchors, backbone,
  * head), resolved as YOLOv5 v7.0's parse_model does: repeat rounding, channel rounding to
  * multiples of 8, input channels inserted, Concat widths summed, Detect inputs collected.
- * Reference: ../shared/YOLOV5.md section 1.1-1.3. */
+ * Reference: docs/YOLOV5.md section 1.1-1.3. */
 #ifndef YC_MODELCFG_H
 #define YC_MODELCFG_H
 

@@ -1,4 +1,4 @@
-/* Detect decoding, non_max_suppression and box helpers of YOLOv5 v7.0 (../shared/YOLOV5.md 1.7,
+/* Detect decoding, non_max_suppression and box helpers of YOLOv5 v7.0 (docs/YOLOV5.md 1.7,
  * 6.1).  All box arithmetic is float32 in PyTorch's operation order; this file must be built
  * without floating-point contraction (GCC's -std=c11 implies -ffp-contract=off). */
 #include "nms.h"

@@ -1,6 +1,6 @@
 /* YOLOv5 v7.0 inference post-processing on the host: Detect decoding (models/yolo.py Detect.forward
  * in eval mode), non_max_suppression (utils/general.py) and the box helpers around it
- * (xywh2xyxy, xyxy2xywh, clip_boxes, scale_boxes).  Reference: ../shared/YOLOV5.md sections 1.7
+ * (xywh2xyxy, xyxy2xywh, clip_boxes, scale_boxes).  Reference: docs/YOLOV5.md sections 1.7
  * and 6.1.
  *
  * Everything is float32 in PyTorch's operation order.  yc_nms matches YOLOv5 on PyTorch 1.13 +

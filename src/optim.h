@@ -3,7 +3,7 @@
  * the warmup of learning rates, momentum and the accumulation count, and the per-epoch LR
  * schedule.  The arithmetic runs on the backend (YC_OP_SGD / YC_OP_ADAM / YC_OP_SUMSQ over each
  * group's contiguous range of the parameter arena); this file holds the state and the
- * formulas.  Reference: ../shared/YOLOV5.md sections 3.1 to 3.3. */
+ * formulas.  Reference: docs/YOLOV5.md sections 3.1 to 3.3. */
 #ifndef YC_OPTIM_H
 #define YC_OPTIM_H
 

@@ -10,7 +10,7 @@
  *     only the tiles under the window are read and decompressed;
  *   - other large images (JPEG, PNG, striped TIFF...) can only be decoded top to bottom
  *     without a temporary copy of the whole image (JPEG and PNG decode everything to a temporary
- *     on the first random read, ../shared/TOOLCHAIN.md).  They are read in one top-to-bottom pass
+ *     on the first random read).  They are read in one top-to-bottom pass
  *     through a single region into a band of rows as tall as the tallest window, so windows must
  *     be read in the order of yc_tile_grid (rows of windows top to bottom); host memory is
  *     band_rows x width x 3 bytes plus libvips' line buffers.

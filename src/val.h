@@ -1,5 +1,5 @@
 /* Validation: YOLOv5 v7.0 val.py's run() over a validation loader, shared by `yolocl val` and the
- * per-epoch validation of `yolocl train`.  Reference: ../shared/YOLOV5.md 5.5, 6 and 11 item 14.
+ * per-epoch validation of `yolocl train`.  Reference: docs/YOLOV5.md 5.5, 6 and 11 item 14.
  *
  * For each batch of the loader (rectangular batches, pad 0.5, letterboxed with auto=False):
  *   pre-process   uint8 CHW -> float / 255 into the eval graph's input (one graph per batch shape,

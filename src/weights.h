@@ -1,6 +1,6 @@
 /* Weights from any source yolocl reads, behind one interface: Ultralytics YOLOv5 .pt checkpoints
  * (ptfile.h) and safetensors files (yolocl checkpoints and exports, or plain state dicts such as
- * ../shared/weights/yolov5n.safetensors).
+ * yolov5n.safetensors converted from the v7.0 release).
  *
  * yolocl safetensors metadata ("__metadata__", all values strings):
  *   format      "yolocl-1"

@@ -114,7 +114,7 @@ START_TEST(test_letterbox_geometry)
     ck_assert_int_eq(g.unpad_w, 244);
     ck_assert_int_eq(g.left, 38);
     ck_assert_int_eq(g.right, 38);
-    /* YOLOV5.md 5.5: a 640x480 image in a 512x672 (h x w) val batch: no scaling, 16 each side */
+    /* docs/YOLOV5.md 5.5: a 640x480 image in a 512x672 (h x w) val batch: no scaling, 16 a side */
     yc_letterbox_geometry(480, 640, 512, 672, false, false, false, 32, &g);
     ck_assert_double_eq(g.ratio_h, 1.0);
     ck_assert_int_eq(g.top, 16);

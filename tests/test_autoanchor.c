@@ -19,7 +19,7 @@
 #include "rng.h"
 #include "yctest.h"
 
-/* YOLOv5's P5 anchors in pixels (YOLOV5.md 1.7). */
+/* YOLOv5's P5 anchors in pixels (docs/YOLOV5.md 1.7). */
 static const double P5_PX[18] = {10, 13, 16, 30, 33, 23, 30, 61, 62, 45,
                                  59, 119, 116, 90, 156, 198, 373, 326};
 

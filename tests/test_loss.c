@@ -1,5 +1,5 @@
-/* Tests of src/loss.c, YOLOv5 v7.0 ComputeLoss (../shared/YOLOV5.md section 2):
- * - build_targets on the worked example and the edge cases of YOLOV5.md 2.2, entry by entry;
+/* Tests of src/loss.c, YOLOv5 v7.0 ComputeLoss (docs/YOLOV5.md section 2):
+ * - build_targets on the worked example and the edge cases of docs/YOLOV5.md 2.2, entry by entry;
  * - CIoU and the loss gradient against central finite differences;
  * - duplicate assignments (last objectness target wins), input validation, buffer reuse;
  * - the tiny fixture's loss parts (tests/data/tiny).
@@ -20,7 +20,7 @@
 #include "util.h"
 #include "yctest.h"
 
-/* YOLOv5 P5 anchors in grid units (YOLOV5.md 1.7). */
+/* YOLOv5 P5 anchors in grid units (docs/YOLOV5.md 1.7). */
 static const float p5_anchors[3][3][2] = {
     {{1.25f, 1.625f}, {2.0f, 3.75f}, {4.125f, 2.875f}},
     {{1.875f, 3.8125f}, {3.875f, 2.8125f}, {3.6875f, 7.4375f}},
@@ -106,7 +106,7 @@ START_TEST(test_gains)
 }
 END_TEST
 
-/* YOLOV5.md 2.2 item 5: yolov5s at 640, one target of class 1 at (0.26, 0.71), size
+/* docs/YOLOV5.md 2.2 item 5: yolov5s at 640, one target of class 1 at (0.26, 0.71), size
  * (0.03, 0.04). */
 START_TEST(test_worked_example)
 {
@@ -139,8 +139,8 @@ START_TEST(test_worked_example)
 }
 END_TEST
 
-/* YOLOV5.md 2.2 item 4: an exact-integer centre (0.5, 0.5) on P4 at 640 (gx = gy = 20.0) gives the
- * centre cell three times per passing anchor (centre, right and down all truncate to 20). */
+/* docs/YOLOV5.md 2.2 item 4: an exact-integer centre (0.5, 0.5) on P4 at 640 (gx = gy = 20.0) gives
+ * the centre cell three times per passing anchor (centre, right and down all truncate to 20). */
 START_TEST(test_integer_centre_duplicates)
 {
     yc_loss_params lp = p5_params(80, 640);
@@ -173,9 +173,9 @@ START_TEST(test_integer_centre_duplicates)
 }
 END_TEST
 
-/* YOLOV5.md 2.2 item 4: x = 1.0, y = 0.3 on P3 at 640 (gx = 80, gy = 24.0): the centre index 80 is
- * clamped to 79 with tbox x = 1.0; the left candidate truncates 79.5 to the same cell; 12 entries
- * in 2 distinct cells. */
+/* docs/YOLOV5.md 2.2 item 4: x = 1.0, y = 0.3 on P3 at 640 (gx = 80, gy = 24.0): the centre index
+ * 80 is clamped to 79 with tbox x = 1.0; the left candidate truncates 79.5 to the same cell; 12
+ * entries in 2 distinct cells. */
 START_TEST(test_edge_clamp)
 {
     yc_loss_params lp = p5_params(80, 640);
@@ -256,8 +256,8 @@ START_TEST(test_validation)
 }
 END_TEST
 
-/* An independent, plain forward CIoU (YOLOV5.md 2.4) for the finite-difference checks.  alpha is
- * computed under no_grad in YOLOv5, so the analytic gradient treats it as a constant: when
+/* An independent, plain forward CIoU (docs/YOLOV5.md 2.4) for the finite-difference checks.  alpha
+ * is computed under no_grad in YOLOv5, so the analytic gradient treats it as a constant: when
  * alpha_in is not NULL that value is used instead; *alpha_out receives the alpha of this point. */
 static double ref_ciou(const double p[4], const double t[4], const double *alpha_in,
                        double *alpha_out)
@@ -341,9 +341,9 @@ START_TEST(test_ciou)
 }
 END_TEST
 
-/* The strict conditions of YOLOV5.md 2.2 step 3 at their boundaries, on the 8 x 8 P3 grid of a 64
- * image: a ratio of exactly 4 (w/anchor or anchor/h) fails; a centre at gx = 1.0 or gyi = 1.0 gets
- * no neighbour towards that border; a centre half-way across its cell (gxy % 1 = 0.5) gets no
+/* The strict conditions of docs/YOLOV5.md 2.2 step 3 at their boundaries, on the 8 x 8 P3 grid of a
+ * 64 image: a ratio of exactly 4 (w/anchor or anchor/h) fails; a centre at gx = 1.0 or gyi = 1.0
+ * gets no neighbour towards that border; a centre half-way across its cell (gxy % 1 = 0.5) gets no
  * neighbour on either side of that axis. */
 START_TEST(test_strict_boundaries)
 {
@@ -660,7 +660,7 @@ START_TEST(test_grad_single_class)
 }
 END_TEST
 
-/* PyTorch's formulas written naively (YOLOV5.md 2.1): BCE with logits and pos_weight,
+/* PyTorch's formulas written naively (docs/YOLOV5.md 2.1): BCE with logits and pos_weight,
  * -(pw y log(sigmoid x) + (1 - y) log(1 - sigmoid x)), times alpha_t (1 - p_t)^gamma when gamma > 0
  * (FocalLoss, alpha = 0.25). */
 static double naive_bce(double x, double y, double pw, double gamma)

@@ -1,6 +1,6 @@
 /* Tests of src/nms.c and src/metrics.c: YOLOv5 v7.0 Detect decoding, non_max_suppression, val.py
  * matching, ap_per_class / compute_ap / smooth, the confusion matrix, the statistics and the
- * results table (../shared/YOLOV5.md 1.7, 6.1-6.3).
+ * results table (docs/YOLOV5.md 1.7, 6.1-6.3).
  *
  * Hand-computed cases are explained where they are checked.  Values marked "YOLOv5 gives" were
  * also obtained by running the v7.0 Python code (numpy 1.24, torch 1.13, torchvision 0.14) on the
@@ -407,7 +407,7 @@ END_TEST
 
 #else /* YC_TEST_SHARED */
 
-/* YOLOv5 P5 anchors in grid units (YOLOV5.md 1.7). */
+/* YOLOv5 P5 anchors in grid units (docs/YOLOV5.md 1.7). */
 static const float p5_anchors[3][3][2] = {
     {{1.25f, 1.625f}, {2.0f, 3.75f}, {4.125f, 2.875f}},
     {{1.875f, 3.8125f}, {3.875f, 2.8125f}, {3.6875f, 7.4375f}},

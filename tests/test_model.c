@@ -1,5 +1,5 @@
 /* Model configs, parameter registry, strides and anchors, GFLOPs, the training graph and its
- * memory plan, against the numbers of ../shared/YOLOV5.md section 1 (copied here, so this test
+ * memory plan, against the numbers of docs/YOLOV5.md section 1 (copied here, so this test
  * needs no shared files). */
 #include <check.h>
 #include <math.h>
@@ -145,7 +145,7 @@ START_TEST(yolov5s_layer_table)
                      "198, 373, 326]], [128, 256, 512]]");
     ck_assert_int_eq(c->layers[16].from[1], 4);
     ck_assert_int_eq(c->layers[16].from_raw[0], -1);
-    /* anchors in grid units (YOLOV5.md 1.7) */
+    /* anchors in grid units (docs/YOLOV5.md 1.7) */
     static const float grid[18] = {1.25f,  1.625f,  2.0f,   3.75f,   4.125f, 2.875f,
                                    1.875f, 3.8125f, 3.875f, 2.8125f, 3.6875f, 7.4375f,
                                    3.625f, 2.8125f, 4.875f, 6.1875f, 11.65625f, 10.1875f};

@@ -1,4 +1,4 @@
-/* The trainer: YOLOv5's schedule, warmup, accumulation and EMA formulas (YOLOV5.md 3.1-3.3),
+/* The trainer: YOLOv5's schedule, warmup, accumulation and EMA formulas (docs/YOLOV5.md 3.1-3.3),
  * optimizer groups, checkpoints, reproducible data, micro-batches that add up to their batch,
  * resume equivalence (at epoch boundaries and after Ctrl-C inside an epoch, for runs started from
  * an Ultralytics .pt alone, a config and weights, scratch, and tiles) and a short training whose
