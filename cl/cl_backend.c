@@ -1,9 +1,9 @@
-/* The OpenCL backend's interface (see cl_backend.h): device and context, buffers, op validation
- * and dispatch.  The kernels are launched from cl_conv.c and cl_ops.c.
+/* The OpenCL backend's interface (see cl_backend.h): device and context, buffers and dispatch.
+ * The kernels are launched from cl_conv.c and cl_ops.c.
  *
- * exec validates every op before it enqueues anything: yc_op_check (slots, shapes), supports
- * (groups == 1, FP32 gradients into the GEMMs), placement (a buffer, an element-aligned offset,
- * every element inside the buffer) and, for convolutions, the workspace. */
+ * exec only enqueues: yc_backend_exec has checked the op (slots, shapes, placement, workspace)
+ * and supports has refused what the kernels do not compute (groups > 1, FP16 gradients into the
+ * convolutions' GEMMs). */
 #include "cl_internal.h"
 
 #include <stdint.h>
@@ -186,46 +186,9 @@ static size_t cl_workspace(yc_backend *be, const yc_op *op)
     return bytes;
 }
 
-/* A tensor of an op lies in a buffer, element-aligned, every element inside. */
-static int check_placed(const yc_op *op, const yc_tensor *t, const char *slot, int i)
-{
-    const char *kind = yc_op_kind_name(op->kind), *name = op->name ? op->name : "";
-    const char *tn = t->name ? t->name : "";
-    if (!t->buf)
-        return yc_error_status(YC_EFORMAT, "%s '%s': %s[%d] %s has no buffer", kind, name, slot, i, tn);
-    size_t es = yc_dtype_size(t->type), img = yc_tensor_image_elems(t);
-    if (t->n > 1 && t->nstride > (SIZE_MAX / es - img) / (size_t)(t->n - 1))
-        return yc_error_status(YC_EFORMAT, "%s '%s': %s[%d] %s has an nstride of %zu elements", kind, name, slot,
-                               i, tn, t->nstride);
-    size_t span = t->n > 1 ? (size_t)(t->n - 1) * t->nstride + img : img;
-    if (t->offset % es != 0 || t->offset > t->buf->size || span > (t->buf->size - t->offset) / es)
-        return yc_error_status(YC_EFORMAT,
-                               "%s '%s': %s[%d] %s (offset %zu, %zu elements of %zu bytes) does not fit its "
-                               "buffer of %zu bytes or is not element-aligned",
-                               kind, name, slot, i, tn, t->offset, span, es, t->buf->size);
-    return YC_OK;
-}
-
 static int cl_exec(yc_backend *be, const yc_op *op, yc_span ws)
 {
-    int st = yc_op_check(op);
-    if (st)
-        return st;
-    const char *name = op->name ? op->name : "";
-    if (!cl_supports(be, op))
-        return yc_error_status(YC_EUNSUPPORTED,
-                               "%s '%s': the OpenCL backend runs groups == 1 and FP32 output gradients only",
-                               yc_op_kind_name(op->kind), name);
-    for (int i = 0; i < YC_OP_MAX_SRC; i++)
-        if (op->src[i] && (st = check_placed(op, op->src[i], "src", i)))
-            return st;
-    for (int i = 0; i < YC_OP_MAX_DST; i++)
-        if (op->dst[i] && (st = check_placed(op, op->dst[i], "dst", i)))
-            return st;
-    st = is_conv(op->kind) ? yc_cl_conv(ctx_of(be), op, ws) : yc_cl_op(ctx_of(be), op, ws);
-    if (st)
-        return yc_error_context(st, "%s '%s' on %s", yc_op_kind_name(op->kind), name, be->info.name);
-    return YC_OK;
+    return is_conv(op->kind) ? yc_cl_conv(ctx_of(be), op, ws) : yc_cl_op(ctx_of(be), op, ws);
 }
 
 static int cl_synchronize(yc_backend *be)
@@ -266,6 +229,7 @@ static const struct yc_backend_i cl_iface = {
     .buffer_memset = cl_buffer_memset,
     .buffer_host_ptr = NULL,
     .supports = cl_supports,
+    .limits = "groups == 1 only, FP32 output gradients of convolutions",
     .workspace = cl_workspace,
     .exec = cl_exec,
     .synchronize = cl_synchronize,

@@ -539,26 +539,12 @@ static int conv_bwd_filter(yc_cl_ctx *c, const yc_op *op, const geom *g, const l
     return st;
 }
 
-/* The workspace span holds `need` bytes inside its buffer, at a float-aligned offset. */
-static int check_span(const yc_op *op, yc_span ws, size_t need)
-{
-    if (need && (!ws.buf || ws.size < need || ws.offset % sizeof(float) != 0 ||
-                 ws.offset > ws.buf->size || ws.size > ws.buf->size - ws.offset))
-        return yc_error_status(YC_EFORMAT, "%s '%s': needs a float-aligned workspace of %zu bytes "
-                               "inside its buffer, got %zu bytes at offset %zu",
-                               yc_op_kind_name(op->kind), op->name ? op->name : "", need, ws.size,
-                               ws.offset);
-    return YC_OK;
-}
-
 int yc_cl_conv(yc_cl_ctx *c, const yc_op *op, yc_span ws)
 {
     geom g = make_geom(op);
     int st;
     if (!c->conv_clblast) {
         int t = conv_tile(c, op, &g);
-        if ((st = check_span(op, ws, igemm_workspace(c, op, &g, t))))
-            return st;
         switch (op->kind) {
         case YC_OP_CONV2D:
             return igemm_fwd(c, op, &g, t);
@@ -571,8 +557,6 @@ int yc_cl_conv(yc_cl_ctx *c, const yc_op *op, yc_span ws)
     layout L;
     st = make_layout(c, op, &g, &L);
     if (st)
-        return st;
-    if ((st = check_span(op, ws, L.total)))
         return st;
     cl_mem temp;
     if ((st = temp_buffer(c, &L, &temp)))

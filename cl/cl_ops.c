@@ -277,11 +277,6 @@ static int pool(yc_cl_ctx *c, const yc_op *op, yc_span ws)
         return run_images(&a, op->dst[0]);
     }
     /* the windows' maxima once, in the op's workspace, then the gather */
-    const size_t need = yc_cl_op_workspace(op);
-    if (!ws.buf || ws.size < need || ws.offset % sizeof(cl_int) || ws.offset > ws.buf->size ||
-        ws.size > ws.buf->size - ws.offset)
-        return yc_error_status(YC_EUSAGE, "opencl: %s needs a workspace of %zu bytes (given %zu at "
-                               "offset %zu)", yc_op_kind_name(op->kind), need, ws.size, ws.offset);
     if ((st = yc_cl_begin(c, YC_K_MAXPOOL_ARGMAX, &a)))
         return st;
     yc_cl_arg_tensor(&a, x);

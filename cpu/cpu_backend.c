@@ -1,10 +1,10 @@
 /* The CPU backend (OpenMP): buffers are 64-byte aligned host memory, ops run synchronously on
  * the calling thread plus an OpenMP team of `threads` threads.
  *
- * exec validates every op before it runs: yc_op_check (slots, shapes, FP16 only in activation
- * slots), supports (groups == 1), placement (a buffer, element-aligned offset, every element inside
- * the buffer) and the workspace size.  Kernels are in the other files of cpu/ (see cpu_ops.h); every
- * FP16 slot that yc_op_check accepts is supported (converted on load and store). */
+ * exec only computes: yc_backend_exec has checked the op (slots, shapes, FP16 only in activation
+ * slots, placement, workspace) and supports has refused grouped convolutions.  Kernels are in the
+ * other files of cpu/ (see cpu_ops.h); every FP16 slot that yc_op_check accepts is supported
+ * (converted on load and store). */
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -125,50 +125,9 @@ static void *cpu_buffer_host_ptr(yc_backend *be, yc_buffer *buf)
     return buf ? buf->data : NULL;
 }
 
-/* The slots of each kind that take FP16 tensors: the activation slots of yc_op_check. */
-static bool f16_slot(yc_op_kind kind, bool dst, int i)
-{
-    switch (kind) {
-    case YC_OP_CONV2D:
-    case YC_OP_BN_TRAIN:
-    case YC_OP_BN_EVAL:
-    case YC_OP_BN_SILU_TRAIN:
-    case YC_OP_BN_SILU_APPLY:
-    case YC_OP_SILU:
-    case YC_OP_COPY:
-    case YC_OP_MAXPOOL:
-    case YC_OP_UPSAMPLE:
-        return i == 0;
-    case YC_OP_CONV2D_BWD_FILTER:
-    case YC_OP_SUMSQ:
-        return !dst && i == 0;
-    case YC_OP_BN_BWD:
-    case YC_OP_BN_SILU_BWD:
-    case YC_OP_SILU_BWD:
-    case YC_OP_MAXPOOL_BWD:
-        return !dst && i == 1;
-    case YC_OP_ADD:
-        return true;
-    case YC_OP_FILL:
-        return dst && i == 0;
-    default:
-        return false;
-    }
-}
-
 static bool cpu_supports(yc_backend *be, const yc_op *op)
 {
     (void)be;
-    if (!op || (int)op->kind < 0 || op->kind >= YC_OP_COUNT)
-        return false;
-    for (int i = 0; i < YC_OP_MAX_SRC; i++)
-        if (op->src[i] && op->src[i]->type != YC_F32 &&
-            !(op->src[i]->type == YC_F16 && f16_slot(op->kind, false, i)))
-            return false;
-    for (int i = 0; i < YC_OP_MAX_DST; i++)
-        if (op->dst[i] && op->dst[i]->type != YC_F32 &&
-            !(op->dst[i]->type == YC_F16 && f16_slot(op->kind, true, i)))
-            return false;
     switch (op->kind) {
     case YC_OP_CONV2D:
     case YC_OP_CONV2D_BWD_DATA:
@@ -198,61 +157,32 @@ static size_t cpu_workspace(yc_backend *be, const yc_op *op)
 
 /* Resolves a placed tensor to host memory after checking that all its elements lie in its
  * buffer at addresses aligned to its element size. */
-static int resolve(const yc_op *op, const yc_tensor *t, const char *slot, int i, yc_hv *hv)
+/* The host view of a tensor yc_backend_exec has checked. */
+static yc_hv host_view(const yc_tensor *t)
 {
-    const char *kind = yc_op_kind_name(op->kind), *name = op->name ? op->name : "";
-    if (!t->buf)
-        return yc_error_status(YC_EFORMAT, "%s '%s': %s[%d] %s has no buffer", kind, name, slot, i,
-                               t->name ? t->name : "");
-    size_t img = yc_tensor_image_elems(t), es = yc_dtype_size(t->type);
-    if (t->n > 1 && t->nstride > (SIZE_MAX / es - img) / (size_t)(t->n - 1))
-        return yc_error_status(YC_EFORMAT, "%s '%s': %s[%d] %s has an nstride of %zu elements", kind, name,
-                               slot, i, t->name ? t->name : "", t->nstride);
-    size_t span = t->n > 1 ? (size_t)(t->n - 1) * t->nstride + img : img;
-    if (t->offset % es != 0 || t->offset > t->buf->size || span > (t->buf->size - t->offset) / es)
-        return yc_error_status(YC_EFORMAT,
-                               "%s '%s': %s[%d] %s (offset %zu, %zu elements of %zu bytes) does not fit its "
-                               "buffer of %zu bytes or is not aligned to its element size",
-                               kind, name, slot, i, t->name ? t->name : "", t->offset, span, es, t->buf->size);
     void *base = (char *)t->buf->data + t->offset;
-    hv->type = t->type;
-    hv->p = t->type == YC_F32 ? base : NULL;
-    hv->p16 = t->type == YC_F16 ? base : NULL;
-    hv->n = t->n;
-    hv->c = t->c;
-    hv->h = t->h;
-    hv->w = t->w;
-    hv->ns = t->n > 1 ? t->nstride : img;
-    return YC_OK;
+    size_t img = yc_tensor_image_elems(t);
+    return (yc_hv){.type = t->type,
+                   .p = t->type == YC_F32 ? base : NULL,
+                   .p16 = t->type == YC_F16 ? base : NULL,
+                   .n = t->n,
+                   .c = t->c,
+                   .h = t->h,
+                   .w = t->w,
+                   .ns = t->n > 1 ? t->nstride : img};
 }
 
 static int cpu_exec(yc_backend *be, const yc_op *op, yc_span ws)
 {
-    int rc = yc_op_check(op);
-    if (rc)
-        return rc;
-    const char *name = op->name ? op->name : "";
-    if (!cpu_supports(be, op))
-        return yc_error_status(YC_EUNSUPPORTED,
-                               "%s '%s': the CPU backend runs FP32 tensors, FP16 in activation slots, and "
-                               "groups == 1 only",
-                               yc_op_kind_name(op->kind), name);
     yc_cpu_args a = {.op = op, .threads = ctx_threads(be)};
     be->counters.launches++;
     for (int i = 0; i < YC_OP_MAX_SRC; i++)
-        if (op->src[i] && (rc = resolve(op, op->src[i], "src", i, &a.src[i])))
-            return rc;
+        if (op->src[i])
+            a.src[i] = host_view(op->src[i]);
     for (int i = 0; i < YC_OP_MAX_DST; i++)
-        if (op->dst[i] && (rc = resolve(op, op->dst[i], "dst", i, &a.dst[i])))
-            return rc;
-    size_t need = cpu_workspace(be, op);
-    if (need) {
-        if (!ws.buf || ws.size < need || ws.offset % sizeof(float) != 0 || ws.offset > ws.buf->size ||
-            ws.size > ws.buf->size - ws.offset)
-            return yc_error_status(YC_EFORMAT,
-                                   "%s '%s': needs a float-aligned workspace of %zu bytes inside its "
-                                   "buffer, got %zu bytes at offset %zu",
-                                   yc_op_kind_name(op->kind), name, need, ws.size, ws.offset);
+        if (op->dst[i])
+            a.dst[i] = host_view(op->dst[i]);
+    if (ws.buf) {
         a.ws = (char *)ws.buf->data + ws.offset;
         a.ws_size = ws.size;
     }
@@ -349,6 +279,7 @@ static const struct yc_backend_i cpu_iface = {
     .buffer_memset = cpu_buffer_memset,
     .buffer_host_ptr = cpu_buffer_host_ptr,
     .supports = cpu_supports,
+    .limits = "groups == 1 only",
     .workspace = cpu_workspace,
     .exec = cpu_exec,
     .synchronize = cpu_synchronize,

@@ -32,6 +32,63 @@ static int check_placed(yc_backend *be, const yc_tensor *t, const char *what)
     return YC_OK;
 }
 
+/* ---- running an op ------------------------------------------------------------------------- */
+
+/* A tensor of an op lies in a buffer, aligned to its element size, every element inside. */
+static int check_slot(yc_backend *be, const yc_op *op, const yc_tensor *t, const char *slot, int i)
+{
+    const char *kind = yc_op_kind_name(op->kind), *name = op->name ? op->name : "";
+    const char *tn = t->name ? t->name : "";
+    if (!t->buf)
+        return yc_error_status(YC_EFORMAT, "%s '%s': %s[%d] %s has no buffer", kind, name, slot, i,
+                               tn);
+    size_t es = yc_dtype_size(t->type), img = yc_tensor_image_elems(t);
+    if (t->n > 1 && t->nstride > (SIZE_MAX / es - img) / (size_t)(t->n - 1))
+        return yc_error_status(YC_EFORMAT, "%s '%s': %s[%d] %s has an nstride of %zu elements",
+                               kind, name, slot, i, tn, t->nstride);
+    size_t span = t->n > 1 ? (size_t)(t->n - 1) * t->nstride + img : img;
+    size_t size = be->iface->buffer_size(be, t->buf);
+    if (t->offset % es != 0 || t->offset > size || span > (size - t->offset) / es)
+        return yc_error_status(YC_EFORMAT,
+                               "%s '%s': %s[%d] %s (offset %zu, %zu elements of %zu bytes) does not "
+                               "fit its buffer of %zu bytes or is not aligned to its element size",
+                               kind, name, slot, i, tn, t->offset, span, es, size);
+    return YC_OK;
+}
+
+int yc_backend_exec(yc_backend *be, const yc_op *op, yc_span ws)
+{
+    int st = yc_op_check(op);
+    if (st)
+        return st;
+    const char *kind = yc_op_kind_name(op->kind), *name = op->name ? op->name : "";
+    if (!be->iface->supports(be, op))
+        return yc_error_status(YC_EUNSUPPORTED, "%s '%s': the %s backend cannot run it with these "
+                               "element types or parameters (%s)", kind, name, be->iface->name,
+                               be->iface->limits);
+    for (int i = 0; i < YC_OP_MAX_SRC; i++)
+        if (op->src[i] && (st = check_slot(be, op, op->src[i], "src", i)))
+            return st;
+    for (int i = 0; i < YC_OP_MAX_DST; i++)
+        if (op->dst[i] && (st = check_slot(be, op, op->dst[i], "dst", i)))
+            return st;
+    const size_t need = be->iface->workspace(be, op);
+    if (need) {
+        const size_t size = ws.buf ? be->iface->buffer_size(be, ws.buf) : 0;
+        if (!ws.buf || ws.size < need || ws.offset % sizeof(float) != 0 || ws.offset > size ||
+            ws.size > size - ws.offset)
+            return yc_error_status(YC_EFORMAT, "%s '%s': needs a float-aligned workspace of %zu "
+                                   "bytes inside its buffer, got %zu bytes at offset %zu", kind,
+                                   name, need, ws.size, ws.offset);
+    }
+    st = be->iface->exec(be, op, ws);
+    if (st)
+        return yc_error_context(st, "%s '%s' on %s", kind, name, be->info.name);
+    return YC_OK;
+}
+
+/* ---- tensors to and from the host ------------------------------------------------------------ */
+
 /* Elements converted per buffer transfer for FP16 tensors (through a 2 MiB host buffer). */
 #define YC_HALF_CHUNK ((size_t)1 << 20)
 

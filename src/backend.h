@@ -272,11 +272,17 @@ struct yc_backend_i {
      * (the CPU backend), else NULL */
     void *(*buffer_host_ptr)(yc_backend *be, yc_buffer *buf);
 
-    /* whether exec can run this op (kind, dtypes, parameters) */
+    /* whether exec can run this op (kind, dtypes, parameters), for an op yc_op_check accepts */
     bool (*supports)(yc_backend *be, const yc_op *op);
+    /* what supports refuses, in words, for the message of an op it refuses ("FP32 tensors, FP16
+     * in activation slots, and groups == 1 only") */
+    const char *limits;
     /* scratch bytes exec needs for this op (0 if none); the planner reserves the maximum */
     size_t (*workspace)(yc_backend *be, const yc_op *op);
-    /* runs the op; `ws` holds at least workspace(op) bytes.  May be asynchronous. */
+    /* runs the op, only ever called through yc_backend_exec, which has checked it first (the
+     * slots its kind uses set, shapes, yc_op_check; supports; every tensor inside its buffer and
+     * aligned to its element size; `ws` holds workspace(op) bytes inside its buffer, at a
+     * float-aligned offset): the backend only computes.  May be asynchronous. */
     int (*exec)(yc_backend *be, const yc_op *op, yc_span ws);
     /* waits until all submitted work has finished */
     int (*synchronize)(yc_backend *be);
@@ -331,8 +337,14 @@ int yc_backend_cpu_new(yc_backend **out, int threads);
 /* Convenience wrappers over the interface. */
 static inline yc_buffer *yc_buffer_alloc(yc_backend *be, size_t size) { return be->iface->buffer_alloc(be, size); }
 static inline void yc_buffer_free(yc_backend *be, yc_buffer *b) { be->iface->buffer_free(be, b); }
-static inline int yc_backend_exec(yc_backend *be, const yc_op *op, yc_span ws) { return be->iface->exec(be, op, ws); }
+
 static inline void yc_backend_free(yc_backend *be) { if (be) be->iface->free(be); }
+
+/* Runs an op on a backend: checks it (yc_op_check, the backend's supports, every tensor placed
+ * inside its buffer, the workspace `ws` large enough and float-aligned: YC_EFORMAT or
+ * YC_EUNSUPPORTED with a message naming the op and what is wrong), then hands it to the backend's
+ * exec; a failure there is reported with the op's kind, name and the device. */
+int yc_backend_exec(yc_backend *be, const yc_op *op, yc_span ws);
 
 /* Reads a tensor into a dense host float array of yc_tensor_elems(t) values (FP16 converted). */
 int yc_tensor_get_f32(yc_backend *be, const yc_tensor *t, float *dst);

@@ -531,7 +531,7 @@ START_TEST(backend_basics)
     bad.offset = 46;
     op.src[0] = op.dst[0] = &bad;
     ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_EFORMAT);
-    ck_assert_msg(err_has("silu 's'") && err_has("element-aligned"), "%s", yc_last_error());
+    ck_assert_msg(err_has("silu 's'") && err_has("aligned to its element size"), "%s", yc_last_error());
     bad.offset = 960;
     ck_assert_int_eq(yc_backend_exec(be, &op, (yc_span){0}), YC_EFORMAT);
     bad.buf = NULL;
@@ -599,7 +599,7 @@ START_TEST(backend_basics)
     ck_assert_int_eq(yc_op_check(&mpb), YC_OK);
     const size_t mp_need = be->iface->workspace(be, &mpb);
     ck_assert_uint_eq(mp_need, 4 * 16 * 16 * sizeof(int));
-    ck_assert_int_eq(yc_backend_exec(be, &mpb, (yc_span){0}), YC_EUSAGE);
+    ck_assert_int_eq(yc_backend_exec(be, &mpb, (yc_span){0}), YC_EFORMAT);
     ck_assert_msg(err_has("maxpool_bwd 'mpb'") && err_has("workspace"), "%s", yc_last_error());
     yc_buffer *mpw = yc_buffer_alloc(be, mp_need + 8);
     ck_assert_ptr_nonnull(mpw);

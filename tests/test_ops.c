@@ -2666,8 +2666,8 @@ START_TEST(cpu_backend_basics)
     yc_tensor unplaced = yc_tensor_make(1, 1, 1, 1, YC_F32, NULL);
     ck_assert_int_eq(yc_tensor_set_f32(be, &unplaced, v), YC_EFORMAT);
 
-    /* supports: FP16 only in activation slots, groups == 1 only; exec refuses the rest and bad
-     * placements */
+    /* supports: groups == 1 only; yc_backend_exec refuses the rest, FP16 outside activation slots
+     * and bad placements */
     yc_tensor x = yc_tensor_make(1, 4, 4, 4, YC_F32, "x"), w = yc_tensor_make(4, 2, 1, 1, YC_F32, "w");
     yc_tensor y = yc_tensor_make(1, 4, 4, 4, YC_F32, "y");
     x.buf = y.buf = w.buf = buf;
@@ -2683,7 +2683,9 @@ START_TEST(cpu_backend_basics)
     yc_op s = {.kind = YC_OP_SILU, .src = {&xh}, .dst = {&y}};
     ck_assert(be->iface->supports(be, &s)); /* FP16 activations */
     yc_op sb = {.kind = YC_OP_SILU_BWD, .src = {&xh, &x}, .dst = {&y}};
-    ck_assert(!be->iface->supports(be, &sb)); /* an FP16 gradient */
+    /* an FP16 gradient: refused by yc_op_check, for every backend, before exec sees it */
+    ck_assert_int_ne(yc_op_check(&sb), YC_OK);
+    ck_assert_int_ne(yc_backend_exec(be, &sb, (yc_span){0}), YC_OK);
     sb.src[0] = &x, sb.src[1] = &xh;
     ck_assert(be->iface->supports(be, &sb));
     xh.buf = buf, xh.offset = 601;
