@@ -604,6 +604,11 @@ yc_img_cache_stats yc_loader_cache_stats(yc_loader *l)
     return st;
 }
 
+const char *yc_loader_cache_dir(const yc_loader *l)
+{
+    return l->cache ? yc_img_cache_dir(l->cache) : NULL;
+}
+
 size_t yc_loader_read_bytes(const yc_dataset *ds, int imgsz, const yc_read_limits *lim,
                             long *which)
 {

@@ -107,6 +107,9 @@ void yc_loader_free(yc_loader *l);
  * yc_loader_tile_stats. */
 yc_img_cache_stats yc_loader_cache_stats(yc_loader *l);
 
+/* The directory of the loader's disk cache, or NULL. */
+const char *yc_loader_cache_dir(const yc_loader *l);
+
 /* The bytes one loader thread's whole-image read takes beyond its output for the costliest image
  * of ds at imgsz (yc_image_read_bytes), and that image's index (-1 for an empty dataset). */
 size_t yc_loader_read_bytes(const yc_dataset *ds, int imgsz, const yc_read_limits *lim,
