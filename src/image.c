@@ -886,18 +886,11 @@ void yc_letterbox_geometry(int h, int w, int new_h, int new_w, bool auto_, bool 
     info->out_w = unpad_w + info->left + info->right;
 }
 
-int yc_letterbox(const yc_image *src, yc_image *dst, int new_h, int new_w, bool auto_,
-                 bool scale_fill, bool scaleup, int stride, yc_letterbox_info *info)
+/* dst = the letterbox of geometry g around src resized to the unpadded size (a copy when it has
+ * that size already), borders 114. */
+static int letterbox_into(const yc_image *src, const yc_letterbox_info *gp, yc_image *dst)
 {
-    yc_letterbox_info g;
-    if (src == dst)
-        return yc_error("letterbox: source and destination are the same image");
-    if (new_h < 1 || new_w < 1)
-        return yc_error_status(YC_EUSAGE, "letterbox: invalid target %dx%d", new_w, new_h);
-    yc_letterbox_geometry(src->h, src->w, new_h, new_w, auto_, scale_fill, scaleup, stride, &g);
-    if (g.unpad_h < 1 || g.unpad_w < 1)
-        return yc_error_status(YC_EFORMAT, "letterbox: %dx%d image shrinks to nothing in %dx%d",
-                               src->w, src->h, new_w, new_h);
+    const yc_letterbox_info g = *gp;
     int st = yc_image_reserve(dst, g.out_h, g.out_w);
     if (st)
         return st;
@@ -910,13 +903,38 @@ int yc_letterbox(const yc_image *src, yc_image *dst, int new_h, int new_w, bool 
         memset(row, 114, (size_t)g.left * 3);
         memset(row + (size_t)(g.left + g.unpad_w) * 3, 114, (size_t)g.right * 3);
     }
-    st = yc_image_resize_into(src, d + (size_t)g.top * stride_b + (size_t)g.left * 3, stride_b,
-                              g.unpad_h, g.unpad_w, YC_INTERP_LINEAR);
+    return yc_image_resize_into(src, d + (size_t)g.top * stride_b + (size_t)g.left * 3,
+                                stride_b, g.unpad_h, g.unpad_w, YC_INTERP_LINEAR);
+}
+
+int yc_letterbox(const yc_image *src, yc_image *dst, int new_h, int new_w, bool auto_,
+                 bool scale_fill, bool scaleup, int stride, yc_letterbox_info *info)
+{
+    yc_letterbox_info g;
+    if (src == dst)
+        return yc_error("letterbox: source and destination are the same image");
+    if (new_h < 1 || new_w < 1)
+        return yc_error_status(YC_EUSAGE, "letterbox: invalid target %dx%d", new_w, new_h);
+    yc_letterbox_geometry(src->h, src->w, new_h, new_w, auto_, scale_fill, scaleup, stride, &g);
+    if (g.unpad_h < 1 || g.unpad_w < 1)
+        return yc_error_status(YC_EFORMAT, "letterbox: %dx%d image shrinks to nothing in %dx%d",
+                               src->w, src->h, new_w, new_h);
+    int st = letterbox_into(src, &g, dst);
     if (st)
         return st;
     if (info)
         *info = g;
     return YC_OK;
+}
+
+int yc_letterbox_fill(const yc_image *content, const yc_letterbox_info *g, yc_image *dst)
+{
+    if (content == dst)
+        return yc_error("letterbox: source and destination are the same image");
+    if (content->h != g->unpad_h || content->w != g->unpad_w)
+        return yc_error_status(YC_EUSAGE, "letterbox: content %dx%d, expected %dx%d", content->w,
+                               content->h, g->unpad_w, g->unpad_h);
+    return letterbox_into(content, g, dst);
 }
 
 /* ------------------------------------------------------------------------------------------------

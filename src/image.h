@@ -197,6 +197,11 @@ void yc_letterbox_geometry(int h, int w, int new_h, int new_w, bool auto_, bool 
 int yc_letterbox(const yc_image *src, yc_image *dst, int new_h, int new_w, bool auto_,
                  bool scale_fill, bool scaleup, int stride, yc_letterbox_info *info);
 
+/* dst = the letterbox of geometry g (yc_letterbox_geometry of the original image) around
+ * `content`, the original already resized to g's unpadded size (an image read reduced,
+ * image_read.h): borders filled with 114, content copied.  YC_EUSAGE when the sizes differ. */
+int yc_letterbox_fill(const yc_image *content, const yc_letterbox_info *g, yc_image *dst);
+
 /* Writes an image with libvips (format from the suffix: .png, .jpg, ...; options may follow in
  * brackets as libvips allows, e.g. "x.jpg[Q=95]").  `orientation` 2..8 stores that EXIF
  * orientation tag (for tests of the decoder); 0 or 1 stores none. */
