@@ -119,8 +119,9 @@ static int load_cb(void *ctx, int index, bool augment, yc_image *img, yc_image *
         if (status && ri.too_large) {
             char why[1024];
             snprintf(why, sizeof why, "%s", yc_last_error());
-            status = yc_error_status(status, "%s: train on windows of it with --tile SIZE (or "
-                                     "raise --max-pixels)", why);
+            status = yc_error_status(status, "%s: %s on windows of it with --tile SIZE (or "
+                                     "raise --max-pixels)", why,
+                                     l->opt.train ? "train" : "validate");
         }
         if (status) {
             if (status != YC_ENOMEM)

@@ -331,9 +331,13 @@ int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int n
                              want, lim, yc_format_size(peak, got, sizeof got),
                              fit->half ? " with FP16 storage" : "");
                 else
-                    snprintf(fit->reason, sizeof fit->reason, "batch %d needs %s, the limit is "
+                    snprintf(fit->reason, sizeof fit->reason, "batch %d %s%s, the limit is "
                              "%s: %s%s (%s planned)", want,
-                             yc_format_size(first_peak, need, sizeof need), lim,
+                             first_peak == SIZE_MAX ? "has a tensor larger than the device's "
+                                                      "largest allocation" : "needs ",
+                             first_peak == SIZE_MAX ? ""
+                                                    : yc_format_size(first_peak, need, sizeof need),
+                             lim,
                              fit->half ? "FP16 storage" : "",
                              fit->recompute ? (fit->half ? " and recomputation" : "recomputation")
                                             : "",
@@ -436,9 +440,17 @@ int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int n
         else
             snprintf(split, sizeof split, "%d micro-batches of %d + 1 of %d",
                      fit->micro_batches - 1, best, fit->last_micro);
-        snprintf(fit->reason, sizeof fit->reason, "batch %d needs %s, the limit is %s: %s%s per "
+        /* SIZE_MAX: a tensor of the whole batch exceeds the device's largest allocation */
+        char needs[96];
+        if (first_peak == SIZE_MAX)
+            snprintf(needs, sizeof needs, "has a tensor larger than the device's largest "
+                     "allocation");
+        else
+            snprintf(needs, sizeof needs, "needs %s",
+                     yc_format_size(first_peak, need, sizeof need));
+        snprintf(fit->reason, sizeof fit->reason, "batch %d %s, the limit is %s: %s%s per "
                  "batch, accumulate %d: %d images per optimizer step as YOLOv5 (%s planned)",
-                 want, yc_format_size(first_peak, need, sizeof need), lim,
+                 want, needs, lim,
                  h ? "FP16 storage, recomputation and " : "recomputation and ", split,
                  fit->accumulate, want * fit->accumulate,
                  yc_format_size(best_peak, got, sizeof got));
