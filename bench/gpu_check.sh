@@ -286,10 +286,14 @@ run() {
     note "device: $("$Y" devices 2>/dev/null | grep -A1 "^  ${device}:" | head -n1 | sed 's/^ *//')"
 
     if want ops; then
-        # one test case at a time (CK_RUN_CASE), so that the report says which one is slow or fails
-        local tc
+        # one test case at a time (CK_RUN_CASE), so that the report says which one is slow or
+        # fails; on the chosen OpenCL device only (a GPU machine may have PoCL too), 64 op cases
+        # per forked test (each fork starts the GPU driver again: 0.5 s)
+        local tc dev_index=${device#opencl}
+        dev_index=${dev_index#:}
         for tc in finite_differences backend_vs_reference special exp_paths generic_vectors api; do
-            step "test_ops $tc" "$ops_limit" env CK_RUN_CASE=$tc "$W/bin/test_ops"
+            step "test_ops $tc" "$ops_limit" env CK_RUN_CASE=$tc YOLOCL_TEST_CASES_PER_FORK=64 \
+                YOLOCL_TEST_OPENCL_DEVICE="${dev_index:-0}" "$W/bin/test_ops"
             grep -h 'Checks:' "$W/last.out" | sed "s/^/test_ops $tc: /" >>"$report.golden"
             grep -h ':[EF]:' "$W/last.out" | head -n 10 | sed 's/^/test_ops: /' >>"$report.golden"
         done

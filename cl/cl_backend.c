@@ -369,6 +369,13 @@ int yc_backend_opencl_new(yc_backend **out, int index)
     yc_cl_build_options(c->device, c->options, sizeof c->options);
     const char *conv = getenv("YOLOCL_CL_CONV");
     c->conv_clblast = conv && strcmp(conv, "clblast") == 0;
+    if (!c->conv_clblast && !yc_cl_igemm_admits(c->desc.max_work_group, c->desc.local_mem)) {
+        yc_info("opencl: %s allows work-groups of %zu and %zu bytes of local memory, less than the "
+                "implicit-GEMM convolutions need (%d, %zu): its convolutions use CLBlast's GEMMs\n",
+                c->desc.info.name, c->desc.max_work_group, c->desc.local_mem, YC_CL_IGEMM_WG,
+                yc_cl_igemm_local_bytes(0));
+        c->conv_clblast = true;
+    }
     be->iface = &cl_iface;
     be->ctx = c;
     c->count = &be->counters;

@@ -49,8 +49,9 @@ char *yc_cl_tune_path(yc_backend *be);
 /* yolocl tune: times every tile of the implicit GEMMs on each distinct convolution op of `ops`
  * (forward, backward-data, backward-filter; their tensors placed on `be`'s buffers: the values do
  * not matter), `iters` runs each after one untimed run, keeps the fastest per pass, shape and
- * storage for this backend, prints a line per op, and writes them to `path` (atomically; NULL:
- * nowhere).  *tuned: the passes tuned. */
+ * storage for this backend, prints a line per op, and writes its whole table (the choices it
+ * loaded for other passes and those just made) to `path` (atomically; NULL: nowhere).  A tile the
+ * device cannot build or launch is passed over.  *tuned: the passes tuned. */
 int yc_cl_tune(yc_backend *be, const yc_op *const *ops, int nops, int iters, const char *path,
                int *tuned);
 
@@ -58,8 +59,14 @@ int yc_cl_tune(yc_backend *be, const yc_op *const *ops, int nops, int iters, con
  * tile t's output tile (tm x tn) and reduction step (tk). */
 int yc_cl_tile_count(void);
 void yc_cl_tile_size(int t, int *tm, int *tn, int *tk);
-/* The tile a convolution op would run with on this backend (forced, tuned, or 0). */
+/* The tile a convolution op would run with on this backend: the forced one, the tuned one of its
+ * pass, shape and storage, else the tuned one of the same pass, filter and storage at the nearest
+ * number of input pixels (N*H*W), else 0. */
 int yc_cl_conv_tile_of(yc_backend *be, const yc_op *op);
+/* Whether a device with these limits (CL_DEVICE_MAX_WORK_GROUP_SIZE, CL_DEVICE_LOCAL_MEM_SIZE)
+ * can run the implicit-GEMM convolutions' default tile; a backend on one that cannot computes its
+ * convolutions with CLBlast (as YOLOCL_CL_CONV=clblast asks) and says so when it opens. */
+bool yc_cl_igemm_admits(size_t max_work_group, size_t local_mem);
 /* Makes every convolution run with tile t (-1: back to the tuned or default ones); for the tests
  * of each tile. */
 void yc_cl_force_tile(yc_backend *be, int t);

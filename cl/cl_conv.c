@@ -23,6 +23,7 @@
  *   forward with an FP16 output: the GEMM's FP32 result for one image (K * PQ floats). */
 #include "cl_internal.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -137,42 +138,75 @@ static int bias_grad(yc_cl_ctx *c, const yc_tensor *dy, const yc_tensor *db, con
 /* ---- implicit GEMMs (igemm.cl) ------------------------------------------------------------ */
 
 /* igemm.cl's work-group size, whatever the tile. */
-enum { IG_WG = 256 };
+enum { IG_WG = YC_CL_IGEMM_WG };
+
+size_t yc_cl_igemm_local_bytes(int t)
+{
+    return (size_t)yc_cl_tiles[t].tk * (size_t)(yc_cl_tiles[t].tm + yc_cl_tiles[t].tn) *
+           sizeof(float);
+}
+
+bool yc_cl_igemm_admits(size_t max_work_group, size_t local_mem)
+{
+    return max_work_group >= IG_WG && local_mem >= yc_cl_igemm_local_bytes(0);
+}
 
 int yc_cl_conv_pass(const yc_op *op)
 {
     return op->kind == YC_OP_CONV2D ? 0 : op->kind == YC_OP_CONV2D_BWD_DATA ? 1 : 2;
 }
 
-/* The tuning key of a convolution: its pass, shape and storage (tile 0). */
-static yc_cl_tuned tuned_key(const yc_op *op, const geom *g)
+/* The tuning key of a convolution: its pass, shape and storage. */
+static yc_cl_conv_key tuned_key(const yc_op *op, const geom *g)
 {
     const yc_tensor *in = op->src[0], *out = op->dst[0];
-    return (yc_cl_tuned){.pass = yc_cl_conv_pass(op), .n = g->N, .c = g->C, .h = g->H, .w = g->W,
-                         .k = g->K, .r = g->R, .s = g->S, .sh = g->sh, .sw = g->sw, .ph = g->ph,
-                         .pw = g->pw, .half_in = in->type == YC_F16,
-                         .half_out = out->type == YC_F16, .tile = 0};
+    return (yc_cl_conv_key){.pass = yc_cl_conv_pass(op), .n = g->N, .c = g->C, .h = g->H,
+                            .w = g->W, .k = g->K, .r = g->R, .s = g->S, .sh = g->sh, .sw = g->sw,
+                            .ph = g->ph, .pw = g->pw, .half_in = in->type == YC_F16,
+                            .half_out = out->type == YC_F16};
 }
 
-yc_cl_tuned yc_cl_conv_key(const yc_op *op)
+yc_cl_conv_key yc_cl_conv_key_of(const yc_op *op)
 {
     geom g = make_geom(op);
     return tuned_key(op, &g);
 }
 
-/* The tile a convolution runs with: the forced one, the tuned one, else the default (tile 0). */
+bool yc_cl_conv_key_equal(const yc_cl_conv_key *a, const yc_cl_conv_key *b)
+{
+    return a->pass == b->pass && a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w &&
+           a->k == b->k && a->r == b->r && a->s == b->s && a->sh == b->sh && a->sw == b->sw &&
+           a->ph == b->ph && a->pw == b->pw && a->half_in == b->half_in &&
+           a->half_out == b->half_out;
+}
+
+/* The tile a convolution runs with: the forced one; the tuned one of its pass, shape and storage;
+ * else the tuned one of the same pass, filter and storage at the nearest number of input pixels
+ * of the batch (validation's batches, detection's single images, a last smaller batch and other
+ * image sizes take the choice made for the training step); else the default, tile 0. */
 static int conv_tile(const yc_cl_ctx *c, const yc_op *op, const geom *g)
 {
     if (c->force_tile >= 0)
         return c->force_tile;
-    yc_cl_tuned key = tuned_key(op, g);
+    yc_cl_conv_key key = tuned_key(op, g);
+    int near = -1;
+    double near_dist = 0;
+    const double pixels = (double)key.n * key.h * key.w;
     for (int i = 0; i < c->ntuned; i++) {
-        yc_cl_tuned t = c->tuned[i];
-        key.tile = t.tile;
-        if (memcmp(&t, &key, sizeof t) == 0)
-            return t.tile;
+        const yc_cl_conv_key *t = &c->tuned[i].key;
+        if (yc_cl_conv_key_equal(t, &key))
+            return c->tuned[i].tile;
+        if (t->pass != key.pass || t->c != key.c || t->k != key.k || t->r != key.r ||
+            t->s != key.s || t->sh != key.sh || t->sw != key.sw || t->ph != key.ph ||
+            t->pw != key.pw || t->half_in != key.half_in || t->half_out != key.half_out)
+            continue;
+        double dist = fabs(log(pixels / ((double)t->n * t->h * t->w)));
+        if (near < 0 || dist < near_dist) {
+            near = i;
+            near_dist = dist;
+        }
     }
-    return 0;
+    return near >= 0 ? c->tuned[near].tile : 0;
 }
 
 int yc_cl_tile_count(void)
@@ -243,7 +277,9 @@ static int igemm_begin(yc_cl_ctx *c, int t, yc_cl_igemm_kid which, yc_cl_args *a
     int st = yc_cl_begin_igemm(c, t, which, a);
     if (!st && which != YC_IG_REDUCE && a->local != IG_WG)
         st = yc_error_status(YC_EUNSUPPORTED, "opencl: %s needs work-groups of %d on %s, which "
-                             "allows %zu for it", a->name, IG_WG, c->desc.info.name, a->local);
+                             "allows %zu for it: run with YOLOCL_CL_CONV=clblast to use CLBlast's "
+                             "GEMMs for the convolutions", a->name, IG_WG, c->desc.info.name,
+                             a->local);
     return st;
 }
 

@@ -126,6 +126,9 @@ typedef struct yc_cl_tile {
 } yc_cl_tile;
 #define YC_CL_NTILES 7
 extern const yc_cl_tile yc_cl_tiles[YC_CL_NTILES];
+/* The work-group size of every igemm.cl GEMM kernel (16 x 16 work items, each a TM/16 x TN/16
+ * block of the tile). */
+#define YC_CL_IGEMM_WG 256
 
 /* The kernels of igemm.cl, in each tile's program. */
 typedef enum yc_cl_igemm_kid {
@@ -136,12 +139,20 @@ typedef enum yc_cl_igemm_kid {
     YC_IG_NKERNELS
 } yc_cl_igemm_kid;
 
-/* One tuned choice: a convolution pass of one shape and storage, and the tile that ran it
- * fastest (cl_tune.c). */
-typedef struct yc_cl_tuned {
+/* A convolution pass of one shape and storage, as the tiles file names it (cl_tune.c). */
+typedef struct yc_cl_conv_key {
     int pass, n, c, h, w, k, r, s, sh, sw, ph, pw, half_in, half_out;
+} yc_cl_conv_key;
+
+/* One tuned choice: the pass, the tile that ran it fastest and its time. */
+typedef struct yc_cl_tuned {
+    yc_cl_conv_key key;
     int tile;
+    double ms;
 } yc_cl_tuned;
+
+/* The same pass, shape and storage. */
+bool yc_cl_conv_key_equal(const yc_cl_conv_key *a, const yc_cl_conv_key *b);
 
 /* The backend's state (yc_backend.ctx). */
 typedef struct yc_cl_ctx {
@@ -298,8 +309,10 @@ int yc_cl_conv_workspace(yc_cl_ctx *c, const yc_op *op, size_t *bytes);
 size_t yc_cl_conv_workspace_max(yc_cl_ctx *c, const yc_op *op);
 /* 0 forward, 1 backward-data, 2 backward-filter. */
 int yc_cl_conv_pass(const yc_op *op);
-/* A convolution op's tuning key (pass, shape, storage; tile 0), as the tiles file holds it. */
-yc_cl_tuned yc_cl_conv_key(const yc_op *op);
+/* Local memory of tile t's GEMM kernels (their A and B blocks). */
+size_t yc_cl_igemm_local_bytes(int t);
+/* A convolution op's tuning key (pass, shape, storage), as the tiles file holds it. */
+yc_cl_conv_key yc_cl_conv_key_of(const yc_op *op);
 /* YC_OP_CONV2D, YC_OP_CONV2D_BWD_DATA, YC_OP_CONV2D_BWD_FILTER (op checked and placed). */
 int yc_cl_conv(yc_cl_ctx *c, const yc_op *op, yc_span ws);
 

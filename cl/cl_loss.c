@@ -196,8 +196,11 @@ int yc_cl_yolo_loss(yc_cl_ctx *c, const yc_yolo_loss *l)
         cl_event *ev = i == 3 ? &s->written : NULL;
         cl_int err = clEnqueueWriteBuffer(c->queue, w[i].m, CL_FALSE, 0, w[i].bytes, w[i].p, 0, NULL, ev);
         c->count->bytes_to_device += w[i].bytes;
-        if (err != CL_SUCCESS)
+        if (err != CL_SUCCESS) {
+            /* the writes queued before this one read the staging, which the next call rewrites */
+            clFinish(c->queue);
             return yc_cl_fail("clEnqueueWriteBuffer (loss assignments)", err);
+        }
     }
     s->written_at = c->syncs;
     /* the sums live after the partial sums, in the same buffer */

@@ -4,7 +4,9 @@
  * training graph at one size and batch) and keeps the fastest per pass, shape and storage in a
  * text file next to the program cache, named by the hash of the device, its driver and igemm.cl's
  * source, so that a new driver or a changed kernel starts afresh.  Each backend reads the file
- * when it opens (yc_cl_tune_load) and says so; a convolution it does not list runs with tile 0.
+ * when it opens (yc_cl_tune_load) and says so.  A convolution the file does not list takes the
+ * choice for the same pass, filter and storage at the nearest number of input pixels (cl_conv.c),
+ * else tile 0.  A new tuning run keeps the file's other entries and replaces those it measured.
  *
  * The file: a first line "yolocl convolution tiles 1", then one line per choice:
  *   pass N C H W K R S stride_h stride_w pad_h pad_w half_in half_out  TM TN TK  milliseconds
@@ -51,8 +53,23 @@ static int tile_index(int tm, int tn, int tk)
     return -1;
 }
 
+/* Appends t to (*tab, *n, *cap). */
+static int append(yc_cl_tuned **tab, int *n, int *cap, yc_cl_tuned t)
+{
+    if (*n == *cap) {
+        int grow = *cap ? 2 * *cap : 64;
+        yc_cl_tuned *grown = yc_realloc(*tab, (size_t)grow * sizeof *grown, "tuned tiles");
+        if (!grown)
+            return YC_ENOMEM;
+        *tab = grown;
+        *cap = grow;
+    }
+    (*tab)[(*n)++] = t;
+    return YC_OK;
+}
+
 /* Parses a tiles file into (*out, *n); lines that do not parse, or name a tile this build does
- * not have, are skipped. */
+ * not have, are skipped.  The milliseconds are optional (-1 when absent). */
 static int parse(const char *text, yc_cl_tuned **out, int *n)
 {
     *out = NULL;
@@ -61,24 +78,17 @@ static int parse(const char *text, yc_cl_tuned **out, int *n)
         return YC_EFORMAT;
     int cap = 0;
     for (const char *line = strchr(text, '\n'); line && *++line;) {
-        yc_cl_tuned t;
+        yc_cl_tuned t = {.ms = -1.0};
+        yc_cl_conv_key *k = &t.key;
         int tm, tn, tk;
-        if (sscanf(line, "%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d", &t.pass, &t.n, &t.c,
-                   &t.h, &t.w, &t.k, &t.r, &t.s, &t.sh, &t.sw, &t.ph, &t.pw, &t.half_in,
-                   &t.half_out, &tm, &tn, &tk) == 17 &&
-            (t.tile = tile_index(tm, tn, tk)) >= 0) {
-            if (*n == cap) {
-                cap = cap ? 2 * cap : 64;
-                yc_cl_tuned *grown = yc_realloc(*out, (size_t)cap * sizeof *grown, "tuned tiles");
-                if (!grown) {
-                    free(*out);
-                    *out = NULL;
-                    *n = 0;
-                    return YC_ENOMEM;
-                }
-                *out = grown;
-            }
-            (*out)[(*n)++] = t;
+        int got = sscanf(line, "%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %lf", &k->pass,
+                         &k->n, &k->c, &k->h, &k->w, &k->k, &k->r, &k->s, &k->sh, &k->sw, &k->ph,
+                         &k->pw, &k->half_in, &k->half_out, &tm, &tn, &tk, &t.ms);
+        if (got >= 17 && (t.tile = tile_index(tm, tn, tk)) >= 0 && append(out, n, &cap, t)) {
+            free(*out);
+            *out = NULL;
+            *n = 0;
+            return YC_ENOMEM;
         }
         line = strchr(line, '\n');
     }
@@ -96,8 +106,8 @@ void yc_cl_tune_load(yc_cl_ctx *c)
     size_t len = 0;
     if (yc_read_file(path, &text, &len) == YC_OK && parse(text, &c->tuned, &c->ntuned) == YC_OK &&
         c->ntuned > 0)
-        yc_info("opencl: convolution tiles tuned for %s from %s (%d passes)\n", c->desc.info.name,
-                path, c->ntuned);
+        yc_info("opencl: convolution tiles tuned for %s from %s (%d pass%s)\n", c->desc.info.name,
+                path, c->ntuned, c->ntuned == 1 ? "" : "es");
     else
         yc_debug("opencl: %s is not a usable tiles file: ignored\n", path);
     yc_error_clear();
@@ -108,19 +118,38 @@ void yc_cl_tune_load(yc_cl_ctx *c)
 /* Replaces or adds a choice in the context's table. */
 static int remember(yc_cl_ctx *c, yc_cl_tuned t)
 {
-    for (int i = 0; i < c->ntuned; i++) {
-        yc_cl_tuned u = c->tuned[i];
-        u.tile = t.tile;
-        if (memcmp(&u, &t, sizeof u) == 0) {
-            c->tuned[i].tile = t.tile;
+    for (int i = 0; i < c->ntuned; i++)
+        if (yc_cl_conv_key_equal(&c->tuned[i].key, &t.key)) {
+            c->tuned[i] = t;
             return YC_OK;
         }
-    }
     yc_cl_tuned *grown = yc_realloc(c->tuned, (size_t)(c->ntuned + 1) * sizeof *grown, "tuned tiles");
     if (!grown)
         return YC_ENOMEM;
     c->tuned = grown;
     c->tuned[c->ntuned++] = t;
+    return YC_OK;
+}
+
+/* The context's whole table as a tiles file (malloc'd text). */
+static int format_table(const yc_cl_ctx *c, char **text, size_t *len)
+{
+    FILE *f = open_memstream(text, len);
+    if (!f)
+        return yc_error_status(YC_ENOMEM, "tiles file");
+    fprintf(f, "%s\n", TUNE_MAGIC);
+    for (int i = 0; i < c->ntuned; i++) {
+        const yc_cl_conv_key *k = &c->tuned[i].key;
+        const yc_cl_tile *b = &yc_cl_tiles[c->tuned[i].tile];
+        fprintf(f, "%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %.6f\n", k->pass, k->n,
+                k->c, k->h, k->w, k->k, k->r, k->s, k->sh, k->sw, k->ph, k->pw, k->half_in,
+                k->half_out, b->tm, b->tn, b->tk, c->tuned[i].ms);
+    }
+    if (fclose(f) != 0) {
+        free(*text);
+        *text = NULL;
+        return yc_error_status(YC_ENOMEM, "tiles file");
+    }
     return YC_OK;
 }
 
@@ -142,23 +171,15 @@ int yc_cl_tune(yc_backend *be, const yc_op *const *ops, int nops, int iters, con
     yc_buffer *ws = ws_bytes ? yc_buffer_alloc(be, ws_bytes) : NULL;
     if (ws_bytes && !ws)
         return yc_error_context(YC_ENOMEM, "the tuner's workspace (%zu bytes)", ws_bytes);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) {
-        yc_buffer_free(be, ws);
-        return yc_error_status(YC_ENOMEM, "tiles file");
-    }
-    fprintf(f, "%s\n", TUNE_MAGIC);
     int st = YC_OK;
     const int saved_force = c->force_tile;
     for (int i = 0; i < nops && !st; i++) {
         const yc_op *op = ops[i];
-        yc_cl_tuned key = yc_cl_conv_key(op);
+        yc_cl_conv_key key = yc_cl_conv_key_of(op);
         bool seen = false;
         for (int j = 0; j < i && !seen; j++) {
-            yc_cl_tuned other = yc_cl_conv_key(ops[j]);
-            seen = memcmp(&other, &key, sizeof key) == 0;
+            yc_cl_conv_key other = yc_cl_conv_key_of(ops[j]);
+            seen = yc_cl_conv_key_equal(&other, &key);
         }
         if (seen)
             continue;
@@ -171,10 +192,11 @@ int yc_cl_tune(yc_backend *be, const yc_op *const *ops, int nops, int iters, con
             yc_cl_conv_workspace(c, op, &need);
             yc_span span = {ws, 0, need};
             /* one untimed run (it builds the tile's program), then iters timed; a tile the
-             * device cannot run is passed over */
+             * device cannot build or launch (too much local memory, too large a work-group) is
+             * passed over */
             st = yc_backend_exec(be, op, span);
-            if (st == YC_EUNSUPPORTED) {
-                yc_debug("opencl: tile %d: %s\n", t, yc_last_error());
+            if (st == YC_EUNSUPPORTED || st == YC_EDEVICE) {
+                yc_debug("opencl: tile %d unavailable: %s\n", t, yc_last_error());
                 yc_error_clear();
                 st = YC_OK;
                 continue;
@@ -200,30 +222,34 @@ int yc_cl_tune(yc_backend *be, const yc_op *const *ops, int nops, int iters, con
                                  c->desc.info.name);
             break;
         }
-        key.tile = best_tile;
-        if ((st = remember(c, key)))
+        if ((st = remember(c, (yc_cl_tuned){.key = key, .tile = best_tile, .ms = best})))
             break;
         (*tuned)++;
         const yc_cl_tile *b = &yc_cl_tiles[best_tile];
-        yc_info("  %-18s %-26s tile %3dx%-3d k%-2d %9.3f ms (default tile %9.3f ms)\n",
-                yc_op_kind_name(op->kind), op->name ? op->name : "", b->tm, b->tn, b->tk, best,
-                ms[0]);
-        fprintf(f, "%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %.6f\n", key.pass, key.n,
-                key.c, key.h, key.w, key.k, key.r, key.s, key.sh, key.sw, key.ph, key.pw,
-                key.half_in, key.half_out, b->tm, b->tn, b->tk, best);
+        if (ms[0] >= 0)
+            yc_info("  %-18s %-26s tile %3dx%-3d k%-2d %9.3f ms (default tile %9.3f ms)\n",
+                    yc_op_kind_name(op->kind), op->name ? op->name : "", b->tm, b->tn, b->tk,
+                    best, ms[0]);
+        else
+            yc_info("  %-18s %-26s tile %3dx%-3d k%-2d %9.3f ms (default tile unavailable)\n",
+                    yc_op_kind_name(op->kind), op->name ? op->name : "", b->tm, b->tn, b->tk,
+                    best);
     }
     c->force_tile = saved_force;
     yc_buffer_free(be, ws);
-    if (fclose(f) != 0 && !st)
-        st = yc_error_status(YC_ENOMEM, "tiles file");
-    if (!st && path) {
-        char *dir = yc_path_dirname(path);
-        if (!dir)
-            st = YC_ENOMEM;
-        else if (!(st = yc_mkdirs(dir)))
-            st = yc_write_file_atomic(path, text, len);
-        free(dir);
-    }
+    if (st || !path)
+        return st;
+    /* the whole table: choices loaded from the file for other sizes stay in it */
+    char *text = NULL;
+    size_t len = 0;
+    if ((st = format_table(c, &text, &len)))
+        return st;
+    char *dir = yc_path_dirname(path);
+    if (!dir)
+        st = YC_ENOMEM;
+    else if (!(st = yc_mkdirs(dir)))
+        st = yc_write_file_atomic(path, text, len);
+    free(dir);
     free(text);
     return st;
 }

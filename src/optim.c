@@ -110,6 +110,9 @@ void yc_optim_free(yc_optim *o)
 {
     if (!o)
         return;
+    /* the device may still be writing the norm into o (a failure after yc_optim_step) */
+    if (o->norm_pending)
+        o->m->be->iface->synchronize(o->m->be);
     yc_buffer_free(o->m->be, o->buf1);
     yc_buffer_free(o->m->be, o->buf2);
     yc_buffer_free(o->m->be, o->norm_buf);
@@ -192,11 +195,13 @@ int yc_optim_step(yc_optim *o, double max_norm)
     }
     if (!status)
         status = be->iface->buffer_read_async(be, o->norm_buf, 0, &o->norm_host, sizeof o->norm_host);
+    o->norm_pending = status == YC_OK;
     return status ? yc_error_context(status, "optimizer step") : YC_OK;
 }
 
 int yc_optim_step_done(yc_optim *o)
 {
+    o->norm_pending = false;
     o->last_grad_norm = sqrt((double)o->norm_host);
     if (!isfinite(o->last_grad_norm))
         return yc_error_status(YC_ERR, "the gradients are not finite (norm %g): the optimizer "

@@ -45,6 +45,8 @@ typedef struct yc_optim {
      * (without waiting) by yc_optim_step */
     yc_buffer *norm_buf;
     float norm_host;
+    /* that read is queued and yc_optim_step_done has not run: freeing waits for it */
+    bool norm_pending;
     /* the norm of the last step's gradients, before clipping (set by yc_optim_step_done) */
     double last_grad_norm;
 } yc_optim;

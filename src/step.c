@@ -85,6 +85,9 @@ void yc_step_free(yc_step *s)
 {
     if (!s)
         return;
+    /* the device may still be writing the loss sums into s (a failure after a submit) */
+    if (s->pending)
+        s->m->be->iface->synchronize(s->m->be);
     for (int l = 0; l < YC_MAX_LEVELS; l++) {
         free(s->head[l]);
         free(s->grad[l]);

@@ -298,7 +298,9 @@ typedef struct val_state {
     int nworkers;
     worker_buf *workers;
     yc_loss_ctx *loss;
+    /* the device loss's sums, read into dl without waiting; loss_pending until a wait */
     yc_device_loss dl;
+    bool loss_pending;
     /* the rows the device kept (detect_filter): room for cand_cap rows and ids, and the
      * (id, slot) sort keys */
     float *cand_rows;
@@ -313,6 +315,9 @@ typedef struct val_state {
 
 static void state_free(val_state *s)
 {
+    /* the device may still be writing the loss sums into s (a failure after their submit) */
+    if (s->loss_pending)
+        s->m->be->iface->synchronize(s->m->be);
     yc_graph_free(s->g);
     free(s->input);
     for (int l = 0; l < YC_MAX_LEVELS; l++)
@@ -645,10 +650,12 @@ static int detect(val_state *s, int n, const yc_nms_params *np, const float *tar
             if ((st = yc_device_loss_submit(&s->dl, s->loss, m->be, n, heads, NULL, targets, nt,
                                             NULL)))
                 return yc_error_context(st, "validation loss");
+            s->loss_pending = true;
         }
         bool fits = false;
         if ((st = device_candidates(s, n, np->conf_thres, &fits)))
             return st;
+        s->loss_pending = false;
         /* detect_filter has waited for the device: the loss sums are in */
         if (s->loss) {
             yc_loss_result lr;

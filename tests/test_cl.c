@@ -791,6 +791,17 @@ START_TEST(igemm_tiles)
 }
 END_TEST
 
+/* The limits under which a device's convolutions go to CLBlast: work-groups of 256 and the
+ * default tile's 8 KiB of local memory (64x64, 16 steps). */
+START_TEST(igemm_limits)
+{
+    ck_assert(yc_cl_igemm_admits(256, 8192));
+    ck_assert(yc_cl_igemm_admits(1024, 48 * 1024));
+    ck_assert(!yc_cl_igemm_admits(128, 64 * 1024));
+    ck_assert(!yc_cl_igemm_admits(1024, 4096));
+}
+END_TEST
+
 /* yolocl tune on two convolutions: the fastest tile of each kept in the device's tiles file, which
  * the next backend on the device reads and uses. */
 START_TEST(tune_round_trip)
@@ -832,12 +843,56 @@ START_TEST(tune_round_trip)
     ck_assert_int_eq(yc_backend_opencl_new(&again, 0), YC_OK);
     ck_assert_int_eq(yc_cl_conv_tile_of(again, &fwd), tf);
     ck_assert_int_eq(yc_cl_conv_tile_of(again, &bf), tb);
-    /* another shape is not in the file: the default tile */
+    /* another filter geometry is not in the file: the default tile */
     yc_op other = fwd;
     other.p.conv.pad_h = other.p.conv.pad_w = 0;
     yc_tensor y2 = yc_tensor_make(2, 16, 14, 14, YC_F32, "y2");
     other.dst[0] = &y2;
     ck_assert_int_eq(yc_cl_conv_tile_of(again, &other), 0);
+    yc_backend_free(again);
+
+    /* a file naming tile 2 for the forward at batch 2 and 16x16: the same forward at batch 4 or
+     * at 32x32 takes it (the nearest size), the other padding does not */
+    int tm, tn, tk;
+    yc_cl_tile_size(2, &tm, &tn, &tk);
+    char line[512];
+    snprintf(line, sizeof line, "yolocl convolution tiles 1\n0 2 8 16 16 16 3 3 1 1 1 1 0 0 %d %d %d 1.5\n", tm, tn, tk);
+    ck_assert_int_eq(yc_write_file_atomic(path, line, strlen(line)), YC_OK);
+    ck_assert_int_eq(yc_backend_opencl_new(&again, 0), YC_OK);
+    ck_assert_int_eq(yc_cl_conv_tile_of(again, &fwd), 2);
+    yc_tensor x4 = yc_tensor_make(4, 8, 32, 32, YC_F32, "x4"), y4 = yc_tensor_make(4, 16, 32, 32, YC_F32, "y4");
+    yc_op big = fwd;
+    big.src[0] = &x4;
+    big.dst[0] = &y4;
+    ck_assert_int_eq(yc_cl_conv_tile_of(again, &big), 2);
+    ck_assert_int_eq(yc_cl_conv_tile_of(again, &other), 0);
+    ck_assert_int_eq(yc_cl_conv_tile_of(again, &bf), 0);
+    /* tuning the backward-filter on that backend keeps the forward's line in the file */
+    yc_buffer *bufs[3];
+    for (int i = 0; i < 3; i++) {
+        bufs[i] = ts[i]->buf;
+        ts[i]->buf = yc_buffer_alloc(again, yc_tensor_elems(ts[i]) * 4);
+        ck_assert_ptr_nonnull(ts[i]->buf);
+        ck_assert_int_eq(again->iface->buffer_memset(again, ts[i]->buf, 0, 0, yc_tensor_elems(ts[i]) * 4), YC_OK);
+    }
+    const yc_op *only_bf[1] = {&bf};
+    ck_assert_msg(yc_cl_tune(again, only_bf, 1, 1, path, &tuned) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(tuned, 1);
+    const int tb2 = yc_cl_conv_tile_of(again, &bf);
+    for (int i = 0; i < 3; i++) {
+        yc_buffer_free(again, ts[i]->buf);
+        ts[i]->buf = bufs[i];
+    }
+    yc_backend_free(again);
+    ck_assert_int_eq(yc_read_file(path, &text, &len), YC_OK);
+    int lines = 0;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    ck_assert_msg(lines == 3, "%s", text);
+    free(text);
+    ck_assert_int_eq(yc_backend_opencl_new(&again, 0), YC_OK);
+    ck_assert_int_eq(yc_cl_conv_tile_of(again, &fwd), 2);
+    ck_assert_int_eq(yc_cl_conv_tile_of(again, &bf), tb2);
     yc_backend_free(again);
     for (int i = 0; i < 3; i++)
         yc_buffer_free(be, ts[i]->buf);
@@ -1380,6 +1435,7 @@ int main(void)
         tcase_add_test(be, val_batch_on_device);
         tcase_add_test(be, igemm_tiles);
         tcase_add_test(be, tune_round_trip);
+        tcase_add_test(be, igemm_limits);
         suite_add_tcase(s, be);
         TCase *gold = tcase_create("golden");
         tcase_set_timeout(gold, 600);

@@ -88,7 +88,8 @@ static backend_entry backends[2 + MAX_CL_BACKENDS] = {
 static int nbackends = 2;
 #define NBACKENDS nbackends
 
-/* Appends every OpenCL device to `backends` (none when YOLOCL_TEST_OPENCL=0).  The devices are
+/* Appends every OpenCL device to `backends` (none when YOLOCL_TEST_OPENCL=0, only device N with
+ * YOLOCL_TEST_OPENCL_DEVICE=N).  The devices are
  * counted in a child process: listing them starts the OpenCL platform (PoCL starts threads), and
  * Check's forked tests hang when their parent has done that. */
 static void add_opencl_backends(void)
@@ -114,7 +115,10 @@ static void add_opencl_backends(void)
     close(fd[0]);
     if (pid > 0)
         waitpid(pid, NULL, 0);
+    const char *only = getenv("YOLOCL_TEST_OPENCL_DEVICE");
     for (int i = 0; i < n && i < MAX_CL_BACKENDS; i++) {
+        if (only && *only && atoi(only) != i)
+            continue;
         snprintf(names[i], sizeof names[i], "opencl:%d", i);
         backends[nbackends++] = (backend_entry){names[i], create_opencl, i};
     }
@@ -123,6 +127,25 @@ static void add_opencl_backends(void)
     if (n == 0)
         fprintf(stderr, "test_ops: no OpenCL device: the OpenCL cases are skipped\n");
 #endif
+}
+
+/* Backends kept open across the cases of one forked test (op_cases, op_cases_silu) when it runs
+ * more than one: each OpenCL backend is a new context whose kernels are loaded again, which on a
+ * GPU driver costs more than the case (released by backends_release at the test's end). */
+static yc_backend *kept[2 + MAX_CL_BACKENDS];
+
+/* Cases per forked test: 1, or 8 in a sanitizer build (YOLOCL_SANITIZED set by make check), where
+ * LeakSanitizer's check at the exit of every forked test costs 0.15-0.3 s (850 cases: 2 to 4
+ * minutes), or $YOLOCL_TEST_CASES_PER_FORK (bench/gpu_check.sh: a GPU driver's start in every
+ * fork costs more than the case).  Set in main. */
+static int cases_per_test = 1;
+
+static void backends_release(void)
+{
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        yc_backend_free(kept[i]);
+        kept[i] = NULL;
+    }
 }
 
 /* Creates backend `i`; NULL when it does not exist on this machine. */
@@ -1487,9 +1510,11 @@ static double half_err(const double *got, const double *want, size_t n, double t
  * the backend does not exist here. */
 static bool case_run(const op_case *c, prepared *pc, int bi, double *out[YC_OP_MAX_DST])
 {
-    yc_backend *be = backend_open(bi);
-    if (!be)
+    yc_backend *be = cases_per_test > 1 ? kept[bi] : NULL;
+    if (!be && !(be = backend_open(bi)))
         return false;
+    if (cases_per_test > 1)
+        kept[bi] = be;
     const char *bname = backends[bi].name, *label = pc->label;
     ck_assert_msg(be->iface->supports(be, &pc->op), "%s: not supported by %s", label, bname);
     for (int i = 0; i < YC_OP_MAX_SRC; i++)
@@ -1547,7 +1572,8 @@ static bool case_run(const op_case *c, prepared *pc, int bi, double *out[YC_OP_M
         }
     yc_buffer_free(be, wbuf);
     free(wbefore), free(wafter);
-    yc_backend_free(be);
+    if (cases_per_test == 1)
+        yc_backend_free(be);
     return true;
 }
 
@@ -1558,10 +1584,6 @@ static uint32_t value_bits(double v, bool half)
     return fbits(half ? yc_half_to_float(yc_float_to_half(f)) : f);
 }
 
-/* Cases per forked test: 1, or 8 in a sanitizer build (YOLOCL_SANITIZED set by make check), where
- * LeakSanitizer's check at the exit of every forked test costs 0.15-0.3 s (850 cases: 2 to 4
- * minutes). */
-static int cases_per_test = 1;
 
 static void run_op_case(const op_case *c)
 {
@@ -1600,6 +1622,7 @@ START_TEST(op_cases)
 {
     for (int i = _i * cases_per_test; i < (_i + 1) * cases_per_test && i < ncases; i++)
         run_op_case(&cases[i]);
+    backends_release();
 }
 END_TEST
 
@@ -1628,6 +1651,7 @@ START_TEST(op_cases_silu)
 {
     for (int i = _i * cases_per_test; i < (_i + 1) * cases_per_test && i < nsilu_cases; i++)
         run_op_case(&cases[silu_cases[i]]);
+    backends_release();
 }
 END_TEST
 
@@ -3191,9 +3215,11 @@ static Suite *ops_suite(void)
 
     TCase *tc = tcase_create("backend_vs_reference");
     tcase_set_timeout(tc, 120);
-    const char *san = getenv("YOLOCL_SANITIZED");
+    const char *san = getenv("YOLOCL_SANITIZED"), *per = getenv("YOLOCL_TEST_CASES_PER_FORK");
     if (san && *san && strcmp(san, "0") != 0)
         cases_per_test = 8;
+    if (per && atoi(per) >= 1)
+        cases_per_test = atoi(per);
     tcase_add_loop_test(tc, op_cases, 0, (ncases + cases_per_test - 1) / cases_per_test);
     tcase_add_test(tc, in_place);
     suite_add_tcase(s, tc);
