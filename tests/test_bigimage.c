@@ -9,6 +9,8 @@
  *   - the huge JPEG detected without --slice is read shrunk (libjpeg's 1/8 scale) and the peak
  *     stays far below its decoded size, and an image just above 4096 x 4096 gets its annotated
  *     copy drawn strip by strip at full size;
+ *   - a truncated image, small or large, read three times is decoded as far as possible each time
+ *     and reported once;
  *   - --cache ram and --cache disk give the same training and validation batches as no cache,
  *     bit for bit, over two epochs (the second served from the cache), a disk cache warm from an
  *     earlier run too, and an image changed after it was cached is read again.
@@ -494,6 +496,71 @@ START_TEST(huge_jpeg_is_read_at_one_eighth_and_the_bomb_refused_from_its_header)
 }
 END_TEST
 
+/* Copies the first keep_num / keep_den of the bytes of src to dst. */
+static void write_prefix(const char *src, const char *dst, size_t keep_num, size_t keep_den)
+{
+    char *data = NULL;
+    size_t n = 0;
+    ck_assert_msg(yc_read_file(src, &data, &n) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_write_file_atomic(dst, data, n * keep_num / keep_den) == YC_OK, "%s",
+                  yc_last_error());
+    free(data);
+}
+
+/* Occurrences of `needle` in the file at path. */
+static int count_in(const char *path, const char *needle)
+{
+    char *text = slurp(path);
+    int k = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+        k++;
+    free(text);
+    return k;
+}
+
+/* A truncated image, read whole (a small one) or reduced (one above 4096 x 4096), three times as
+ * three epochs would: decoded as far as possible each time, reported once per file. */
+START_TEST(damaged_images_are_reported_once_per_file)
+{
+    char mid[600], small[600], cut_mid[600], cut_small[600], log[600];
+    snprintf(mid, sizeof mid, "%s/mid.jpg", tmpdir);
+    snprintf(small, sizeof small, "%s/demo/images/train/shapes_00000.jpg", tmpdir);
+    snprintf(cut_mid, sizeof cut_mid, "%s/cut_mid.jpg", tmpdir);
+    snprintf(cut_small, sizeof cut_small, "%s/cut_small.jpg", tmpdir);
+    snprintf(log, sizeof log, "%s/damaged.log", tmpdir);
+    write_prefix(mid, cut_mid, 1, 2);
+    write_prefix(small, cut_small, 1, 2);
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert(saved >= 0 && fd >= 0 && dup2(fd, 2) == 2);
+    close(fd);
+    yc_image out = YC_IMAGE_INIT;
+    yc_load_info li;
+    yc_read_info ri;
+    int st_mid[3], st_small[3];
+    bool reduced = false;
+    for (int epoch = 0; epoch < 3; epoch++) {
+        st_mid[epoch] = yc_load_image_limited(cut_mid, 64, true, NULL, NULL, &out, &li, &ri);
+        reduced |= ri.reduced;
+        st_small[epoch] = yc_load_image_limited(cut_small, 64, true, NULL, NULL, &out, &li, &ri);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    for (int epoch = 0; epoch < 3; epoch++) {
+        ck_assert_int_eq(st_mid[epoch], YC_OK);
+        ck_assert_int_eq(st_small[epoch], YC_OK);
+    }
+    ck_assert(reduced);
+    char *text = slurp(log);
+    ck_assert_msg(count_in(log, "cut_mid.jpg") == 1 && count_in(log, "cut_small.jpg") == 1,
+                  "warnings:\n%s", text);
+    free(text);
+    yc_image_free(&out);
+}
+END_TEST
+
 /* ---- the image cache ---------------------------------------------------------------------------- */
 
 /* Everything two epochs of a loader give: per batch its size, samples, targets and pixels. */
@@ -636,6 +703,7 @@ static Suite *suite(bool cli)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, huge_jpeg_is_read_at_one_eighth_and_the_bomb_refused_from_its_header);
     tcase_add_test(tc, cache_ram_and_disk_give_the_same_batches_as_no_cache);
+    tcase_add_test(tc, damaged_images_are_reported_once_per_file);
     suite_add_tcase(s, tc);
     if (cli) {
         tc = tcase_create("commands");
