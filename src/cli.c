@@ -93,6 +93,32 @@ int yc_cli_size(const char *cmd, const char *opt, const char *arg, size_t *out)
     return 0;
 }
 
+int yc_cli_pixels(const char *cmd, const char *opt, const char *arg, size_t *out)
+{
+    const unsigned long long most = 1ull << 40;
+    unsigned long long a = 0, b = 1;
+    char *end = NULL;
+    errno = 0;
+    if (arg[0] >= '0' && arg[0] <= '9')
+        a = strtoull(arg, &end, 10);
+    bool ok = end && end != arg && errno == 0;
+    if (ok && (*end == 'x' || *end == 'X')) {
+        const char *second = end + 1;
+        ok = *second >= '0' && *second <= '9';
+        if (ok)
+            b = strtoull(second, &end, 10);
+        ok = ok && errno == 0 && end != second;
+    }
+    if (!ok || *end)
+        return yc_usage_error(cmd, "invalid value '%s' for %s: expected a number of pixels or "
+                              "WxH, e.g. 20000x20000", arg, opt);
+    if (a < 1 || b < 1 || a > most || b > most || a * b > most)
+        return yc_usage_error(cmd, "invalid value '%s' for %s: expected from 1 to 2^40 pixels",
+                              arg, opt);
+    *out = (size_t)(a * b);
+    return 0;
+}
+
 /* getopt_long (glibc) leaves, after an error:
  * - unknown or ambiguous long option: optopt 0, argv[optind-1] the option as written;
  * - long option missing its value (then optind == argc), or given one it does not take

@@ -25,6 +25,8 @@ int yc_cli_int(const char *cmd, const char *opt, const char *arg, long min, long
 int yc_cli_float(const char *cmd, const char *opt, const char *arg, double min, double max,
                  float *out);
 int yc_cli_size(const char *cmd, const char *opt, const char *arg, size_t *out);
+/* A pixel count: an integer, or WxH (their product), at least 1 and at most 2^40 (--max-pixels). */
+int yc_cli_pixels(const char *cmd, const char *opt, const char *arg, size_t *out);
 
 /* --project and --name of a run directory: non-empty, the name one directory level.  Returns 0
  * or YC_EXIT_USAGE with a usage error. */

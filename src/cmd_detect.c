@@ -44,6 +44,11 @@ static void print_usage(void)
           "      --name NAME          run directory name (default exp; exp2, exp3... when taken)\n"
           "      --exist-ok           reuse an existing run directory\n"
           "      --device D           auto, cpu, opencl, opencl:N or a device name substring\n"
+          "      --max-pixels N|WxH   most pixels one image read may decode (default 2^30);\n"
+          "                           larger images are skipped: detect them with --slice\n"
+          "\n"
+          "Images larger than 4096x4096 pixels are read reduced to --img while they decode, never\n"
+          "whole, and their annotated copy is drawn strip by strip.\n"
           "\n"
           "Sliced detection of large images (SAHI):\n"
           "      --slice SIZE         detect in SIZE x SIZE windows of each image and merge the\n"
@@ -82,6 +87,7 @@ enum {
     OPT_SLICE_MERGE,
     OPT_SLICE_THRES,
     OPT_SLICE_FULL,
+    OPT_MAX_PIXELS,
 };
 
 /* True when s is a plain non-negative integer. */
@@ -146,6 +152,7 @@ int yc_cmd_detect(int argc, char **argv)
         {"slice-merge", required_argument, NULL, OPT_SLICE_MERGE},
         {"slice-thres", required_argument, NULL, OPT_SLICE_THRES},
         {"slice-full", no_argument, NULL, OPT_SLICE_FULL},
+        {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -162,6 +169,7 @@ int yc_cmd_detect(int argc, char **argv)
     yc_slice_options_default(&so);
     so.tile = 0;
     float fval;
+    size_t max_pixels = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":w:c:s:h", opts, NULL)) != -1) {
         switch (c) {
@@ -271,6 +279,10 @@ int yc_cmd_detect(int argc, char **argv)
             so.full = true;
             slice_opts = true;
             break;
+        case OPT_MAX_PIXELS:
+            if ((st = yc_cli_pixels(cmd, "--max-pixels", optarg, &max_pixels)))
+                return st;
+            break;
         case 'h':
             print_usage();
             return YC_EXIT_OK;
@@ -343,12 +355,16 @@ int yc_cmd_detect(int argc, char **argv)
         goto done;
     yc_detect_save sv = {.save_dir = save_dir, .save_img = !nosave, .save_txt = save_txt,
                          .save_conf = save_conf, .save_crop = save_crop, .line_thickness = line,
-                         .hide_labels = hide_labels, .hide_conf = hide_conf, .print = true};
+                         .hide_labels = hide_labels, .hide_conf = hide_conf, .print = true,
+                         .limits = {.max_pixels = max_pixels}};
     yc_detect_summary sum;
     if (so.tile)
         st = yc_detect_files_sliced(det, &files, names, m->nc, &sv, &so, &sum);
     else
         st = yc_detect_files(det, &files, names, m->nc, &sv, &sum);
+    if (!st && sum.images == 0 && files.n > 0)
+        st = yc_error_status(YC_EFORMAT, "none of the %zu image%s of %s could be read (see the "
+                             "warnings above)", files.n, files.n == 1 ? "" : "s", source);
 done:
     yc_detector_free(det);
     yc_infer_model_free(&im);

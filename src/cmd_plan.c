@@ -9,6 +9,9 @@
 #include "commands.h"
 #include "dataset.h"
 #include "device.h"
+#include "image_read.h"
+#include "imgcache.h"
+#include "loader.h"
 #include "json.h"
 #include "log.h"
 #include "memplan.h"
@@ -35,6 +38,8 @@ static void print_usage(void)
           "  -j, --workers N       loader threads (default: physical cores)\n"
           "  -d, --data FILE       dataset yaml: its class count, largest image and validation\n"
           "      --max-image WxH   largest dataset image without --data (default IMGxIMG)\n"
+          "      --cache [ram]     count the images --cache ram keeps (needs --data)\n"
+          "      --max-pixels N    most pixels one image read may decode (default 2^30)\n"
           "      --tile SIZE       tiled training with SIZE x SIZE windows (default: the\n"
           "                        dataset yaml's tile:, else none; 0 = whole images)\n"
           "      --val-full        with tiles: validation per whole image by slices (see\n"
@@ -47,15 +52,24 @@ static void print_usage(void)
 }
 
 enum { OPT_NC = 256, OPT_HALF, OPT_NOHALF, OPT_RECOMPUTE, OPT_MEM, OPT_OPTIM, OPT_MAXIMG, OPT_NOVAL, OPT_DEVICE,
-       OPT_JSON, OPT_TILE, OPT_VAL_FULL };
+       OPT_JSON, OPT_TILE, OPT_VAL_FULL, OPT_CACHE, OPT_MAX_PIXELS };
+
+/* Why the plan shows a micro-batch instead of the requested batch ("" when it does not). */
+static char micro_note[1400];
 
 static void print_text(const yc_run_shape *rs, const yc_mem_report *r, const yc_mem_fit *fit,
                        size_t limit, const yc_backend *be)
 {
     char a[32], b[32];
-    printf("%s at %dx%d, batch %d%s%s, %s\n", rs->m->cfg->name, rs->imgsz, rs->imgsz, rs->batch,
-           rs->half ? ", FP16 storage" : "", rs->recompute ? ", recomputation" : "",
-           yc_optim_kind_name(rs->optimizer));
+    if (*micro_note)
+        printf("%s at %dx%d, micro-batch %d of batch %d%s%s, %s\n(%s)\n", rs->m->cfg->name,
+               rs->imgsz, rs->imgsz, rs->batch, rs->loader_batch,
+               rs->half ? ", FP16 storage" : "", rs->recompute ? ", recomputation" : "",
+               yc_optim_kind_name(rs->optimizer), micro_note);
+    else
+        printf("%s at %dx%d, batch %d%s%s, %s\n", rs->m->cfg->name, rs->imgsz, rs->imgsz,
+               rs->batch, rs->half ? ", FP16 storage" : "", rs->recompute ? ", recomputation" : "",
+               yc_optim_kind_name(rs->optimizer));
     printf("\n%-44s %12s  %s\n", "item", "bytes", "where");
     for (int i = 0; i < r->nitems; i++)
         printf("%-44s %12s  %s\n", r->items[i].what,
@@ -98,13 +112,14 @@ static void print_json(const yc_run_shape *rs, const yc_mem_report *r, const yc_
            "\"workspace_bytes\": %zu, \"micro_batch\": %d, \"micro_batches\": %d, "
            "\"last_micro_batch\": %d, \"accumulate\": %d, \"half\": %s, "
            "\"recompute\": %s, \"fit_peak_bytes\": %zu, \"limit_bytes\": %zu, \"device\": %s, "
-           "\"chunks\": [",
-           name ? name : "\"\"", rs->imgsz, rs->batch, r->peak_bytes, r->lower_bound_bytes,
+           "\"planned_batch\": %d, \"chunks\": [",
+           name ? name : "\"\"", rs->imgsz, rs->loader_batch ? rs->loader_batch : rs->batch,
+           r->peak_bytes, r->lower_bound_bytes,
            r->device_bytes, r->host_bytes, r->train_plan.arena_bytes,
            r->train_plan.lower_bound_bytes, r->workspace_bytes, fit->micro_batch,
            fit->micro_batches, fit->last_micro, fit->accumulate,
            fit->half ? "true" : "false", fit->recompute ? "true" : "false", fit->peak_bytes, limit,
-           dev ? dev : "\"\"");
+           dev ? dev : "\"\"", rs->batch);
     for (int c = 0; c < r->train_plan.nchunks; c++)
         printf("%s%zu", c ? ", " : "", r->train_plan.chunk_bytes[c]);
     printf("], \"items\": [");
@@ -137,6 +152,8 @@ int yc_cmd_plan(int argc, char **argv)
         {"optimizer", required_argument, NULL, OPT_OPTIM},
         {"workers", required_argument, NULL, 'j'},
         {"max-image", required_argument, NULL, OPT_MAXIMG},
+        {"cache", optional_argument, NULL, OPT_CACHE},
+        {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
         {"tile", required_argument, NULL, OPT_TILE},
         {"val-full", no_argument, NULL, OPT_VAL_FULL},
         {"noval", no_argument, NULL, OPT_NOVAL},
@@ -149,7 +166,8 @@ int yc_cmd_plan(int argc, char **argv)
     int nc = 0, img = 640, batch = 16, workers = 0, c, st;
     int max_w = 0, max_h = 0, tile = -1;
     size_t mem = 0;
-    bool json = false, noval = false, recompute = false, val_full = false;
+    bool json = false, noval = false, recompute = false, val_full = false, cache_ram = false;
+    yc_read_limits lim = {0, 0};
     int val_w = 0, val_h = 0;
     yc_half_policy half = YC_HALF_AUTO;
     yc_optim_kind optim = YC_OPTIM_SGD;
@@ -213,6 +231,21 @@ int yc_cmd_plan(int argc, char **argv)
         case OPT_NOVAL:
             noval = true;
             break;
+        case OPT_CACHE: {
+            const char *v = optarg;
+            if (!v && optind < argc && argv[optind][0] != '-')
+                v = argv[optind++];
+            yc_cache_kind k;
+            if (!yc_cache_kind_parse(v, &k))
+                return yc_usage_error(cmd, "invalid value '%s' for --cache: expected ram or disk",
+                                      v);
+            cache_ram = k == YC_CACHE_RAM;
+            break;
+        }
+        case OPT_MAX_PIXELS:
+            if ((st = yc_cli_pixels(cmd, "--max-pixels", optarg, &lim.max_pixels)))
+                return st;
+            break;
         case OPT_VAL_FULL:
             val_full = true;
             break;
@@ -233,6 +266,9 @@ int yc_cmd_plan(int argc, char **argv)
         return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (!cfg_name)
         return yc_usage_error(cmd, "--cfg is required (for example --cfg yolov5s)");
+    if (cache_ram && !data)
+        return yc_usage_error(cmd, "--cache needs --data (the images it would keep)");
+    micro_note[0] = '\0';
 
     char path[1024];
     yc_model_cfg *cfg = NULL;
@@ -286,6 +322,30 @@ int yc_cmd_plan(int argc, char **argv)
                        .max_image_w = max_w ? max_w : img, .max_image_h = max_h ? max_h : img,
                        .tile = tile >= 0 ? tile : have_yaml ? y.tile : 0,
                        .baseline = baseline};
+    if (rs.tile == 0) {
+        /* whole images: the costliest read of the dataset, else of the --max-image */
+        for (int i = 0; i < nsets; i++) {
+            long which;
+            size_t bytes = yc_loader_read_bytes(&sets[i], img, &lim, &which);
+            if (which >= 0 && (!rs.read_image || bytes > rs.read_bytes)) {
+                rs.read_bytes = bytes;
+                rs.read_image = sets[i].samples[which].image;
+                rs.read_image_w = sets[i].samples[which].w;
+                rs.read_image_h = sets[i].samples[which].h;
+            }
+        }
+        if (!rs.read_image) {
+            double r = (double)img / (rs.max_image_w > rs.max_image_h ? rs.max_image_w
+                                                                      : rs.max_image_h);
+            int oh = (int)(rs.max_image_h * r), ow = (int)(rs.max_image_w * r);
+            rs.read_bytes = yc_image_read_bytes(rs.max_image_w, rs.max_image_h, oh > 0 ? oh : 1,
+                                                ow > 0 ? ow : 1, &lim);
+        }
+        if (cache_ram)
+            for (int i = 0; i < nsets; i++)
+                if (i == 0 || !noval)
+                    rs.cache_bytes += yc_img_cache_ram_bytes(&sets[i], img);
+    }
     if (val_full && rs.tile == 0) {
         st = yc_error_status(YC_EUSAGE, "--val-full needs tiles: --tile SIZE or tile: in the "
                              "dataset yaml");
@@ -303,11 +363,26 @@ int yc_cmd_plan(int argc, char **argv)
     size_t limit = mem ? mem : (size_t)(0.9 * (double)avail);
     yc_mem_report r;
     yc_mem_fit fit;
-    if ((st = yc_memplan(&rs, &r)))
-        goto done;
     yc_run_shape fs = rs;
     fs.batch = batch;
-    if ((st = yc_memfit(&fs, limit, half, 64, 1024, &fit))) {
+    st = yc_memplan(&rs, &r);
+    if (st == YC_ENOMEM) {
+        /* a tensor of this batch exceeds the device's largest allocation: train runs the batch
+         * in the micro-batches the fit picks, so that is the plan shown */
+        snprintf(micro_note, sizeof micro_note, "%s", yc_last_error());
+        yc_error_clear();
+        if ((st = yc_memfit(&fs, limit, half, 64, 1024, &fit)))
+            goto done;
+        rs.loader_batch = rs.batch;
+        rs.batch = fit.micro_batch;
+        rs.val_batch = noval ? 0 : 2 * fit.micro_batch;
+        rs.half = fit.half;
+        rs.recompute = fit.recompute;
+        if ((st = yc_memplan(&rs, &r)))
+            goto done;
+    } else if (st) {
+        goto done;
+    } else if ((st = yc_memfit(&fs, limit, half, 64, 1024, &fit))) {
         yc_mem_report_free(&r);
         goto done;
     }

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "imgcache.h"
 #include "log.h"
 #include "memplan.h"
 #include "optim.h"
@@ -68,7 +69,11 @@ static void print_usage(void)
           "      --project DIR        save to DIR/NAME (default runs/train)\n"
           "      --name NAME          run name (default exp; exp2, exp3... when taken)\n"
           "      --exist-ok           reuse an existing DIR/NAME\n"
-          "      --cache [ram|disk]   accepted for compatibility: yolocl streams images\n"
+          "      --cache [ram|disk]   keep the images decoded and resized to --img, in memory\n"
+          "                           (counted by the memory plan) or in files beside the\n"
+          "                           dataset, so that later epochs skip decoding (bare: ram)\n"
+          "      --max-pixels N|WxH   most pixels one image read may decode (default 2^30);\n"
+          "                           larger images are skipped: train them with --tile\n"
           "  -h, --help               show this help\n",
           stdout);
 }
@@ -80,7 +85,7 @@ enum {
     OPT_DEVICE, OPT_PROJECT, OPT_NAME, OPT_EXIST_OK, OPT_CACHE, OPT_EVOLVE, OPT_MEM, OPT_HALF,
     OPT_NOHALF,
     OPT_RECOMPUTE, OPT_TILE, OPT_TILE_OVERLAP, OPT_TILE_MIN_AREA, OPT_TILES_PER_EPOCH,
-    OPT_VAL_FULL,
+    OPT_VAL_FULL, OPT_MAX_PIXELS,
 };
 
 /* A number in [0, 1] (below 1 when `below_one`) as a double: --tile-overlap, --tile-min-area. */
@@ -137,6 +142,7 @@ int yc_cmd_train(int argc, char **argv)
         {"name", required_argument, NULL, OPT_NAME},
         {"exist-ok", no_argument, NULL, OPT_EXIST_OK},
         {"cache", optional_argument, NULL, OPT_CACHE},
+        {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
         {"mem", required_argument, NULL, OPT_MEM},
         {"half", no_argument, NULL, OPT_HALF},
         {"no-half", no_argument, NULL, OPT_NOHALF},
@@ -310,8 +316,21 @@ int yc_cmd_train(int argc, char **argv)
         case OPT_VAL_FULL:
             o.val_full = true;
             break;
-        case OPT_CACHE:
-            o.cache = true;
+        case OPT_CACHE: {
+            /* an optional value, also as the next argument (argparse nargs='?'), as --resume */
+            const char *v = optarg;
+            if (!v && optind < argc && argv[optind][0] != '-')
+                v = argv[optind++];
+            yc_cache_kind k;
+            if (!yc_cache_kind_parse(v, &k))
+                return yc_usage_error(cmd, "invalid value '%s' for --cache: expected ram or disk",
+                                      v);
+            o.cache = (int)k;
+            break;
+        }
+        case OPT_MAX_PIXELS:
+            if ((st = yc_cli_pixels(cmd, "--max-pixels", optarg, &o.max_pixels)))
+                return st;
             break;
         case OPT_EVOLVE:
             return yc_usage_error(cmd, "--evolve (hyperparameter evolution) is not supported");

@@ -59,7 +59,12 @@ static void print_usage(void)
           "      --exist-ok         reuse an existing run directory\n"
           "      --workers N        loader threads (default 8, at most the batch size and CPUs)\n"
           "      --device D         auto, cpu, opencl, opencl:N or a device name substring\n"
-          "  -h, --help             show this help\n",
+          "      --max-pixels N|WxH most pixels one image read may decode (default 2^30);\n"
+          "                         larger images are left out: validate them with --tile\n"
+          "  -h, --help             show this help\n"
+          "\n"
+          "Images larger than 4096x4096 pixels are read reduced to --img while they decode,\n"
+          "never whole.\n",
           stdout);
 }
 
@@ -85,6 +90,7 @@ enum {
     OPT_SLICE_MERGE,
     OPT_SLICE_THRES,
     OPT_SLICE_FULL,
+    OPT_MAX_PIXELS,
 };
 
 int yc_cmd_val(int argc, char **argv)
@@ -119,6 +125,7 @@ int yc_cmd_val(int argc, char **argv)
         {"slice-merge", required_argument, NULL, OPT_SLICE_MERGE},
         {"slice-thres", required_argument, NULL, OPT_SLICE_THRES},
         {"slice-full", no_argument, NULL, OPT_SLICE_FULL},
+        {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -133,6 +140,7 @@ int yc_cmd_val(int argc, char **argv)
     yc_slice_options_default(&so);
     so.merge = yc_merge_params_nms_ios();
     float fval;
+    size_t max_pixels = 0;
     yc_split split = YC_SPLIT_VAL;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":d:w:c:b:h", opts, NULL)) != -1) {
@@ -207,6 +215,10 @@ int yc_cmd_val(int argc, char **argv)
             break;
         case OPT_DEVICE:
             device = optarg;
+            break;
+        case OPT_MAX_PIXELS:
+            if ((st = yc_cli_pixels(cmd, "--max-pixels", optarg, &max_pixels)))
+                return st;
             break;
         case OPT_TILE:
             if ((st = yc_cli_int(cmd, "--tile", optarg, 0, 16384, &tile)))
@@ -335,7 +347,8 @@ int yc_cmd_val(int argc, char **argv)
     }
     yc_loader_options lo = {.ds = &ds, .train = false, .imgsz = imgsz, .batch = batch,
                             .rect = true, .pad = 0.5, .stride = im.stride, .workers = nw,
-                            .tiles = tile > 0 ? &tiles : NULL};
+                            .tiles = tile > 0 ? &tiles : NULL,
+                            .limits = {.max_pixels = max_pixels}};
     if (!val_full && (st = yc_loader_new(&loader, &lo)))
         goto done;
 

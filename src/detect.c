@@ -1,5 +1,6 @@
 /* Inference on image files and weights loading (see detect.h). */
 #include "detect.h"
+#include "slice.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -184,17 +185,12 @@ static float *host_f32(yc_backend *be, const yc_tensor *t)
     return base ? (float *)(void *)(base + t->offset) : NULL;
 }
 
-int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int *n, int *in_h,
-                    int *in_w, yc_detect_times *times)
+/* yc_detector_run after the letterbox: d->lb holds the input of an img_h x img_w image. */
+static int run_letterboxed(yc_detector *d, int img_h, int img_w, const float **dets, int *n,
+                           int *in_h, int *in_w, yc_detect_times *times)
 {
-    *dets = NULL;
-    *n = 0;
     yc_model *m = d->im->m;
-    yc_letterbox_info li;
-    int st = yc_letterbox(img, &d->lb, d->opt.img_h, d->opt.img_w, !d->opt.fixed_shape, false,
-                          true, d->im->stride, &li);
-    if (st)
-        return st;
+    int st;
     const int h = d->lb.h, w = d->lb.w;
     if (in_h)
         *in_h = h;
@@ -272,8 +268,8 @@ int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int
 
     /* scale_boxes(im.shape[2:], det[:, :4], im0.shape).round() (val.py does not round) */
     double gain, pw, ph;
-    yc_letterbox_gain_pad(h, w, img->h, img->w, &gain, &pw, &ph);
-    yc_scale_boxes(d->dets, (size_t)nd, 6, gain, pw, ph, img->h, img->w);
+    yc_letterbox_gain_pad(h, w, img_h, img_w, &gain, &pw, &ph);
+    yc_scale_boxes(d->dets, (size_t)nd, 6, gain, pw, ph, img_h, img_w);
     for (int i = 0; i < nd && !d->opt.val_mode; i++)
         for (int k = 0; k < 4; k++)
             d->dets[(size_t)i * 6 + k] = nearbyintf(d->dets[(size_t)i * 6 + k]);
@@ -285,6 +281,38 @@ int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int
     *dets = d->dets;
     *n = nd;
     return YC_OK;
+}
+
+int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int *n, int *in_h,
+                    int *in_w, yc_detect_times *times)
+{
+    *dets = NULL;
+    *n = 0;
+    int st = yc_letterbox(img, &d->lb, d->opt.img_h, d->opt.img_w, !d->opt.fixed_shape, false,
+                          true, d->im->stride, NULL);
+    if (st)
+        return st;
+    return run_letterboxed(d, img->h, img->w, dets, n, in_h, in_w, times);
+}
+
+void yc_detector_geometry(const yc_detector *d, int h0, int w0, yc_letterbox_info *g)
+{
+    yc_letterbox_geometry(h0, w0, d->opt.img_h, d->opt.img_w, !d->opt.fixed_shape, false, true,
+                          d->im->stride, g);
+}
+
+int yc_detector_run_reduced(yc_detector *d, const yc_image *content, int h0, int w0,
+                            const float **dets, int *n, int *in_h, int *in_w,
+                            yc_detect_times *times)
+{
+    *dets = NULL;
+    *n = 0;
+    yc_letterbox_info g;
+    yc_detector_geometry(d, h0, w0, &g);
+    int st = yc_letterbox_fill(content, &g, &d->lb);
+    if (st)
+        return st;
+    return run_letterboxed(d, h0, w0, dets, n, in_h, in_w, times);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -629,16 +657,48 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
     yc_image img = YC_IMAGE_INIT, tmp = YC_IMAGE_INIT, ann = YC_IMAGE_INIT, crop = YC_IMAGE_INIT;
     double t_pre = 0, t_inf = 0, t_nms = 0;
     const yc_detect_style style = yc_detect_style_of(save, names, nc);
+    const yc_read_limits lim = yc_read_limits_resolve(&save->limits);
+    bool warned_crops = false;
     for (size_t f = 0; f < files->n && !st; f++) {
         const char *src = files->paths[f];
-        if (yc_image_decode(src, &img, &tmp, NULL) != YC_OK) {
-            yc_warn("skipping %s: %s", src, yc_last_error());
+        yc_image_header hdr;
+        int rd = yc_image_decode_bounded(src, lim.exact_pixels, &img, &tmp, NULL, &hdr);
+        bool reduced = rd == YC_DECODE_OVER;
+        if (reduced) {
+            /* too large to hold whole: read straight to the letterbox's unpadded size */
+            yc_letterbox_info g;
+            yc_read_info ri;
+            yc_detector_geometry(d, hdr.h, hdr.w, &g);
+            rd = yc_image_read_reduced(src, &hdr, g.unpad_h, g.unpad_w, YC_INTERP_LINEAR, &lim,
+                                       &img, &tmp, &ri);
+            if (rd && ri.too_large) {
+                char why[1024];
+                snprintf(why, sizeof why, "%s", yc_last_error());
+                rd = yc_error_status(rd, "%s: detect it in windows with --slice SIZE (or raise "
+                                     "--max-pixels)", why);
+            }
+        }
+        if (rd == YC_ENOMEM) {
+            st = rd;
+            break;
+        }
+        if (rd != YC_OK) {
+            /* the reader's messages begin with the file's name already */
+            const char *e = yc_last_error();
+            size_t n = strlen(src);
+            if (!strncmp(e, src, n) && e[n] == ':')
+                yc_warn("skipping %s", e);
+            else
+                yc_warn("skipping %s: %s", src, e);
+            sum->skipped++;
             continue;
         }
+        const int h0 = reduced ? hdr.h : img.h, w0 = reduced ? hdr.w : img.w;
         const float *dets;
         int nd, ih, iw;
         yc_detect_times tm;
-        if ((st = yc_detector_run(d, &img, &dets, &nd, &ih, &iw, &tm)))
+        if ((st = reduced ? yc_detector_run_reduced(d, &img, h0, w0, &dets, &nd, &ih, &iw, &tm)
+                          : yc_detector_run(d, &img, &dets, &nd, &ih, &iw, &tm)))
             break;
         sum->images++;
         sum->detections += (size_t)nd;
@@ -646,17 +706,27 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
         t_inf += tm.inf;
         t_nms += tm.nms;
         if (save->save_txt && save->save_dir &&
-            (st = yc_detect_write_labels(save->save_dir, src, dets, nd, img.w, img.h,
+            (st = yc_detect_write_labels(save->save_dir, src, dets, nd, w0, h0,
                                          save->save_conf)))
             break;
-        if (save->save_crop && save->save_dir)
+        if (reduced && save->save_crop && save->save_dir && nd > 0 && !warned_crops) {
+            yc_warn("%s: %dx%d is read reduced, never held whole: no crops are saved for such "
+                    "images", src, w0, h0);
+            warned_crops = true;
+        }
+        if (reduced && save->save_img && save->save_dir) {
+            if ((st = yc_detect_save_annotated_lazy(src, w0, h0, dets, nd, &style, save->save_dir,
+                                                    YC_SLICE_PLAIN_MAX)))
+                break;
+        }
+        if (!reduced && save->save_crop && save->save_dir)
             for (int i = nd - 1; i >= 0 && !st; i--) {
                 const float *r = dets + (size_t)i * 6;
                 char num[24];
                 const char *name = yc_detect_class_name(&style, (int)r[5], num, sizeof num);
                 st = yc_detect_save_crop(&img, r, save->save_dir, name, src, &crop);
             }
-        if (!st && save->save_img && save->save_dir) {
+        if (!st && !reduced && save->save_img && save->save_dir) {
             if ((st = yc_image_copy(&ann, &img)))
                 break;
             yc_canvas cv = yc_canvas_wrap(ann.data, ann.w, ann.h);

@@ -29,6 +29,7 @@
 #include "dataset.h"
 #include "draw.h"
 #include "image.h"
+#include "image_read.h"
 #include "model.h"
 
 /* ------------------------------------------------------------------------------------------------
@@ -112,6 +113,17 @@ const yc_detect_options *yc_detector_options(const yc_detector *d);
 int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int *n, int *in_h,
                     int *in_w, yc_detect_times *times);
 
+/* The letterbox geometry of an h0 x w0 image in the detector's input (its unpadded size is the
+ * size to read a large image reduced to, image_read.h). */
+void yc_detector_geometry(const yc_detector *d, int h0, int w0, yc_letterbox_info *g);
+
+/* yc_detector_run for an h0 x w0 image read reduced: `content` is it already resized to the
+ * unpadded size of yc_detector_geometry (it is padded, not resized again); boxes are scaled back
+ * to h0 x w0 pixels as for the whole image. */
+int yc_detector_run_reduced(yc_detector *d, const yc_image *content, int h0, int w0,
+                            const float **dets, int *n, int *in_h, int *in_w,
+                            yc_detect_times *times);
+
 /* ------------------------------------------------------------------------------------------------
  * detect.py over files
  * ---------------------------------------------------------------------------------------------- */
@@ -135,6 +147,10 @@ typedef struct yc_detect_save {
     bool hide_labels, hide_conf;
     /* print the per-image lines, the speed line and where the results went */
     bool print;
+    /* whole-image detection: the read limits (image_read.h; zeros: the defaults).  Images larger
+     * than their exact_pixels are read reduced to the input size and their annotated copy drawn
+     * strip by strip; those they refuse are skipped with a warning naming --slice */
+    yc_read_limits limits;
 } yc_detect_save;
 
 /* Totals of a run. */
@@ -146,10 +162,16 @@ typedef struct yc_detect_summary {
     double t_pre, t_inf, t_nms;
     /* label files in save_dir/labels (save_txt) */
     int n_label_files;
+    /* files skipped because they could not be read */
+    int skipped;
 } yc_detect_summary;
 
 /* Runs the detector on every file, writing what `save` asks for.  names: m->nc class names (NULL:
- * "class0", "class1", ...).  A file that cannot be decoded is reported (warning) and skipped. */
+ * "class0", "class1", ...).  A file that cannot be decoded, or that the read limits refuse, is
+ * reported (warning) and skipped (counted in sum->skipped).  Images larger than the limits'
+ * exact_pixels are read reduced to the input size (image_read.h), never whole: their labels and
+ * annotated copy are in their own pixels as for any image (the copy drawn strip by strip, a tiled
+ * pyramidal TIFF beyond 8192 pixels a side), and no crops are saved for them (warned once). */
 int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const *names, int nc,
                     const yc_detect_save *save, yc_detect_summary *sum);
 

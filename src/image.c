@@ -463,7 +463,7 @@ int yc_image_resize(const yc_image *src, yc_image *dst, int h, int w, yc_interp 
  *   2: (y, sw-1-x)  3: (sh-1-y, sw-1-x)  4: (sh-1-y, x)
  *   5: (x, y)       6: (sh-1-x, y)       7: (sh-1-x, sw-1-y)  8: (x, sw-1-y)
  * and orientations 5-8 swap width and height. */
-static int apply_orientation(const yc_image *s, yc_image *d, int o)
+int yc_image_orient(const yc_image *s, yc_image *d, int o)
 {
     int sh = s->h, sw = s->w;
     int dh = o >= 5 ? sw : sh, dw = o >= 5 ? sh : sw;
@@ -491,6 +491,78 @@ static int apply_orientation(const yc_image *s, yc_image *d, int o)
         }
     }
     return YC_OK;
+}
+
+void yc_vips_header_of(VipsImage *im, yc_image_header *h)
+{
+    int o = vips_image_get_orientation(im);
+    const char *loader = NULL;
+    int interlaced = 0;
+    h->orientation = o >= 1 && o <= 8 ? o : 1;
+    h->stored_w = vips_image_get_width(im);
+    h->stored_h = vips_image_get_height(im);
+    h->w = h->orientation >= 5 ? h->stored_h : h->stored_w;
+    h->h = h->orientation >= 5 ? h->stored_w : h->stored_h;
+    h->jpeg = vips_image_get_typeof(im, VIPS_META_LOADER) &&
+              !vips_image_get_string(im, VIPS_META_LOADER, &loader) && loader &&
+              strncmp(loader, "jpegload", 8) == 0;
+    h->interlaced = vips_image_get_typeof(im, "interlaced") &&
+                    !vips_image_get_int(im, "interlaced", &interlaced) && interlaced;
+}
+
+/* The files warned about as damaged: 64-bit hashes of their paths in an open-addressing set
+ * (0 marks a free slot), grown by doubling at half full. */
+static pthread_mutex_t damaged_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *damaged_set;
+static size_t damaged_cap, damaged_n;
+
+static uint64_t path_hash(const char *path)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+/* Adds h to the set (of capacity cap, a power of two); true when it was not there. */
+static bool set_add(uint64_t *set, size_t cap, uint64_t h)
+{
+    for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
+        if (set[i] == h)
+            return false;
+        if (set[i] == 0) {
+            set[i] = h;
+            return true;
+        }
+    }
+}
+
+void yc_image_warn_damaged(const char *path, const char *why)
+{
+    uint64_t h = path_hash(path);
+    bool first = true;
+    pthread_mutex_lock(&damaged_lock);
+    if (2 * (damaged_n + 1) > damaged_cap) {
+        size_t cap = damaged_cap ? 2 * damaged_cap : 64;
+        uint64_t *set = calloc(cap, sizeof *set);
+        if (set) {
+            for (size_t i = 0; i < damaged_cap; i++)
+                if (damaged_set[i])
+                    set_add(set, cap, damaged_set[i]);
+            free(damaged_set);
+            damaged_set = set;
+            damaged_cap = cap;
+        }
+    }
+    /* without room to remember it (out of memory), the file is reported again next time */
+    if (2 * (damaged_n + 1) <= damaged_cap) {
+        first = set_add(damaged_set, damaged_cap, h);
+        damaged_n += first;
+    }
+    pthread_mutex_unlock(&damaged_lock);
+    if (first)
+        yc_warn("%s: damaged or truncated image data (%s); decoded as far as possible (reported "
+                "once)", path, why);
 }
 
 VipsImage *yc_vips_chain_last(const yc_vips_chain *c)
@@ -575,12 +647,12 @@ int yc_vips_chain_rgb8(yc_vips_chain *c, const char **step)
 }
 
 /* Opens `path` and reads its pixels (stored orientation, 8-bit RGB) into `upright` when the file
- * has no EXIF rotation, else into `rotated` (for apply_orientation); *used says which.  On failure
+ * has no EXIF rotation, else into `rotated` (for yc_image_orient); *used says which.  On failure
  * writes the failing step and libvips' message into err and returns YC_EFORMAT (YC_ENOMEM for our
  * own allocations, with yc_error set). */
-static int decode_pass(const char *path, VipsFailOn fail_on, int shrink, yc_image *upright,
-                       yc_image *rotated, yc_image **used, int *orientation, char *err,
-                       size_t errlen)
+static int decode_pass(const char *path, VipsFailOn fail_on, int shrink, size_t max_pixels,
+                       yc_image *upright, yc_image *rotated, yc_image **used, int *orientation,
+                       yc_image_header *over, char *err, size_t errlen)
 {
     yc_vips_chain c = YC_VIPS_CHAIN_INIT;
     VipsImage *in;
@@ -600,6 +672,13 @@ static int decode_pass(const char *path, VipsFailOn fail_on, int shrink, yc_imag
     *orientation = vips_image_get_orientation(in);
     if (*orientation < 1 || *orientation > 8)
         *orientation = 1;
+    if (max_pixels > 0 &&
+        (size_t)vips_image_get_width(in) * (size_t)vips_image_get_height(in) > max_pixels) {
+        /* larger than the caller decodes whole: nothing is decoded, the header is returned */
+        yc_vips_header_of(in, over);
+        yc_vips_chain_free(&c);
+        return YC_DECODE_OVER;
+    }
 
     if (yc_vips_chain_rgb8(&c, &step))
         goto vips_fail;
@@ -639,8 +718,8 @@ vips_fail:
     return YC_EFORMAT;
 }
 
-static int decode_common(const char *path, int shrink, yc_image *out, yc_image *tmp,
-                         yc_decode_info *info)
+static int decode_common(const char *path, int shrink, size_t max_pixels, yc_image *out,
+                         yc_image *tmp, yc_decode_info *info, yc_image_header *over)
 {
     int st = yc_vips_init();
     if (st)
@@ -656,21 +735,27 @@ static int decode_common(const char *path, int shrink, yc_image *out, yc_image *
     int orient = 1;
     bool damaged = false;
 
+    yc_image_header hdr;
     tl_current_path = path;
-    st = decode_pass(path, VIPS_FAIL_ON_ERROR, shrink, out, rotated, &used, &orient, err1,
-                     sizeof err1);
+    st = decode_pass(path, VIPS_FAIL_ON_ERROR, shrink, max_pixels, out, rotated, &used, &orient,
+                     &hdr, err1, sizeof err1);
     if (st == YC_EFORMAT) {
-        st = decode_pass(path, VIPS_FAIL_ON_NONE, shrink, out, rotated, &used, &orient, err2,
-                         sizeof err2);
+        st = decode_pass(path, VIPS_FAIL_ON_NONE, shrink, max_pixels, out, rotated, &used,
+                         &orient, &hdr, err2, sizeof err2);
         if (st == YC_OK) {
             /* the lenient pass leaves libvips' warnings in its error buffer */
             vips_error_clear();
             damaged = true;
-            yc_warn("%s: damaged or truncated image data (%s); decoded as far as possible", path,
-                    err1);
+            yc_image_warn_damaged(path, err1);
         }
     }
     tl_current_path = NULL;
+    if (st == YC_DECODE_OVER) {
+        yc_image_free(&own);
+        if (over)
+            *over = hdr;
+        return YC_DECODE_OVER;
+    }
     if (st == YC_EFORMAT) {
         yc_image_free(&own);
         return yc_error_status(YC_EFORMAT, "cannot decode image %s: %s", path,
@@ -681,7 +766,7 @@ static int decode_common(const char *path, int shrink, yc_image *out, yc_image *
         return yc_error_context(st, "decoding %s", path);
     }
     if (used != out)
-        st = apply_orientation(used, out, orient);
+        st = yc_image_orient(used, out, orient);
     yc_image_free(&own);
     if (st)
         return yc_error_context(st, "decoding %s", path);
@@ -694,7 +779,13 @@ static int decode_common(const char *path, int shrink, yc_image *out, yc_image *
 
 int yc_image_decode(const char *path, yc_image *out, yc_image *tmp, yc_decode_info *info)
 {
-    return decode_common(path, 1, out, tmp, info);
+    return decode_common(path, 1, 0, out, tmp, info, NULL);
+}
+
+int yc_image_decode_bounded(const char *path, size_t max_pixels, yc_image *out, yc_image *tmp,
+                            yc_decode_info *info, yc_image_header *over)
+{
+    return decode_common(path, 1, max_pixels, out, tmp, info, over);
 }
 
 int yc_image_decode_shrunk(const char *path, int factor, yc_image *out, yc_image *tmp,
@@ -710,9 +801,9 @@ int yc_image_decode_shrunk(const char *path, int factor, yc_image *out, yc_image
         vips_error_clear();
     bool native = loader && (strstr(loader, "Jpeg") || strstr(loader, "jpeg"));
     if (factor == 1 || native)
-        return decode_common(path, native ? factor : 1, out, tmp, info);
+        return decode_common(path, native ? factor : 1, 0, out, tmp, info, NULL);
     yc_image full = YC_IMAGE_INIT;
-    st = decode_common(path, 1, &full, tmp, info);
+    st = decode_common(path, 1, 0, &full, tmp, info, NULL);
     if (!st)
         st = yc_image_resize(&full, out, (full.h + factor - 1) / factor,
                              (full.w + factor - 1) / factor, YC_INTERP_AREA);
@@ -755,21 +846,6 @@ int yc_load_resize(const yc_image *full, int imgsz, bool augment, yc_image *out,
     return YC_OK;
 }
 
-int yc_load_image(const char *path, int imgsz, bool augment, yc_image *tmp, yc_image *out,
-                  yc_load_info *info)
-{
-    yc_image own = YC_IMAGE_INIT;
-    yc_image *full = tmp ? tmp : &own;
-    int st = yc_image_decode(path, full, NULL, NULL);
-    if (!st) {
-        st = yc_load_resize(full, imgsz, augment, out, info);
-        if (st)
-            yc_error_context(st, "resizing %s", path);
-    }
-    yc_image_free(&own);
-    return st;
-}
-
 /* Python's round() of a float: half to even (rint in the default rounding mode). */
 static inline double py_round(double x)
 {
@@ -810,18 +886,11 @@ void yc_letterbox_geometry(int h, int w, int new_h, int new_w, bool auto_, bool 
     info->out_w = unpad_w + info->left + info->right;
 }
 
-int yc_letterbox(const yc_image *src, yc_image *dst, int new_h, int new_w, bool auto_,
-                 bool scale_fill, bool scaleup, int stride, yc_letterbox_info *info)
+/* dst = the letterbox of geometry g around src resized to the unpadded size (a copy when it has
+ * that size already), borders 114. */
+static int letterbox_into(const yc_image *src, const yc_letterbox_info *gp, yc_image *dst)
 {
-    yc_letterbox_info g;
-    if (src == dst)
-        return yc_error("letterbox: source and destination are the same image");
-    if (new_h < 1 || new_w < 1)
-        return yc_error_status(YC_EUSAGE, "letterbox: invalid target %dx%d", new_w, new_h);
-    yc_letterbox_geometry(src->h, src->w, new_h, new_w, auto_, scale_fill, scaleup, stride, &g);
-    if (g.unpad_h < 1 || g.unpad_w < 1)
-        return yc_error_status(YC_EFORMAT, "letterbox: %dx%d image shrinks to nothing in %dx%d",
-                               src->w, src->h, new_w, new_h);
+    const yc_letterbox_info g = *gp;
     int st = yc_image_reserve(dst, g.out_h, g.out_w);
     if (st)
         return st;
@@ -834,13 +903,38 @@ int yc_letterbox(const yc_image *src, yc_image *dst, int new_h, int new_w, bool 
         memset(row, 114, (size_t)g.left * 3);
         memset(row + (size_t)(g.left + g.unpad_w) * 3, 114, (size_t)g.right * 3);
     }
-    st = yc_image_resize_into(src, d + (size_t)g.top * stride_b + (size_t)g.left * 3, stride_b,
-                              g.unpad_h, g.unpad_w, YC_INTERP_LINEAR);
+    return yc_image_resize_into(src, d + (size_t)g.top * stride_b + (size_t)g.left * 3,
+                                stride_b, g.unpad_h, g.unpad_w, YC_INTERP_LINEAR);
+}
+
+int yc_letterbox(const yc_image *src, yc_image *dst, int new_h, int new_w, bool auto_,
+                 bool scale_fill, bool scaleup, int stride, yc_letterbox_info *info)
+{
+    yc_letterbox_info g;
+    if (src == dst)
+        return yc_error("letterbox: source and destination are the same image");
+    if (new_h < 1 || new_w < 1)
+        return yc_error_status(YC_EUSAGE, "letterbox: invalid target %dx%d", new_w, new_h);
+    yc_letterbox_geometry(src->h, src->w, new_h, new_w, auto_, scale_fill, scaleup, stride, &g);
+    if (g.unpad_h < 1 || g.unpad_w < 1)
+        return yc_error_status(YC_EFORMAT, "letterbox: %dx%d image shrinks to nothing in %dx%d",
+                               src->w, src->h, new_w, new_h);
+    int st = letterbox_into(src, &g, dst);
     if (st)
         return st;
     if (info)
         *info = g;
     return YC_OK;
+}
+
+int yc_letterbox_fill(const yc_image *content, const yc_letterbox_info *g, yc_image *dst)
+{
+    if (content == dst)
+        return yc_error("letterbox: source and destination are the same image");
+    if (content->h != g->unpad_h || content->w != g->unpad_w)
+        return yc_error_status(YC_EUSAGE, "letterbox: content %dx%d, expected %dx%d", content->w,
+                               content->h, g->unpad_w, g->unpad_h);
+    return letterbox_into(content, g, dst);
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -103,14 +103,41 @@ typedef struct yc_decode_info {
  * thread (sequential access: the file is never decoded twice into a temporary).
  *
  * Damaged files: the first decode stops at any serious error or truncation; the file is then
- * decoded again leniently (libvips fail-on "none") and, if that succeeds, one yc_warn names the
- * file and the problem, and info->damaged is set (a truncated JPEG keeps its decoded rows, the
+ * decoded again leniently (libvips fail-on "none") and, if that succeeds, info->damaged is set
+ * and one yc_warn names the file and the problem, the first time this process meets that file
+ * damaged (a training run reads it every epoch; it is reported once) (a truncated JPEG keeps its decoded rows, the
  * rest is libjpeg's gray fill, as with OpenCV).  A file that cannot be decoded at all returns
  * YC_EFORMAT (YC_EIO when it cannot be read) with a message naming the file; nothing crashes.
  * Files without EXIF rotation are read straight into `out` (its buffer reused); `tmp` (may be
  * NULL, must differ from out) holds the stored pixels of rotated files between calls.  `info`
  * may be NULL. */
 int yc_image_decode(const char *path, yc_image *out, yc_image *tmp, yc_decode_info *info);
+
+/* What an image file's header says (nothing decoded). */
+typedef struct yc_image_header {
+    /* size after the EXIF orientation (width and height swapped for orientations 5-8) */
+    int w, h;
+    /* size as stored */
+    int stored_w, stored_h;
+    /* EXIF orientation, 1..8 (1 when absent) */
+    int orientation;
+    /* a JPEG: libjpeg can shrink it by 2, 4 or 8 while decoding */
+    bool jpeg;
+    /* a progressive JPEG or an interlaced PNG: its decoder holds the whole image (all its DCT
+     * coefficients, all its rows) whatever is read of it */
+    bool interlaced;
+} yc_image_header;
+
+/* yc_image_decode for images of at most max_pixels stored pixels (0: any size).  A larger image
+ * is not decoded: YC_DECODE_OVER is returned (a positive value, not an error) with its header in
+ * *over (may be NULL). */
+#define YC_DECODE_OVER 1
+int yc_image_decode_bounded(const char *path, size_t max_pixels, yc_image *out, yc_image *tmp,
+                            yc_decode_info *info, yc_image_header *over);
+
+/* d = s turned upright as EXIF orientation o (1..8) says (width and height swap for 5-8); d must
+ * differ from s. */
+int yc_image_orient(const yc_image *s, yc_image *d, int o);
 
 /* Decodes with libvips' JPEG shrink-on-load (DCT scaling) by a factor 1, 2, 4 or 8, then applies
  * the EXIF orientation; other formats are decoded fully and reduced with INTER_AREA to
@@ -134,8 +161,10 @@ typedef struct yc_load_info {
 int yc_load_resize(const yc_image *full, int imgsz, bool augment, yc_image *out,
                    yc_load_info *info);
 
-/* yc_image_decode + yc_load_resize.  `tmp` (may be NULL) holds the full-resolution decode
- * between calls (a per-thread scratch image; with NULL a temporary is allocated and freed). */
+/* yc_image_decode + yc_load_resize, within image_read.h's default limits: images larger than
+ * 4096 x 4096 are read reduced, never whole (yc_load_image_limited, image_read.c).  `tmp` (may be
+ * NULL) holds the full-resolution decode between calls (a per-thread scratch image; with NULL a
+ * temporary is allocated and freed). */
 int yc_load_image(const char *path, int imgsz, bool augment, yc_image *tmp, yc_image *out,
                   yc_load_info *info);
 
@@ -167,6 +196,11 @@ void yc_letterbox_geometry(int h, int w, int new_h, int new_w, bool auto_, bool 
  * differ from src.  `info` may be NULL. */
 int yc_letterbox(const yc_image *src, yc_image *dst, int new_h, int new_w, bool auto_,
                  bool scale_fill, bool scaleup, int stride, yc_letterbox_info *info);
+
+/* dst = the letterbox of geometry g (yc_letterbox_geometry of the original image) around
+ * `content`, the original already resized to g's unpadded size (an image read reduced,
+ * image_read.h): borders filled with 114, content copied.  YC_EUSAGE when the sizes differ. */
+int yc_letterbox_fill(const yc_image *content, const yc_letterbox_info *g, yc_image *dst);
 
 /* Writes an image with libvips (format from the suffix: .png, .jpg, ...; options may follow in
  * brackets as libvips allows, e.g. "x.jpg[Q=95]").  `orientation` 2..8 stores that EXIF

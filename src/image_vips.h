@@ -11,6 +11,8 @@
 
 #include <vips/vips.h>
 
+#include "image.h"
+
 /* most images one chain holds */
 #define YC_VIPS_CHAIN_MAX 16
 
@@ -40,6 +42,13 @@ void yc_vips_chain_free(yc_vips_chain *c);
  * sample formats cast to uchar with clipping, alpha dropped, gray replicated to three bands.  On
  * failure *step (may be NULL) names the failing conversion and libvips' error is set. */
 int yc_vips_chain_rgb8(yc_vips_chain *c, const char **step);
+
+/* Fills *h from an opened image (its size, EXIF orientation, loader and interlacing). */
+void yc_vips_header_of(VipsImage *im, yc_image_header *h);
+
+/* Warns that `path` is damaged (`why`: the decoder's message) the first time this process meets
+ * it damaged; later calls for the same path say nothing.  Thread-safe. */
+void yc_image_warn_damaged(const char *path, const char *why);
 
 /* Takes libvips' (process-wide) error text into buf on one line, without its trailing newline,
  * and clears libvips' error buffer. */

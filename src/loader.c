@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +71,8 @@ struct yc_loader {
     /* per sample: its image (or window) failed to load, so it is skipped from then on; per image
      * of opt.ds: the failure was reported */
     atomic_uchar *bad, *warned;
+    /* --cache (whole images only), or NULL */
+    yc_img_cache *cache;
 };
 
 /* Replacement draws for a training sample whose images cannot be loaded. */
@@ -105,11 +108,28 @@ static int load_cb(void *ctx, int index, bool augment, yc_image *img, yc_image *
     int status = known_bad(wk, index);
     if (status)
         return status;
-    status = yc_load_image(s->image, l->opt.imgsz, augment, tmp, img, info);
-    if (status) {
-        if (status != YC_ENOMEM)
-            wk->failed = index;
+    bool cached = false, use_cache = l->cache && augment == l->opt.train;
+    uint64_t fp = use_cache ? yc_img_cache_fingerprint(s->image) : 0;
+    if (use_cache && (status = yc_img_cache_get(l->cache, (size_t)index, fp, img, info, &cached)))
         return status;
+    if (!cached) {
+        yc_read_info ri;
+        status = yc_load_image_limited(s->image, l->opt.imgsz, augment, &l->opt.limits, tmp, img,
+                                       info, &ri);
+        if (status && ri.too_large) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", yc_last_error());
+            status = yc_error_status(status, "%s: %s on windows of it with --tile SIZE (or "
+                                     "raise --max-pixels)", why,
+                                     l->opt.train ? "train" : "validate");
+        }
+        if (status) {
+            if (status != YC_ENOMEM)
+                wk->failed = index;
+            return status;
+        }
+        if (use_cache)
+            yc_img_cache_put(l->cache, (size_t)index, fp, img, info);
     }
     labels->n = 0;
     if ((status = yc_labels_reserve(labels, (int)s->n_boxes)))
@@ -477,6 +497,9 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
         status = ensure_capacity(&l->slots[i], opt->batch, max_h, max_w, 64 * opt->batch);
     }
     yc_vips_init();
+    if (!status && !opt->tiles && opt->cache != YC_CACHE_NONE)
+        status = yc_img_cache_new(&l->cache, opt->cache, opt->ds, opt->imgsz, opt->train,
+                                  opt->cache_dir);
     for (int i = 0; !status && opt->tiles && i < l->nworkers; i++) {
         worker *wk = &l->workers[i];
         wk->store = yc_calloc((size_t)opt->batch, sizeof *wk->store, "tile windows");
@@ -543,6 +566,7 @@ void yc_loader_free(yc_loader *l)
     free(l->pool);
     free(l->bad);
     free(l->warned);
+    yc_img_cache_free(l->cache);
     free(l);
 }
 
@@ -567,6 +591,41 @@ yc_tile_reader_stats yc_loader_tile_stats(yc_loader *l)
     }
     pthread_mutex_unlock(&l->mu);
     return sum;
+}
+
+yc_img_cache_stats yc_loader_cache_stats(yc_loader *l)
+{
+    yc_img_cache_stats st = {0, 0, 0};
+    pthread_mutex_lock(&l->mu);
+    while (l->busy > 0)
+        pthread_cond_wait(&l->cv, &l->mu);
+    if (l->cache)
+        st = yc_img_cache_get_stats(l->cache);
+    pthread_mutex_unlock(&l->mu);
+    return st;
+}
+
+const char *yc_loader_cache_dir(const yc_loader *l)
+{
+    return l->cache ? yc_img_cache_dir(l->cache) : NULL;
+}
+
+size_t yc_loader_read_bytes(const yc_dataset *ds, int imgsz, const yc_read_limits *lim,
+                            long *which)
+{
+    size_t most = 0;
+    *which = -1;
+    for (size_t i = 0; i < ds->n; i++) {
+        int h, w;
+        yc_interp interp;
+        yc_load_size(ds->samples[i].h, ds->samples[i].w, imgsz, true, &h, &w, &interp);
+        size_t b = yc_image_read_bytes(ds->samples[i].w, ds->samples[i].h, h, w, lim);
+        if (*which < 0 || b > most) {
+            most = b;
+            *which = (long)i;
+        }
+    }
+    return most;
 }
 
 int yc_loader_start(yc_loader *l, int epoch, const int *indices, int first)

@@ -35,6 +35,8 @@
 #include "augment.h"
 #include "dataset.h"
 #include "hyp.h"
+#include "image_read.h"
+#include "imgcache.h"
 #include "tile_reader.h"
 #include "tileset.h"
 
@@ -85,6 +87,13 @@ typedef struct yc_loader_options {
     /* with tiles: images at most this many pixels wide and high are decoded whole
      * (tile_reader.h); 0 = YC_SLICE_DECODE_MAX, negative = none (every image read lazily) */
     int tile_decode_max;
+    /* whole images (no tiles): the read limits (image_read.h; zeros: the defaults).  An image
+     * they refuse is skipped as a corrupt one, its warning naming --tile */
+    yc_read_limits limits;
+    /* whole images: --cache ram or disk (imgcache.h; ignored with tiles), and the disk cache's
+     * directory (NULL: beside the dataset) */
+    yc_cache_kind cache;
+    const char *cache_dir;
 } yc_loader_options;
 
 typedef struct yc_loader yc_loader;
@@ -93,6 +102,18 @@ typedef struct yc_loader yc_loader;
 int yc_loader_new(yc_loader **out, const yc_loader_options *opt);
 /* Stops the threads and frees everything. */
 void yc_loader_free(yc_loader *l);
+
+/* The image cache's counts (all zero without one).  Waits for the batches being built, as
+ * yc_loader_tile_stats. */
+yc_img_cache_stats yc_loader_cache_stats(yc_loader *l);
+
+/* The directory of the loader's disk cache, or NULL. */
+const char *yc_loader_cache_dir(const yc_loader *l);
+
+/* The bytes one loader thread's whole-image read takes beyond its output for the costliest image
+ * of ds at imgsz (yc_image_read_bytes), and that image's index (-1 for an empty dataset). */
+size_t yc_loader_read_bytes(const yc_dataset *ds, int imgsz, const yc_read_limits *lim,
+                            long *which);
 
 /* Batches per epoch. */
 int yc_loader_nbatches(const yc_loader *l);

@@ -122,7 +122,7 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
 
     /* host: the data path */
     size_t workers = (size_t)(rs->workers > 0 ? rs->workers : 1);
-    size_t decode = 2 * 3 * (size_t)rs->max_image_w * (size_t)rs->max_image_h;
+    size_t decode = rs->read_bytes;
     size_t s2 = (size_t)s * (size_t)s, sv2 = (size_t)sv * (size_t)sv;
     size_t tile_store = 0, tile_store_val = 0;
     int loader_batch = rs->loader_batch > rs->batch ? rs->loader_batch : rs->batch;
@@ -203,6 +203,7 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
      * loader workers, the compute threads, the main thread and the validation loader */
     int compute = r->host_device && m->be->info.compute_units > 0 ? m->be->info.compute_units
                                                                    : yc_physical_cores();
+    add(r, "--cache ram images", rs->cache_bytes, false);
     add(r, "thread stacks and allocator slack", (workers + (size_t)compute + 2) << 20, false);
     add(r, "process baseline (libraries, dataset index)", rs->baseline, false);
 
@@ -330,9 +331,13 @@ int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int n
                              want, lim, yc_format_size(peak, got, sizeof got),
                              fit->half ? " with FP16 storage" : "");
                 else
-                    snprintf(fit->reason, sizeof fit->reason, "batch %d needs %s, the limit is "
+                    snprintf(fit->reason, sizeof fit->reason, "batch %d %s%s, the limit is "
                              "%s: %s%s (%s planned)", want,
-                             yc_format_size(first_peak, need, sizeof need), lim,
+                             first_peak == SIZE_MAX ? "has a tensor larger than the device's "
+                                                      "largest allocation" : "needs ",
+                             first_peak == SIZE_MAX ? ""
+                                                    : yc_format_size(first_peak, need, sizeof need),
+                             lim,
                              fit->half ? "FP16 storage" : "",
                              fit->recompute ? (fit->half ? " and recomputation" : "recomputation")
                                             : "",
@@ -362,6 +367,28 @@ int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int n
     if (st)
         return st;
     if (peak > limit) {
+        char sz[32];
+        /* a term of the plan that one choice of the user's holds: named with its remedy when the
+         * run fits without it */
+        if (base->cache_bytes > 0 && peak - base->cache_bytes <= limit)
+            return yc_error_status(YC_ENOMEM, "--cache ram holds %s of decoded images, and "
+                                   "with them %s does not fit in %s even with batch 1 (%s "
+                                   "planned): use --cache disk, or no --cache",
+                                   yc_format_size(base->cache_bytes, sz, sizeof sz),
+                                   base->m->cfg->name, lim,
+                                   yc_format_size(peak, got, sizeof got));
+        size_t readers = (size_t)(base->workers > 0 ? base->workers : 1) +
+                         (base->val_batch > 0 && base->val_full_bytes == 0 ? 1 : 0);
+        size_t reads = base->tile > 0 ? 0 : readers * base->read_bytes;
+        if (base->read_image && reads > 0 && peak - reads <= limit)
+            return yc_error_status(YC_ENOMEM, "reading %s (%dx%d) takes %s in each of %zu loader "
+                                   "threads, and with that %s does not fit in %s even with "
+                                   "batch 1 (%s planned): train on windows of it with --tile "
+                                   "SIZE, give fewer --workers, or leave it out of the dataset",
+                                   base->read_image, base->read_image_w, base->read_image_h,
+                                   yc_format_size(base->read_bytes, sz, sizeof sz), readers,
+                                   base->m->cfg->name, lim,
+                                   yc_format_size(peak, got, sizeof got));
         yc_run_shape rs = *base;
         rs.batch = 1;
         rs.half = h;
@@ -413,9 +440,17 @@ int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int n
         else
             snprintf(split, sizeof split, "%d micro-batches of %d + 1 of %d",
                      fit->micro_batches - 1, best, fit->last_micro);
-        snprintf(fit->reason, sizeof fit->reason, "batch %d needs %s, the limit is %s: %s%s per "
+        /* SIZE_MAX: a tensor of the whole batch exceeds the device's largest allocation */
+        char needs[96];
+        if (first_peak == SIZE_MAX)
+            snprintf(needs, sizeof needs, "has a tensor larger than the device's largest "
+                     "allocation");
+        else
+            snprintf(needs, sizeof needs, "needs %s",
+                     yc_format_size(first_peak, need, sizeof need));
+        snprintf(fit->reason, sizeof fit->reason, "batch %d %s, the limit is %s: %s%s per "
                  "batch, accumulate %d: %d images per optimizer step as YOLOv5 (%s planned)",
-                 want, yc_format_size(first_peak, need, sizeof need), lim,
+                 want, needs, lim,
                  h ? "FP16 storage, recomputation and " : "recomputation and ", split,
                  fit->accumulate, want * fit->accumulate,
                  yc_format_size(best_peak, got, sizeof got));

@@ -34,9 +34,18 @@ typedef struct yc_run_shape {
     /* storage choices */
     bool half, recompute;
     yc_optim_kind optimizer;
-    /* loader threads, and the largest image of the dataset (decode buffers), 0 if unknown */
+    /* loader threads, and the largest image of the dataset (the tile readers' buffers) */
     int workers;
     int max_image_w, max_image_h;
+    /* whole images (no tiles): the bytes one loader thread's read takes beyond its output for
+     * the dataset's costliest image (image_read.h: bounded by the output size for images read
+     * reduced, the whole decode up to 4096 x 4096), and that image's path and size for the fit's
+     * error (NULL when unknown) */
+    size_t read_bytes;
+    const char *read_image;
+    int read_image_w, read_image_h;
+    /* --cache ram: the training and validation images kept decoded and resized (imgcache.h) */
+    size_t cache_bytes;
     /* tiled training (tileset.h): the window side, 0 for whole images.  Then images are never
      * decoded whole above YC_SLICE_DECODE_MAX: each loader thread holds one reader (a decoded
      * image up to that size, or a band of `tile` rows of the widest image) and the windows of
@@ -125,8 +134,9 @@ yc_half_policy yc_half_default(yc_half_policy requested, const struct yc_backend
  * max(round(nominal / batch), 1), so that an optimizer step sees batch x accumulate images as in
  * YOLOv5.  batch -1 asks for the largest batch that fits (AutoBatch, computed), at most
  * `max_batch`.
- * Fails before anything is allocated when not even a micro-batch of 1 fits, naming the largest
- * tensor and what would help. */
+ * Fails before anything is allocated when not even a micro-batch of 1 fits, naming what would
+ * help: the --cache ram images when the run would fit without them, the costliest image's read
+ * (with --tile, fewer --workers) when it would fit without that, else the largest tensor. */
 int yc_memfit(const yc_run_shape *base, size_t limit, yc_half_policy half, int nominal,
               int max_batch, yc_mem_fit *fit);
 

@@ -209,6 +209,17 @@ static void draw_part(yc_canvas *c, int ox, int oy, void *user)
 
 /* The annotated image of a source that is not held whole: drawn while libvips writes it. */
 static int save_annotated_lazy(const char *src, int w, int h, const draw_args *args,
+                               const char *save_dir, int plain_max);
+
+int yc_detect_save_annotated_lazy(const char *src, int w, int h, const float *dets, int nd,
+                                  const yc_detect_style *style, const char *save_dir,
+                                  int plain_max)
+{
+    draw_args args = {dets, nd, style};
+    return save_annotated_lazy(src, w, h, &args, save_dir, plain_max);
+}
+
+static int save_annotated_lazy(const char *src, int w, int h, const draw_args *args,
                                const char *save_dir, int plain_max)
 {
     char path[PATH_MAX + 64], stem[512];
@@ -250,6 +261,7 @@ int yc_detect_files_sliced(yc_detector *d, const yc_path_list *files, const char
             st = yc_slice_detect_image(d, s, src, o, &raw, &merged, &info);
         if (st == YC_EFORMAT || st == YC_EIO) {
             yc_warn("skipping %s: %s", src, yc_last_error());
+            sum->skipped++;
             yc_slice_source_free(s);
             st = YC_OK;
             continue;

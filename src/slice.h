@@ -128,4 +128,11 @@ int yc_detect_files_sliced(yc_detector *d, const yc_path_list *files, const char
                            int nc, const yc_detect_save *save, const yc_slice_options *o,
                            yc_detect_summary *sum);
 
+/* The annotated image of a w x h source that is never held whole: `src` read again and drawn on
+ * strip by strip as libvips writes it (yc_slice_write_annotated) into save_dir, in the source's
+ * format, or as a tiled pyramidal TIFF <stem>.tif when either side exceeds plain_max. */
+int yc_detect_save_annotated_lazy(const char *src, int w, int h, const float *dets, int nd,
+                                  const yc_detect_style *style, const char *save_dir,
+                                  int plain_max);
+
 #endif

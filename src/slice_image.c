@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "image_read.h"
 #include "image_vips.h"
 #include "log.h"
 #include "util.h"
@@ -171,6 +172,20 @@ int yc_slice_source_open_lent(yc_slice_source **out, const char *path, int decod
         s->h = s->full.h;
         *out = s;
         return YC_OK;
+    }
+    yc_image_header hdr;
+    yc_vips_header_of(header, &hdr);
+    if (hdr.interlaced && (size_t)s->w * (size_t)s->h > YC_READ_EXACT_PIXELS) {
+        /* a progressive JPEG's or an interlaced PNG's decoder holds the whole image whatever
+         * part of it is read: refused from its header above the size read whole anywhere
+         * (image_read.h), so that such a decompression bomb costs nothing */
+        g_object_unref(header);
+        st = yc_error_status(YC_EFORMAT, "%s: a %dx%d %s: its decoder would hold the whole "
+                             "image (%zu pixels, more than the %zu read whole), however little of it "
+                             "is read; save it without interlacing", path, s->w, s->h,
+                             hdr.jpeg ? "progressive JPEG" : "interlaced image",
+                             (size_t)s->w * (size_t)s->h, YC_READ_EXACT_PIXELS);
+        goto fail;
     }
     if ((st = open_lazy(path, header, &s->chain, &s->access)))
         goto fail;

@@ -185,6 +185,9 @@ static char *opts_json(const yc_train_opts *o, int micro_batch)
     json_num(f, "tile_min_area", o->tile_min_area, &first);
     json_num(f, "tiles_per_epoch", o->tiles_per_epoch, &first);
     json_bool(f, "val_full", o->val_full, &first);
+    json_str(f, "cache", o->cache == YC_CACHE_NONE ? NULL : yc_cache_kind_name(o->cache), &first);
+    json_num(f, "max_pixels", (double)(o->max_pixels ? o->max_pixels : YC_READ_MAX_PIXELS),
+             &first);
     fputc('}', f);
     if (fclose(f) != 0) {
         free(buf);
@@ -1131,6 +1134,20 @@ static void print_progress(int epoch, int epochs, const double mloss[3], int ins
 
 /* ---- memory: plan the run, fit it into the limit, reserve the arena ---------------------------- */
 
+/* The costliest whole-image read of ds (loader.h) into rs when it costs more than what rs has. */
+static void costliest_read(const yc_dataset *ds, int imgsz, const yc_read_limits *lim,
+                           yc_run_shape *rs)
+{
+    long which;
+    size_t b = yc_loader_read_bytes(ds, imgsz, lim, &which);
+    if (which >= 0 && (!rs->read_image || b > rs->read_bytes)) {
+        rs->read_bytes = b;
+        rs->read_image = ds->samples[which].image;
+        rs->read_image_w = ds->samples[which].w;
+        rs->read_image_h = ds->samples[which].h;
+    }
+}
+
 static int fit_memory(trainer *t)
 {
     yc_train_opts *o = &t->o;
@@ -1156,6 +1173,16 @@ static int fit_memory(trainer *t)
                        .max_image_h = max_h, .tile = o->tile, .baseline = t->baseline_rss,
                        .recompute = o->recompute};
     rs.val_batch = val ? 2 : 0; /* yc_memfit doubles the micro-batch for validation */
+    yc_read_limits lim = {.max_pixels = o->max_pixels};
+    costliest_read(&t->train_ds, img, &lim, &rs);
+    if (val)
+        costliest_read(&t->val_ds, img, &lim, &rs);
+    if (o->cache == YC_CACHE_RAM && o->tile == 0) {
+        /* the training loader's images and the validation loader's (YOLOv5 caches both) */
+        rs.cache_bytes = yc_img_cache_ram_bytes(&t->train_ds, o->imgsz);
+        if (t->val_ds.n > 0 && !o->val_full)
+            rs.cache_bytes += yc_img_cache_ram_bytes(&t->val_ds, o->imgsz);
+    }
     yc_backend *be = t->m->be;
     if (val && o->val_full) {
         yc_val_options vo;
@@ -1575,6 +1602,8 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         t->o.mem = opts->mem;
         t->o.half = opts->half;
         t->o.recompute = opts->recompute;
+        t->o.cache = opts->cache;
+        t->o.max_pixels = opts->max_pixels;
         choose_wait_policy(&t->o);
         char *wdir = yc_path_dirname(resume_path);
         char *dir = wdir ? yc_path_dirname(wdir) : NULL;
@@ -1613,8 +1642,6 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         if (!getcwd(t->cwd, sizeof t->cwd))
             t->cwd[0] = '\0';
     }
-    if (opts->cache)
-        yc_info("note: --cache has no effect: yolocl streams images from disk with bounded memory\n");
     if ((st = path_fmt(t->wdir, sizeof t->wdir, "%s/weights", t->save_dir)) ||
         (st = path_fmt(t->last, sizeof t->last, "%s/last.safetensors", t->wdir)) ||
         (st = path_fmt(t->best, sizeof t->best, "%s/best.safetensors", t->wdir)) ||
@@ -1684,23 +1711,48 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                             .pad = 0.0, .stride = t->gs, .workers = workers,
                             .seed = (uint64_t)t->o.seed,
                             .tiles = t->o.tile > 0 ? &t->train_tiles : NULL,
-                            .tiles_per_epoch = t->o.tiles_per_epoch};
+                            .tiles_per_epoch = t->o.tiles_per_epoch,
+                            .limits = {.max_pixels = t->o.max_pixels},
+                            .cache = (yc_cache_kind)t->o.cache};
     if (t->o.rect && t->o.image_weights) {
         yc_warn("--rect is incompatible with --image-weights: rect disabled");
         lo.rect = false;
         t->o.rect = false;
     }
+    if (t->o.cache != YC_CACHE_NONE && t->o.tile > 0) {
+        yc_warn("--cache does not apply to tiled training (windows are read from the images): "
+                "ignored");
+        lo.cache = YC_CACHE_NONE;
+        t->o.cache = YC_CACHE_NONE;
+    }
     if ((st = yc_loader_new(&t->train_loader, &lo)))
         goto done;
+    if (t->o.cache == YC_CACHE_RAM) {
+        char sz[32];
+        size_t bytes = yc_img_cache_ram_bytes(&t->train_ds, t->o.imgsz) +
+                       (t->val_ds.n > 0 && !t->o.val_full
+                            ? yc_img_cache_ram_bytes(&t->val_ds, t->o.imgsz)
+                            : 0);
+        yc_info("--cache ram: the images are kept decoded at %d as they are first read (%s)\n",
+                t->o.imgsz, yc_format_size(bytes, sz, sizeof sz));
+    } else if (t->o.cache == YC_CACHE_DISK) {
+        yc_info("--cache disk: training images at %d in %s\n", t->o.imgsz,
+                yc_loader_cache_dir(t->train_loader));
+    }
     if (t->val_ds.n > 0 && !t->o.val_full) {
         /* one thread: a letterbox is far cheaper than the inference that consumes it */
         yc_loader_options vo = {.ds = &t->val_ds, .train = false, .hyp = &t->hyp,
                                 .imgsz = t->o.imgsz, .batch = t->micro_batch * 2, .rect = true,
                                 .pad = 0.5, .stride = t->gs, .workers = 1,
                                 .seed = (uint64_t)t->o.seed,
-                                .tiles = t->o.tile > 0 ? &t->val_tiles : NULL};
+                                .tiles = t->o.tile > 0 ? &t->val_tiles : NULL,
+                                .limits = {.max_pixels = t->o.max_pixels},
+                                .cache = (yc_cache_kind)t->o.cache};
         if ((st = yc_loader_new(&t->val_loader, &vo)))
             goto done;
+        if (t->o.cache == YC_CACHE_DISK)
+            yc_info("--cache disk: validation images at %d in %s\n", t->o.imgsz,
+                    yc_loader_cache_dir(t->val_loader));
     } else if (t->val_ds.n == 0 && !t->o.noval) {
         st = yc_error_status(YC_EFORMAT, "%s: no usable validation images (use --noval to train "
                              "without validation)", t->o.data);

@@ -68,9 +68,12 @@ typedef struct yc_train_opts {
     /* with tiles: validate per whole image (val_full.h: the images detected by slices of the
      * tile grid, merged as detect --slice) instead of per tile; no validation losses then */
     bool val_full;
-    /* --cache was given: it has no effect (images are streamed), which yc_train notes once the
-     * process runs with its final OpenMP wait policy */
-    bool cache;
+    /* --cache: whole images kept decoded and resized, in memory or on disk (yc_cache_kind,
+     * imgcache.h; ignored with tiles); as given now when resuming */
+    int cache;
+    /* --max-pixels: the most pixels one image read may decode (image_read.h; 0: 2^30); as given
+     * now when resuming */
+    size_t max_pixels;
     /* optional progress callback and its context */
     yc_train_progress_fn progress;
     void *progress_ctx;

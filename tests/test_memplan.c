@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "image_read.h"
 #include "log.h"
 #include "memplan.h"
 #include "model.h"
@@ -333,6 +334,9 @@ START_TEST(tiles_bound_the_loader_buffers)
     yc_run_shape rs = shape(BATCH);
     rs.max_image_w = 30000;
     rs.max_image_h = 30000;
+    /* whole images: a 30000 x 30000 image is read reduced (image_read.h), its cost bounded by
+     * the output, not its 5.4 GB decode (issue 26) */
+    rs.read_bytes = yc_image_read_bytes(30000, 30000, IMG, IMG, NULL);
     yc_mem_report whole, tiled;
     ck_assert_msg(yc_memplan(&rs, &whole) == YC_OK, "%s", yc_last_error());
     rs.tile = 640;
@@ -340,12 +344,14 @@ START_TEST(tiles_bound_the_loader_buffers)
     const size_t s2 = (size_t)IMG * IMG, t2 = 3 * (size_t)640 * 640;
     const size_t whole_decode = 2 * 3 * (size_t)30000 * 30000;
     const size_t reader = 2 * 3 * (size_t)4096 * 4096 + 3 * (size_t)640 * 30000 + t2;
-    ck_assert_uint_eq(item_bytes(&whole, "training loader buffers"), 2 * (21 * s2 + whole_decode));
+    ck_assert_uint_lt(rs.read_bytes, whole_decode / 50);
+    ck_assert_uint_eq(item_bytes(&whole, "training loader buffers"), 2 * (21 * s2 + rs.read_bytes));
     ck_assert_uint_eq(item_bytes(&tiled, "training loader buffers"), 2 * (21 * s2 + reader));
     ck_assert_uint_eq(item_bytes(&tiled, "training tile windows"), 2 * (BATCH + 1) * t2);
     ck_assert_uint_eq(item_bytes(&tiled, "validation tile windows"), (2 + 1) * t2);
     ck_assert_uint_eq(item_bytes(&whole, "training tile windows"), 0);
-    ck_assert_uint_lt(tiled.peak_bytes + ((size_t)8 << 30), whole.peak_bytes);
+    /* both bounded: within the tile reader's 100 MB of each other, not gigabytes apart */
+    ck_assert_uint_lt(whole.peak_bytes, tiled.peak_bytes + ((size_t)256 << 20));
     yc_mem_report_free(&whole);
     yc_mem_report_free(&tiled);
     /* a very wide image: a 4096 x 2000 decode and a band of the whole width */
@@ -365,6 +371,38 @@ START_TEST(tiles_bound_the_loader_buffers)
 }
 END_TEST
 
+/* --cache ram is a term of the plan, and the fit names it (with --cache disk as the remedy) when
+ * the run fits without it; a read cost that alone breaks the limit names its image and --tile
+ * (issue 26). */
+START_TEST(cache_and_costly_images_are_named_by_the_fit)
+{
+    yc_run_shape rs = shape(1);
+    size_t base = peak_of(1, false, false);
+    rs.cache_bytes = (size_t)3 << 30;
+    yc_mem_report r;
+    ck_assert_int_eq(yc_memplan(&rs, &r), YC_OK);
+    ck_assert_uint_eq(item_bytes(&r, "--cache ram images"), rs.cache_bytes);
+    ck_assert_uint_eq(r.peak_bytes, base + rs.cache_bytes);
+    yc_mem_report_free(&r);
+    yc_mem_fit f;
+    ck_assert_int_eq(yc_memfit(&rs, base + ((size_t)1 << 30), YC_HALF_AUTO, NOMINAL, 1, &f),
+                     YC_ENOMEM);
+    ck_assert_msg(strstr(yc_last_error(), "--cache ram holds 3.00 GiB") &&
+                      strstr(yc_last_error(), "use --cache disk"),
+                  "%s", yc_last_error());
+    rs.cache_bytes = 0;
+    rs.read_bytes = (size_t)2 << 30;
+    rs.read_image = "scan.tif";
+    rs.read_image_w = 20000;
+    rs.read_image_h = 30000;
+    ck_assert_int_eq(yc_memfit(&rs, base + ((size_t)1 << 30), YC_HALF_AUTO, NOMINAL, 1, &f),
+                     YC_ENOMEM);
+    ck_assert_msg(strstr(yc_last_error(), "reading scan.tif (20000x30000)") &&
+                      strstr(yc_last_error(), "--tile"),
+                  "%s", yc_last_error());
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("memplan");
@@ -379,6 +417,7 @@ static Suite *suite(void)
     tcase_add_test(tc, report_items_add_up);
     tcase_add_test(tc, fp16_by_default_on_opencl_only);
     tcase_add_test(tc, tiles_bound_the_loader_buffers);
+    tcase_add_test(tc, cache_and_costly_images_are_named_by_the_fit);
     suite_add_tcase(s, tc);
     return s;
 }
