@@ -1,6 +1,6 @@
 /* Inference on image files: YOLOv5 v7.0 detect.py for images (LoadImages, letterbox with
  * auto=True, batch 1, eval forward, single-label NMS, scale_boxes(...).round(), Annotator), and the
- * weights loading shared by `yolocl val` and `yolocl detect`.  Reference: ../shared/YOLOV5.md 5.4,
+ * weights loading shared by `yolocl val` and `yolocl detect`.  Reference: docs/YOLOV5.md 5.4,
  * 6.1 and 7.
  *
  * Sources: an image file, a directory (its image files, not recursive, sorted by name as Python's

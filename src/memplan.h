@@ -1,5 +1,5 @@
-/* The memory of a whole run, computed before anything is allocated (DESIGN.md "Memory: planned,
- * never discovered"): the activation plans of the training and validation graphs (plan.h), the
+/* The memory of a whole run, computed before anything is allocated (docs/ARCHITECTURE.md "Memory planner":
+ * planned, never discovered): the activation plans of the training and validation graphs (plan.h), the
  * parameters, gradients, optimizer state, EMA, BatchNorm statistics, the op workspace, and the
  * host side of the data path (loader rings, per-thread decode and augmentation buffers, staging
  * copies where the device does not share host memory).  `yolocl plan` prints it, `yolocl train`

@@ -1,4 +1,4 @@
-/* yolocl train: YOLOv5's train.py in C.  Reference: ../shared/YOLOV5.md sections 3 to 5 and 7.
+/* yolocl train: YOLOv5's train.py in C.  Reference: docs/YOLOV5.md sections 3 to 5 and 7.
  *
  * One call runs a whole training: run directory, dataset scan, model (from a config, weights or
  * a checkpoint), AutoAnchor, the optimizer with warmup and schedule, the EMA, the epoch loop with
