@@ -1,7 +1,7 @@
 /* The memory of a whole run, computed before anything is allocated (planned, never discovered:
  * docs/ARCHITECTURE.md "Memory planner"): the activation plans of the training and validation
- * graphs (plan.h), the parameters, gradients, optimizer state, EMA, BatchNorm statistics, the op workspace, and the
- * host side of the data path (loader rings, per-thread decode and augmentation buffers, staging
+ * graphs (plan.h), the parameters, gradients, optimizer state, EMA, BatchNorm statistics, the op
+ * workspace, and the host side of the data path (loader rings, per-thread decode and augmentation buffers, staging
  * copies where the device does not share host memory).  `yolocl plan` prints it, `yolocl train`
  * uses it to fit a run into a memory limit: FP16 storage first, then recomputation, then
  * micro-batches: each batch the loader builds is run through the training graph in parts that
