@@ -1,12 +1,12 @@
 /* The memory of a whole run, computed before anything is allocated (planned, never discovered:
  * docs/ARCHITECTURE.md "Memory planner"): the activation plans of the training and validation
  * graphs (plan.h), the parameters, gradients, optimizer state, EMA, BatchNorm statistics, the op
- * workspace, and the host side of the data path (loader rings, per-thread decode and augmentation buffers, staging
- * copies where the device does not share host memory).  `yolocl plan` prints it, `yolocl train`
- * uses it to fit a run into a memory limit: FP16 storage first, then recomputation, then
- * micro-batches: each batch the loader builds is run through the training graph in parts that
- * fit, their gradients added up, so that every optimizer step sees the images and the loss of
- * the requested batch. */
+ * workspace, and the host side of the data path (loader rings, per-thread decode and augmentation
+ * buffers, staging copies where the device does not share host memory).  `yolocl plan` prints it,
+ * `yolocl train` uses it to fit a run into a memory limit: FP16 storage first, then recomputation,
+ * then micro-batches: each batch the loader builds is run through the training graph in parts that
+ * fit, their gradients added up, so that every optimizer step sees the images and the loss of the
+ * requested batch. */
 #ifndef YC_MEMPLAN_H
 #define YC_MEMPLAN_H
 
