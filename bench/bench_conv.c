@@ -7,7 +7,7 @@
  * backward-data dx = conv^T(dy, W) and backward-filter dW += dy (*) x, with the same kernels,
  * workspace sizes and thread count as `yolocl train` (cpu/conv.c through yc_cpu_args).  Each op is
  * timed for at least 50 ms after a warm-up call, best of R rounds (3 by default), against the best
- * peak measured before each layer (src/fma_peak.c's FMA loop on all threads).  The table gives each
+ * peak measured before each layer (src/backend/fma_peak.c's FMA loop on all threads).  The table gives each
  * op's milliseconds per batch, GFLOP/s (2*K*CRS*PQ*N flops) and share of the peak; the totals
  * weigh each layer by how often it occurs in the model (the `x` column), which is the convolution
  * time of one training step of yolocl bench --cfg yolov5s --img 640 --batch N. */

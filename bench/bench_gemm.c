@@ -1,7 +1,7 @@
 /* yc_sgemm throughput against the machine's FP32 FMA peak and, where it is installed, OpenBLAS.
  *
  * Build and run from the source root (not part of make):
- *   gcc -std=c11 -O2 -fopenmp -Wall -Wextra -Icpu -Isrc bench/bench_gemm.c cpu/gemm.c src/fma_peak.c \
+ *   gcc -std=c11 -O2 -fopenmp -Wall -Wextra -Icpu -Isrc bench/bench_gemm.c cpu/gemm.c src/backend/fma_peak.c \
  *       -o /tmp/bench_gemm -lm -ldl
  *   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE=SkylakeX /tmp/bench_gemm [rounds]
  *
@@ -13,7 +13,7 @@
  * the CPU (Debian 12's 0.3.21 takes an Emerald Rapids for a Prescott, SSE3, about 40 GFLOP/s on
  * 2 cores: OPENBLAS_CORETYPE=SkylakeX gives its AVX-512 kernels).
  *
- * The peak is src/fma_peak.c's tight loop of independent FMA chains (the widest vector ISA
+ * The peak is src/backend/fma_peak.c's tight loop of independent FMA chains (the widest vector ISA
  * present) run on every OpenMP thread, as `yolocl bench` measures it.  Shared machines are noisy,
  * so the whole list (peak included) is measured in several rounds (5 by default) and each entry
  * reports its best round; a round times a GEMM for at least 40 ms and 2 calls after a warm-up

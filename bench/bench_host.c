@@ -4,7 +4,7 @@
  *
  * On a shared machine (a cloud VM, a laptop running other work), the same yolocl binary's training
  * step moves by tens of percent from one run to the next.  The FMA peak that `yolocl bench` reports
- * against (src/fma_peak.c: the best of five 10 ms runs of a loop of independent FMAs, registers only)
+ * against (src/backend/fma_peak.c: the best of five 10 ms runs of a loop of independent FMAs, registers only)
  * moves much less than code that loads from its caches: another guest on the same physical core or
  * caches slows loads and cache-resident data, not the FMA units.  This program tells whether now is
  * a good time to benchmark: R rounds (30 by default, about 4 s), each measuring the FMA peak as

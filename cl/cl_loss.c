@@ -1,6 +1,6 @@
 /* YOLOv5's loss on the OpenCL device (yc_backend_i.yolo_loss; kernels in loss.cl).
  *
- * The host makes the assignments (src/loss.c's build_targets); here they are ordered by cell
+ * The host makes the assignments (src/nn/loss.c's build_targets); here they are ordered by cell
  * (a stable sort: entries of one cell stay in assignment order, so the last one sets the cell's
  * objectness target as on the host), packed level after level into one staging area (entry
  * integers, entry floats, the first entry of each cell, the ranges loss_sums reads) and written

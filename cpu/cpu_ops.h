@@ -16,7 +16,7 @@
  *
  * FP16 storage: the activation slots (see cpu_supports in cpu_backend.c) may hold YC_F16 tensors.
  * Kernels load them converted to FP32 (exactly), compute exactly as for FP32 tensors and store
- * FP16 outputs rounded to nearest even (src/half.h), mostly a chunk of YC_CPU_CHUNK elements at a
+ * FP16 outputs rounded to nearest even (src/core/half.h), mostly a chunk of YC_CPU_CHUNK elements at a
  * time (whole planes for max-pool, through the workspace; column blocks for convolutions).  So an
  * op on FP16 tensors gives the FP16-rounded result of the same op on FP32 tensors holding the FP16
  * values (tests/test_ops.c checks this bit for bit): the chunks never change the order of a

@@ -59,68 +59,68 @@ mut() {
     M_NAME+=("$1") M_FILE+=("$2") M_TESTS+=("$3") M_FROM+=("$4") M_TO+=("$5")
 }
 
-# loss (src/loss.c)
-mut loss_ciou_aspect src/loss.c "test_loss test_loss_ref test_golden" \
+# loss (src/nn/loss.c)
+mut loss_ciou_aspect src/nn/loss.c "test_loss test_loss_ref test_golden" \
     'const double k = 4.0 / (YC_PI * YC_PI);' \
     'const double k = 2.0 / (YC_PI * YC_PI);'
-mut loss_ciou_grad src/loss.c "test_loss test_golden" \
+mut loss_ciou_grad src/nn/loss.c "test_loss test_golden" \
     'const double g_da = g_v * 2 * k * da;' \
     'const double g_da = g_v * k * da;'
-mut loss_anchor_ratio_strict src/loss.c "test_loss" \
+mut loss_anchor_ratio_strict src/nn/loss.c "test_loss" \
     'if (!(m < lp->anchor_t))' \
     'if (!(m <= lp->anchor_t))'
-mut loss_neighbour_cell src/loss.c "test_loss test_loss_ref test_golden" \
+mut loss_neighbour_cell src/nn/loss.c "test_loss test_loss_ref test_golden" \
     'if (frac1(gx) < g && gx > 1.0f)' \
     'if (frac1(gx) <= g && gx > 1.0f)'
-mut loss_obj_balance src/loss.c "test_loss test_golden" \
+mut loss_obj_balance src/nn/loss.c "test_loss test_golden" \
     'static const float b3[3] = {4.0f, 1.0f, 0.4f};' \
     'static const float b3[3] = {4.0f, 1.0f, 0.25f};'
-mut loss_tobj_clamp src/loss.c "test_loss test_loss_ref test_golden" \
+mut loss_tobj_clamp src/nn/loss.c "test_loss test_loss_ref test_golden" \
     'ciou > 0 ? ciou : 0.0;' \
     'ciou;'
-mut loss_label_smoothing src/loss.c "test_loss" \
+mut loss_label_smoothing src/nn/loss.c "test_loss" \
     'const double cn = (double)(float)(0.5 * (double)lp->label_smoothing);' \
     'const double cn = (double)(float)(1.0 * (double)lp->label_smoothing);'
 
-# NMS (src/nms.c)
-mut nms_iou_at_threshold src/nms.c "test_metrics test_metrics_ref" \
+# NMS (src/eval/nms.c)
+mut nms_iou_at_threshold src/eval/nms.c "test_metrics test_metrics_ref" \
     'return (double)ovr > iou_thres;' \
     'return (double)ovr >= iou_thres;'
-mut nms_conf_at_threshold src/nms.c "test_metrics test_metrics_ref" \
+mut nms_conf_at_threshold src/eval/nms.c "test_metrics test_metrics_ref" \
     'if (!(obj > conf))' \
     'if (!(obj >= conf))'
-mut nms_score_at_threshold_multilabel src/nms.c "test_metrics test_metrics_ref" \
+mut nms_score_at_threshold_multilabel src/eval/nms.c "test_metrics test_metrics_ref" \
     'if (!(sc > conf) || !class_wanted(p, c))' \
     'if (!(sc >= conf) || !class_wanted(p, c))'
-mut nms_union src/nms.c "test_metrics test_metrics_ref" \
+mut nms_union src/eval/nms.c "test_metrics test_metrics_ref" \
     'float ovr = inter / (k[4] + j[4] - inter);' \
     'float ovr = inter / (k[4] + j[4]);'
-mut nms_class_offset src/nms.c "test_metrics test_metrics_ref" \
+mut nms_class_offset src/eval/nms.c "test_metrics test_metrics_ref" \
     'const float off = p->agnostic ? 0.0f : (float)c * YC_NMS_MAX_WH;' \
     'const float off = 0.0f;'
 
-# metrics (src/metrics.c)
-mut ap_11_points src/metrics.c "test_metrics test_val_ref" \
+# metrics (src/eval/metrics.c)
+mut ap_11_points src/eval/metrics.c "test_metrics test_val_ref" \
     '#define AP_NX 101' \
     '#define AP_NX 11'
-mut iouv_start src/metrics.c "test_metrics test_val_ref" \
+mut iouv_start src/eval/metrics.c "test_metrics test_val_ref" \
     'const float start = 0.5f, end = 0.95f;' \
     'const float start = 0.55f, end = 0.95f;'
-mut match_iou_strict src/metrics.c "test_metrics test_val_ref" \
+mut match_iou_strict src/eval/metrics.c "test_metrics test_val_ref" \
     'if (v >= iouv[t] && lc == dets[(size_t)d * 6 + 5]) {' \
     'if (v > iouv[t] && lc == dets[(size_t)d * 6 + 5]) {'
-mut fitness_weights src/metrics.c "test_metrics test_train" \
+mut fitness_weights src/eval/metrics.c "test_metrics test_train" \
     'res += map * 0.9;' \
     'res += map * 1.0;'
-mut f1_smoothing src/metrics.c "test_metrics test_val_ref" \
+mut f1_smoothing src/eval/metrics.c "test_metrics test_val_ref" \
     'const int ns = yc_smooth(mean_f1, YC_NPX, 0.1, smoothed);' \
     'const int ns = yc_smooth(mean_f1, YC_NPX, 0.05, smoothed);'
 
-# BatchNorm (src/graph.c, cpu/batchnorm.c)
-mut bn_momentum src/graph.c "test_golden test_cl test_golden_ref" \
+# BatchNorm (src/nn/graph.c, cpu/batchnorm.c)
+mut bn_momentum src/nn/graph.c "test_golden test_cl test_golden_ref" \
     'nd.op.p.bn.momentum = 0.03f;' \
     'nd.op.p.bn.momentum = 0.01f;'
-mut bn_eps src/graph.c "test_golden test_cl" \
+mut bn_eps src/nn/graph.c "test_golden test_cl" \
     'nd.op.p.bn.eps = 1e-3f;' \
     'nd.op.p.bn.eps = 1e-5f;'
 mut bn_biased_running_var cpu/batchnorm.c "test_golden test_ops" \
@@ -133,17 +133,17 @@ mut bn_fp16_grads_zero cpu/batchnorm.c "test_golden test_cl" \
     $'    dbeta[c] = (float)((double)dbeta[c] + sdy);\n    dgamma[c] = (float)((double)dgamma[c] + sdyx * invstd);' \
     $'    dbeta[c] = a->src[1].p16 ? 0.0f : (float)((double)dbeta[c] + sdy);\n    dgamma[c] = a->src[1].p16 ? 0.0f : (float)((double)dgamma[c] + sdyx * invstd);'
 
-# optimizer (src/optim.c, cpu/optim.c, cl/kernels/optim.cl)
-mut sgd_no_nesterov src/optim.c "test_golden test_cl test_train" \
+# optimizer (src/train/optim.c, cpu/optim.c, cl/kernels/optim.cl)
+mut sgd_no_nesterov src/train/optim.c "test_golden test_cl test_train" \
     'op.p.sgd.nesterov = 1;' \
     'op.p.sgd.nesterov = 0;'
-mut sgd_no_clip src/optim.c "test_golden test_cl test_train" \
+mut sgd_no_clip src/train/optim.c "test_golden test_cl test_train" \
     'float scale = (float)(coef < 1.0 ? coef : 1.0);' \
     'float scale = 1.0f;'
-mut sgd_decay_all_groups src/optim.c "test_golden test_cl test_train" \
+mut sgd_decay_all_groups src/train/optim.c "test_golden test_cl test_train" \
     'o->wd[g] = g == YC_PG_WEIGHT ? weight_decay : 0.0;' \
     'o->wd[g] = weight_decay;'
-mut warmup_bias_lr src/optim.c "test_golden test_cl test_train" \
+mut warmup_bias_lr src/train/optim.c "test_golden test_cl test_train" \
     'double start = g == YC_PG_BIAS ? warmup_bias_lr : 0.0;' \
     'double start = 0.0;'
 mut sgd_no_decay_cpu cpu/optim.c "test_golden test_ops" \
@@ -156,11 +156,11 @@ mut sgd_no_nesterov_cl cl/kernels/optim.cl "test_cl test_ops" \
     'P(w)[i] = fma(neg_lr, nesterov ? fma(mom, b, g) : b, wi);' \
     'P(w)[i] = fma(neg_lr, b, wi);'
 
-# EMA (src/ema.c, cpu/optim.c, cl/kernels/optim.cl)
-mut ema_tau src/ema.c "test_golden test_cl test_train" \
+# EMA (src/train/ema.c, cpu/optim.c, cl/kernels/optim.cl)
+mut ema_tau src/train/ema.c "test_golden test_cl test_train" \
     'return 0.9999 * (1.0 - exp(-(double)updates / 2000.0));' \
     'return 0.9999 * (1.0 - exp(-(double)updates / 200.0));'
-mut ema_skips_bn_stats src/ema.c "test_golden test_cl" \
+mut ema_skips_bn_stats src/train/ema.c "test_golden test_cl" \
     'status = average(be, e->ema->state_buf, m->state_buf, m->state_elems, d);' \
     'status = YC_OK;'
 mut ema_swapped_cpu cpu/optim.c "test_golden test_ops" \
@@ -170,48 +170,48 @@ mut ema_copies_cl cl/kernels/optim.cl "test_cl test_ops" \
     'P(e)[i] = P(e)[i] * decay + one_minus_decay * P(x)[i];' \
     'P(e)[i] = P(x)[i];'
 
-# FP16 conversion (src/half.c, cl/kernels/common.cl)
-mut half_truncates_avx512 src/half.c "test_core test_ops test_golden" \
+# FP16 conversion (src/core/half.c, cl/kernels/common.cl)
+mut half_truncates_avx512 src/core/half.c "test_core test_ops test_golden" \
     '_mm256_storeu_si256((__m256i *)(dst + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), 0));' \
     '_mm256_storeu_si256((__m256i *)(dst + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), 3));'
-mut half_ties_away_scalar src/half.c "test_core test_ops" \
+mut half_ties_away_scalar src/core/half.c "test_core test_ops" \
     'if (rem > 0x1000u || (rem == 0x1000u && (half & 1u)))' \
     'if (rem >= 0x1000u)'
 mut half_truncates_cl cl/kernels/common.cl "test_ops test_cl" \
     'vstore_half_rte(v, e, (__global half *)(p + off));' \
     'vstore_half_rtz(v, e, (__global half *)(p + off));'
 
-# augmentation geometry (src/image.c, src/augment.c)
-mut letterbox_top_pad src/image.c "test_augment test_augment_ref" \
+# augmentation geometry (src/data/image.c, src/data/augment.c)
+mut letterbox_top_pad src/data/image.c "test_augment test_augment_ref" \
     'info->top = (int)py_round(dh - 0.1);' \
     'info->top = (int)py_round(dh);'
-mut fliplr_labels src/augment.c "test_augment" \
+mut fliplr_labels src/data/augment.c "test_augment" \
     'labels->v[5 * (size_t)i + 1] = 1 - labels->v[5 * (size_t)i + 1];' \
     'labels->v[5 * (size_t)i + 1] = labels->v[5 * (size_t)i + 1];'
-mut perspective_no_clip src/augment.c "test_augment" \
+mut perspective_no_clip src/data/augment.c "test_augment" \
     'x1 = fmin(fmax(x1, 0), out_w);' \
     'x1 = fmin(x1, out_w);'
-mut box_candidate_aspect src/augment.c "test_augment" \
+mut box_candidate_aspect src/data/augment.c "test_augment" \
     'return w2 > 2 && h2 > 2 && w2 * h2 / (w1 * h1 + eps) > area_thr && ar < 100;' \
     'return w2 > 2 && h2 > 2 && w2 * h2 / (w1 * h1 + eps) > area_thr && ar < 20;'
-mut mosaic_centre_range src/augment.c "test_augment" \
+mut mosaic_centre_range src/data/augment.c "test_augment" \
     'int yc = (int)yc_rng_range(rng, -border, 2 * sz + border);' \
     'int yc = (int)yc_rng_range(rng, -border, 2 * sz);'
-mut hsv_table src/augment.c "test_augment" \
+mut hsv_table src/data/augment.c "test_augment" \
     'tab[2] = v * (1.0f - (s * h));' \
     'tab[2] = v * (1.0f - s);'
 
-# memory planner (src/plan.c, src/memplan.c)
-mut plan_overlapping_blocks src/plan.c "test_memplan test_model test_golden" \
+# memory planner (src/nn/plan.c, src/train/memplan.c)
+mut plan_overlapping_blocks src/nn/plan.c "test_memplan test_model test_golden" \
     'fl->r[best].offset += size;' \
     'fl->r[best].offset += size / 2;'
-mut plan_worst_fit src/plan.c "test_memplan test_model" \
+mut plan_worst_fit src/nn/plan.c "test_memplan test_model" \
     'if (fl->r[i].size >= size && (best < 0 || fl->r[i].size < fl->r[best].size))' \
     'if (fl->r[i].size >= size && (best < 0 || fl->r[i].size > fl->r[best].size))'
-mut memplan_ema_without_stats src/memplan.c "test_memplan" \
+mut memplan_ema_without_stats src/train/memplan.c "test_memplan" \
     'add(r, "EMA (parameters and statistics)", P + S, true);' \
     'add(r, "EMA (parameters and statistics)", P, true);'
-mut memplan_adam_state src/memplan.c "test_memplan" \
+mut memplan_adam_state src/train/memplan.c "test_memplan" \
     'add(r, "optimizer state", rs->optimizer == YC_OPTIM_SGD ? P : 2 * P, true);' \
     'add(r, "optimizer state", P, true);'
 
@@ -252,8 +252,8 @@ mut cl_upsample_bwd cl/kernels/pool.cl "test_cl test_ops" \
     's += LD(dy, n, (uint)((c * H * f + h * f + r) * Wo + w * f + b));' \
     's = LD(dy, n, (uint)((c * H * f + h * f + r) * Wo + w * f + b));'
 
-# every gradient NaN after backward (src/step.c)
-mut nan_gradients src/step.c "test_golden test_cl test_golden_ref test_cl_ref" \
+# every gradient NaN after backward (src/nn/step.c)
+mut nan_gradients src/nn/step.c "test_golden test_cl test_golden_ref test_cl_ref" \
     $'    return yc_graph_backward(s->g);\n}' \
     $'    return yc_graph_backward(s->g) ? YC_ERR\n                                   : m->be->iface->buffer_memset(m->be, m->grad_buf, 0, 0xff,\n                                                                 m->param_elems * sizeof(float));\n}'
 

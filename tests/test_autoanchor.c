@@ -1,4 +1,4 @@
-/* Tests of AutoAnchor (src/autoanchor.c): the metric, fitness and label sizes against values
+/* Tests of AutoAnchor (src/train/autoanchor.c): the metric, fitness and label sizes against values
  * worked out by hand, scipy-style k-means on hand-made clusters, check_anchors keeping anchors
  * that fit and replacing anchors that do not (grid units, area order, level order against the
  * strides), determinism, too few labels.  test_autoanchor_ref (this file built with

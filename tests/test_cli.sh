@@ -263,7 +263,7 @@ expect_output_re '^ +conv2d_bwd_filter +[0-9]+ '
 expect_output_re '^ +optimizer \(SGD, EMA\) +- '
 expect_output_re '^ +top op names +ops'
 expect_output_re '^ +model\.[0-9]+[.a-z0-9]* +[0-9]+ +[0-9.]+ +[0-9.]+%$'
-# the OpenMP wait policy (src/waitpolicy.h): bench on the CPU re-executes with ACTIVE unless the
+# the OpenMP wait policy (src/train/waitpolicy.h): bench on the CPU re-executes with ACTIVE unless the
 # environment names a policy, which it then keeps
 saved_policy=${OMP_WAIT_POLICY-}
 saved_spin=${GOMP_SPINCOUNT-}

@@ -1,4 +1,4 @@
-/* Tests of src/loss.c, YOLOv5 v7.0 ComputeLoss (docs/YOLOV5.md section 2):
+/* Tests of src/nn/loss.c, YOLOv5 v7.0 ComputeLoss (docs/YOLOV5.md section 2):
  * - build_targets on the worked example and the edge cases of docs/YOLOV5.md 2.2, entry by entry;
  * - CIoU and the loss gradient against central finite differences;
  * - duplicate assignments (last objectness target wins), input validation, buffer reuse;

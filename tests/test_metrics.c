@@ -1,4 +1,4 @@
-/* Tests of src/nms.c and src/metrics.c: YOLOv5 v7.0 Detect decoding, non_max_suppression, val.py
+/* Tests of src/eval/nms.c and src/eval/metrics.c: YOLOv5 v7.0 Detect decoding, non_max_suppression, val.py
  * matching, ap_per_class / compute_ap / smooth, the confusion matrix, the statistics and the
  * results table (docs/YOLOV5.md 1.7, 6.1-6.3).
  *

@@ -1,4 +1,4 @@
-/* Tests of the ops (src/backend.h) and the CPU backend, after ggml's test-backend-ops:
+/* Tests of the ops (src/backend/backend.h) and the CPU backend, after ggml's test-backend-ops:
  *
  *  1. finite differences: every naive backward of tests/ref_ops.c against its naive forward, in
  *     double (central differences);
@@ -511,7 +511,7 @@ static const adam_par adam_pars[] = {
 static const float ema_decays[] = {0.0f, 1.0f, 0.5f, 4.99825e-4f, 0.99316275f};
 #define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-/* Whether slot i of an op kind may hold FP16 (the activation slots: backend.h; src/op.c enforces
+/* Whether slot i of an op kind may hold FP16 (the activation slots: backend.h; src/backend/op.c enforces
  * them, this is the test's own statement of the rule). */
 static bool f16_slot(yc_op_kind kind, bool dst, int i)
 {
@@ -3037,7 +3037,7 @@ START_TEST(bn_silu_apply_bits)
 END_TEST
 
 /* ---------------------------------------------------------------------------------------------
- * 8. FP16 conversion (src/half.h): every path against the portable scalar functions, which are
+ * 8. FP16 conversion (src/core/half.h): every path against the portable scalar functions, which are
  *    checked against exact arithmetic: all 65536 halves; floats every 61st bit pattern (70 million,
  *    every exponent), every tie between neighbouring halves and the floats next to it, the
  *    subnormal and overflow ranges, infinities and NaN payloads.

@@ -1,6 +1,6 @@
-/* Tests of sliced detection (issue 7): src/slice_image.c (windows read through libvips in the
+/* Tests of sliced detection (issue 7): src/data/slice_image.c (windows read through libvips in the
  * three access modes, the thumbnail of the full pass, annotated images drawn strip by strip) and
- * src/slice.c (window detections mapped and merged, one image sliced through a model).
+ * src/eval/slice.c (window detections mapped and merged, one image sliced through a model).
  *
  * The fixtures are synthetic 1500 x 1100 images (a pixel pattern with a few solid rectangles)
  * written by libvips in PNG, JPEG, tiled TIFF and striped TIFF; every expected window is the

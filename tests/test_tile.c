@@ -1,4 +1,4 @@
-/* Tests of src/tile.c and src/slice_merge.c (issue 7): the window grid of tiled images (SAHI's
+/* Tests of src/data/tile.c and src/eval/slice_merge.c (issue 7): the window grid of tiled images (SAHI's
  * rule), the training jitter, labels clipped to a window, detections mapped back to the image,
  * and the NMS / NMM merging of sliced detections.  Every expected value is computed by hand in
  * the comment next to its check. */

@@ -1,5 +1,5 @@
-/* Tests of tiled training data (issue 7): src/tileset.c (the tile samples of a dataset, their
- * clipped labels, the view), src/tile_reader.c (windows read in every access mode) and the loader
+/* Tests of tiled training data (issue 7): src/data/tileset.c (the tile samples of a dataset, their
+ * clipped labels, the view), src/data/tile_reader.c (windows read in every access mode) and the loader
  * with tiles (pixels of a sample without augmentation, reproducibility, tiles per epoch, a file
  * made corrupt after the scan).
  *

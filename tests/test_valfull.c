@@ -1,4 +1,4 @@
-/* Tests of whole-image validation of tiled datasets (issue 7, src/val_full.c, `--val-full`).
+/* Tests of whole-image validation of tiled datasets (issue 7, src/eval/val_full.c, `--val-full`).
  *
  *   - perfect window detections: the labels of a hand-made image cut by the tile grid, each
  *     window "detecting" exactly the parts of the boxes it sees (the labels clipped to it, as a

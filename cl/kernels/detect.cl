@@ -1,4 +1,4 @@
-/* Detect's eval decode with val.py's confidence filter on the device (src/nms.c's
+/* Detect's eval decode with val.py's confidence filter on the device (src/eval/nms.c's
  * yc_detect_decode is the reference; cl/cl_detect.c launches it).
  *
  * detect_filter, one launch per level, one work item per (image, anchor, cell): the rows whose

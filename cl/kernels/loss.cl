@@ -1,4 +1,4 @@
-/* YOLOv5 v7.0's loss on the device, level by level: src/loss.c is the reference, and the
+/* YOLOv5 v7.0's loss on the device, level by level: src/nn/loss.c is the reference, and the
  * assignments (build_targets) come from it, made on the host.  Per level:
  *
  *   the objectness targets tobj (batch x na x ny x nx) are filled with -1 (no assignment);
@@ -12,14 +12,14 @@
  *     an assignment; the work-group's sum into part;
  *   loss_sums (after every level), one work-group per level: the sums of ebox, ecls and part,
  *     float-float, into sums[l] = (box, obj, cls) as (hi, lo) pairs for the host, which divides
- *     by the counts and applies the gains and the batch size as src/loss.c does.
+ *     by the counts and applies the gains and the batch size as src/nn/loss.c does.
  *
  * Without a gradient tensor (validation: write_grad 0, grad is head and never written) only the
  * loss is computed.
  *
  * The gradient scales gbox = -batch * box_gain / n, gcls = batch * cls_gain / (n nc) and gobj =
  * batch * obj_gain * balance / (batch na ny nx) come from the host (for a micro-batch, n and batch
- * are its whole batch's: loss.h, yc_loss_part).  Arithmetic is float (src/loss.c uses double):
+ * are its whole batch's: loss.h, yc_loss_part).  Arithmetic is float (src/nn/loss.c uses double):
  * the parts agree with the host's to float precision. */
 
 #define FOCAL_ALPHA 0.25f

@@ -1,5 +1,5 @@
-/* Fuzz target: dataset yaml files (yc_data_yaml_load, src/dataset.c, on libyaml through
- * src/yamltree.c) and the image lists they name (yc_image_list: directories and .txt lists).
+/* Fuzz target: dataset yaml files (yc_data_yaml_load, src/data/dataset.c, on libyaml through
+ * src/core/yamltree.c) and the image lists they name (yc_image_list: directories and .txt lists).
  *
  * The input is the yaml text, optionally followed by a line "#LIST" and the text of a .txt image
  * list (written to list.txt beside the yaml, which the yaml may name).  The yaml lies in a private

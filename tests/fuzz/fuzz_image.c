@@ -1,9 +1,9 @@
 /* Fuzz target: image files through libvips as yolocl opens them (the input is the file):
  *   - the dataset scan (yc_dataset_load on a directory holding this one image and a label file:
- *     src/dataset.c's signature sniffing, header-only loaders, EXIF orientation, size checks and
+ *     src/data/dataset.c's signature sniffing, header-only loaders, EXIF orientation, size checks and
  *     the JPEG end-marker test);
  *   - a window source as detect --slice and train --tile open it (yc_slice_source_open,
- *     src/slice_image.c): images up to 256 x 256 decoded whole by yc_image_decode (src/image.c:
+ *     src/data/slice_image.c): images up to 256 x 256 decoded whole by yc_image_decode (src/data/image.c:
  *     the conversion chain to 8-bit RGB, the lenient second pass for damaged files, EXIF
  *     rotation), larger ones read through libvips regions or a band of rows; the top-left window
  *     and, for images up to 4096 rows, the bottom-right one are read (nothing of images over 16

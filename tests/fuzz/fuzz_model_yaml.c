@@ -1,11 +1,11 @@
-/* Fuzz target: model yaml files (src/yamltree.c on libyaml, src/modelcfg.c, then src/model.c,
- * which declares the parameters and sizes the layers at 256x256, and src/graph.c for the GFLOPs).
+/* Fuzz target: model yaml files (src/core/yamltree.c on libyaml, src/nn/modelcfg.c, then src/nn/model.c,
+ * which declares the parameters and sizes the layers at 256x256, and src/nn/graph.c for the GFLOPs).
  *
  * The input is the yaml text.  Two things are checked:
  *   - the yaml tree round trip: yc_yaml_dump of any tree yc_yaml_load_string accepts must load
  *     again to the same tree (same shape, keys, text, and the same value for every typed getter:
  *     int, double, bool, null).  A checkpoint stores a .pt file's model yaml this way
- *     (src/weights.c), so a dump that reads back differently would change the model;
+ *     (src/nn/weights.c), so a dump that reads back differently would change the model;
  *   - yc_model_cfg_parse resolves the config (or fails with a message), and a resolved config
  *     builds a model (yc_model_new) or fails with a message; parameter counts and GFLOPs are
  *     computed for a built model. */

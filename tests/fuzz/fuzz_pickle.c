@@ -1,5 +1,5 @@
-/* Fuzz target: the pickle reader (src/pickle.c) and the .pt checkpoint interpreter on top of it
- * (src/ptfile.c: persistent ids, _rebuild_tensor_v2 views, modules, state dicts, yaml, names,
+/* Fuzz target: the pickle reader (src/core/pickle.c) and the .pt checkpoint interpreter on top of it
+ * (src/core/ptfile.c: persistent ids, _rebuild_tensor_v2 views, modules, state dicts, yaml, names,
  * stride).  The input is data.pkl: it is run by yc_pk_load directly (its value tree is walked and
  * described), then wrapped in a valid torch.save archive (archive/data.pkl, archive/version,
  * archive/byteorder "little", and storages archive/data/0..3 of 64, 16, 8 and 2 bytes) and read

@@ -1,5 +1,5 @@
-/* Fuzz target: PyTorch .pt files as a whole (src/zip.c: end records, ZIP64, central directory,
- * local headers, CRC-32; then src/pickle.c and src/ptfile.c on what the archive holds), through
+/* Fuzz target: PyTorch .pt files as a whole (src/core/zip.c: end records, ZIP64, central directory,
+ * local headers, CRC-32; then src/core/pickle.c and src/core/ptfile.c on what the archive holds), through
  * the low-level zip API (yc_zip_open, every entry read whole with yc_zip_read_all and in part
  * with yc_zip_read) and as weights (yc_weights_read, which `yolocl train --weights x.pt` uses).
  * The input is the file.  (fuzz_pickle.c wraps its input in a valid archive instead, so that the

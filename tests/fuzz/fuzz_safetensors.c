@@ -1,5 +1,5 @@
-/* Fuzz target: safetensors files (src/safetensors.c: the 8-byte header length, the JSON header,
- * dtypes, shapes and offsets; src/json.c), as yolocl reads them: every tensor and metadata entry
+/* Fuzz target: safetensors files (src/core/safetensors.c: the 8-byte header length, the JSON header,
+ * dtypes, shapes and offsets; src/core/json.c), as yolocl reads them: every tensor and metadata entry
  * through the low-level API (yc_st_open, yc_st_read_f32, yc_st_read_raw, yc_st_meta_get), then
  * the whole file as weights (yc_weights_read: the yolocl metadata keys nc, names, stride,
  * model_yaml, format; the embedded model config resolved).  The input is the file. */

@@ -14,8 +14,8 @@
 #   -b       build only
 #   CC=...   the clang to use (default clang; clang 14 is what this was written with)
 #
-# The build compiles the library sources (src/*.c but the command-line files main.c, cli.c,
-# cmd_*.c, and cpu/*.c; no OpenCL) and the target with
+# The build compiles the library sources (src/*/*.c but the command-line layer src/cli/, and
+# cpu/*.c; no OpenCL) and the target with
 #   -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 # so any AddressSanitizer or UndefinedBehaviorSanitizer report, leak, abort (the targets abort
 # when a parser breaks a promise, e.g. fails without a message), libFuzzer timeout (-timeout=30)
@@ -68,18 +68,19 @@ printf '/* config.h of the fuzz build (tests/fuzz/run.sh): no OpenCL */\n#define
     > "$bdir/config.h"
 san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
 cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer $san -fopenmp -w
-    -I"$bdir" -I"$src/src" -I"$src/cpu" -I"$src/cl" -I"$here"
+    -I"$bdir" -I"$src/cpu" -I"$src/cl" -I"$here"
     -DYC_PKGDATADIR="\"$src/data\"" -DYC_SRCDATADIR="\"$src/data\""
     $(pkg-config --cflags vips yaml-0.1))
 libs=($(pkg-config --libs vips yaml-0.1) -lm -lpthread)
+for d in "$src"/src/*/; do cflags+=(-I"${d%/}"); done
 
 sources=()
-for f in "$src"/src/*.c "$src"/cpu/*.c; do
-    case ${f##*/} in main.c | cli.c | cmd_*.c) continue ;; esac
+for f in "$src"/src/*/*.c "$src"/cpu/*.c; do
+    case $f in "$src"/src/cli/*) continue ;; esac
     sources+=("$f")
 done
 # compile what changed (object newer than its source and every header), two at a time
-newest_header=$(ls -t "$src"/src/*.h "$src"/cpu/*.h "$here"/*.h | head -1)
+newest_header=$(ls -t "$src"/src/*/*.h "$src"/cpu/*.h "$here"/*.h | head -1)
 compile() {
     local f=$1 o
     o=$bdir/obj/$(echo "${f#"$src"/}" | tr / _).o

@@ -1,5 +1,5 @@
 /* Backend-independent helpers over the interface (see backend.h): FP32 tensors are copied,
- * FP16 tensors converted through a staging buffer (src/half.h). */
+ * FP16 tensors converted through a staging buffer (src/core/half.h). */
 #include "backend.h"
 
 #include <stdbool.h>

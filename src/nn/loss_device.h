@@ -1,5 +1,5 @@
 /* YOLOv5's loss on a backend that computes it (yc_backend_i.yolo_loss): the assignments are made
- * on the host (src/loss.c's build_targets, which is small work), the device computes the loss
+ * on the host (src/nn/loss.c's build_targets, which is small work), the device computes the loss
  * over every cell, its gradient (training) and the sums, and only the sums come back, without a
  * host wait of their own.  The training step (step.c) and validation (val.c) use it. */
 #ifndef YC_LOSS_DEVICE_H
@@ -25,7 +25,7 @@ int yc_device_loss_submit(yc_device_loss *d, yc_loss_ctx *loss, yc_backend *be, 
                           const yc_tensor *const *heads, const yc_tensor *const *grads,
                           const float *targets, int nt, const yc_loss_part *part);
 
-/* The loss from the sums, as src/loss.c computes it from its own (means, gains, batch factor);
+/* The loss from the sums, as src/nn/loss.c computes it from its own (means, gains, batch factor);
  * call it after the synchronize. */
 void yc_device_loss_result(const yc_device_loss *d, const yc_loss_params *lp,
                            yc_loss_result *result);

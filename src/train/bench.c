@@ -17,7 +17,7 @@
 #include "util.h"
 
 /* train.py's nominal batch size (weight decay scaling) and clip_grad_norm_ max_norm, as
- * src/train.c uses them */
+ * src/train/train.c uses them */
 #define BENCH_NBS 64
 #define BENCH_MAX_GRAD_NORM 10.0
 

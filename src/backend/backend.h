@@ -23,7 +23,7 @@
  * FP16: forward activations (the x, y, z, a slots: conv input and output, BN input and output,
  * SiLU, add, copy, fill, max-pool and upsample values) may be YC_F16 where the device stores
  * half; the op converts on load and store and computes in FP32.  Gradients, parameters, their
- * gradients, BN statistics and optimizer state are always FP32 (src/op.c's may_be_f16 is the
+ * gradients, BN statistics and optimizer state are always FP32 (src/backend/op.c's may_be_f16 is the
  * exact list, checked by yc_op_check).
  * ------------------------------------------------------------------------------------------- */
 typedef enum yc_op_kind {
@@ -195,7 +195,7 @@ typedef struct yc_span {
     size_t size;
 } yc_span;
 
-/* One detection level of YOLOv5's loss for yc_backend_i.yolo_loss (src/loss.c is the reference). */
+/* One detection level of YOLOv5's loss for yc_backend_i.yolo_loss (src/nn/loss.c is the reference). */
 typedef struct yc_yolo_loss_level {
     /* the level's raw outputs (batch, na*no, ny, nx) and their gradient, written whole, or NULL
      * for the loss alone (validation) */
@@ -205,7 +205,7 @@ typedef struct yc_yolo_loss_level {
     int n;
     const int *b, *a, *gj, *gi, *cls;
     const float *tbox, *anch;
-    /* gradient scales, as src/loss.c computes them: gbox = -bs * box_gain / n,
+    /* gradient scales, as src/nn/loss.c computes them: gbox = -bs * box_gain / n,
      * gcls = bs * cls_gain / (n * nc), gobj = bs * obj_gain * balance / (bs * na * ny * nx), bs
      * and n those of the whole batch when this is a micro-batch of it */
     float gbox, gcls, gobj;
@@ -225,7 +225,7 @@ typedef struct yc_yolo_loss {
     float *sums;
 } yc_yolo_loss;
 
-/* Detect's eval decode with the confidence filter, for yc_backend_i.detect_filter (src/nms.c's
+/* Detect's eval decode with the confidence filter, for yc_backend_i.detect_filter (src/eval/nms.c's
  * yc_detect_decode is the reference). */
 typedef struct yc_detect_filter {
     /* images, levels, anchors per level, values per anchor (5 + classes) */
