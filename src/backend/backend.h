@@ -1,9 +1,18 @@
 /* The backend interface: what the model, the planner and the trainer ask of a device.
  *
  * Backends (cpu/, cl/) know buffers, tensors and ops, nothing else: they never include model,
- * loss, optimizer or data headers.  Adding an op is one enum value below, one case per backend
- * and one case in tests/test_ops.c.  The struct layout follows ggml's backend headers: one
- * interface struct of function pointers, each member documented on the line above it. */
+ * loss, optimizer or data headers.  The struct layout follows ggml's backend headers: one
+ * interface struct of function pointers, each member documented on the line above it.
+ *
+ * Adding an op (docs/ARCHITECTURE.md "Adding an op" has the details):
+ *   1. the enum value below, with its slots in the comment; a member of yc_op.p for parameters;
+ *   2. src/backend/op.c: its signature, shape checks and FP16 slots (yc_op_check, which
+ *      yc_backend_exec runs for every backend: backends do not check again);
+ *   3. per backend, its kernel and a dispatch case (cpu/cpu_backend.c, cl/cl_ops.c), and any
+ *      restriction in supports or scratch in workspace;
+ *   4. src/nn/graph.c: the builder that emits it and its case in the backward pass;
+ *   5. tests/ref_ops.c (a naive reference) and tests/test_ops.c (every backend against it, finite
+ *      differences for a backward op); bench/cl_smoke.c for oclgrind. */
 #ifndef YC_BACKEND_H
 #define YC_BACKEND_H
 
