@@ -23,7 +23,7 @@
 #   - `yolocl val --tile TILE --val-full` of the same weights: mAP per whole image (windows
 #     detected, merged into image coordinates and matched against the image's labels).
 # and prints the mAPs, the times and the peak RSS.  Run it under `nice -n 19` on a shared machine.
-# Measured (README, "Training on large images"): 6 of the 10 epochs ran in 44 minutes on a
+# Measured (docs/PERFORMANCE.md, "Large images"): 6 of the 10 epochs ran in 44 minutes on a
 # shared 2-core machine (interrupted there); per tile mAP@0.5 0.969, per whole image 0.927.
 # RUN_WEIGHTS=path skips training and validates those weights.  KEEP=1 keeps the generated files
 # (in WORKDIR, default a new directory under $TMPDIR); an existing WORKDIR/data.yaml is reused.
