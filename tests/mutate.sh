@@ -116,11 +116,11 @@ mut f1_smoothing src/eval/metrics.c "test_metrics test_val_ref" \
     'const int ns = yc_smooth(mean_f1, YC_NPX, 0.1, smoothed);' \
     'const int ns = yc_smooth(mean_f1, YC_NPX, 0.05, smoothed);'
 
-# BatchNorm (src/nn/graph.c, cpu/batchnorm.c)
-mut bn_momentum src/nn/graph.c "test_golden test_cl test_golden_ref" \
+# BatchNorm (src/nn/modules.c, cpu/batchnorm.c)
+mut bn_momentum src/nn/modules.c "test_golden test_cl test_golden_ref" \
     'nd.op.p.bn.momentum = 0.03f;' \
     'nd.op.p.bn.momentum = 0.01f;'
-mut bn_eps src/nn/graph.c "test_golden test_cl" \
+mut bn_eps src/nn/modules.c "test_golden test_cl" \
     'nd.op.p.bn.eps = 1e-3f;' \
     'nd.op.p.bn.eps = 1e-5f;'
 mut bn_biased_running_var cpu/batchnorm.c "test_golden test_ops" \

@@ -10,7 +10,8 @@
  *      yc_backend_exec runs for every backend: backends do not check again);
  *   3. per backend, its kernel and a dispatch case (cpu/cpu_backend.c, cl/cl_ops.c), and any
  *      restriction in supports or scratch in workspace;
- *   4. src/nn/graph.c: the builder that emits it and its case in the backward pass;
+ *   4. src/nn/modules.c: the builder that emits it; src/nn/autodiff.c: its case in the backward
+ *      pass;
  *   5. tests/ref_ops.c (a naive reference) and tests/test_ops.c (every backend against it, finite
  *      differences for a backward op); bench/cl_smoke.c for oclgrind. */
 #ifndef YC_BACKEND_H

@@ -18,7 +18,11 @@
  * libvips is set up on first use through yc_vips_init() (image.h).  Image headers are read with the
  * loader that matches the file's signature, built directly (sequential access, header only: no
  * pixel is decoded), so the scan neither fills nor trusts libvips' operation cache.  Library
- * functions return yc_status codes with a message (log.h) and never exit. */
+ * functions return yc_status codes with a message (log.h) and never exit.
+ *
+ * One header for the files that implement it, named at each section: data_yaml.c, image_list.c,
+ * labels.c (the label parser and the verification of one image), label_cache.c (the scan cache)
+ * and dataset.c (loading a dataset, rectangular batches); dataset_internal.h is what they share. */
 #ifndef YC_DATASET_H
 #define YC_DATASET_H
 
@@ -27,7 +31,7 @@
 #include <stdint.h>
 
 /* ------------------------------------------------------------------------------------------------
- * Dataset yaml
+ * Dataset yaml (data_yaml.c)
  * ---------------------------------------------------------------------------------------------- */
 
 typedef enum yc_split {
@@ -72,7 +76,7 @@ int yc_data_yaml_load(const char *file, yc_data_yaml *out);
 void yc_data_yaml_free(yc_data_yaml *y);
 
 /* ------------------------------------------------------------------------------------------------
- * Image lists and label paths
+ * Image lists and label paths (image_list.c)
  * ---------------------------------------------------------------------------------------------- */
 
 /* A sorted list of unique paths: pointers into one pool. */
@@ -103,7 +107,7 @@ void yc_path_list_free(yc_path_list *l);
 char *yc_label_path(const char *image);
 
 /* ------------------------------------------------------------------------------------------------
- * The scanned dataset
+ * The scanned dataset (labels.c: yc_labels_parse; dataset.c: the rest)
  * ---------------------------------------------------------------------------------------------- */
 
 /* One object. */
@@ -241,7 +245,7 @@ static inline double yc_dataset_aspect(const yc_dataset *ds, size_t i)
 }
 
 /* ------------------------------------------------------------------------------------------------
- * Rectangular batches (YOLOv5.md 5.5)
+ * Rectangular batches (YOLOv5.md 5.5; dataset.c)
  * ---------------------------------------------------------------------------------------------- */
 
 /* Images ordered by aspect ratio and the letterbox shape of each batch. */

@@ -12,12 +12,12 @@
 #include <omp.h>
 #endif
 
-#include "draw.h"
 #include "graph.h"
 #include "json.h"
 #include "log.h"
 #include "loss_device.h"
 #include "nms.h"
+#include "plots.h"
 #include "util.h"
 
 void yc_val_options_default(yc_val_options *o)

@@ -1,12 +1,13 @@
 /* The training step (or the inference pass) of a model as a fixed schedule of backend ops.
  *
- * yc_graph_new walks the model config and emits the forward ops of every module (graph.c's
- * module builders), then, for training, the backward ops in reverse order.  Concat is free: the
- * inputs of a concat are channel-range views of its output, and so are their gradients.  Every
- * activation and gradient gets a lifetime (first and last position in the schedule); the planner
- * (plan.h) places them in one arena.  The loss sits between forward and backward (step.c: on the
- * device through the backend's yolo_loss where it has one, else on the host): it reads the head
- * outputs and writes their gradients (yc_graph_head / head_grad).
+ * yc_graph_new walks the model config and emits the forward ops of every module (modules.c's
+ * module builders), then, for training, the backward ops in reverse order (autodiff.c).  Concat
+ * is free: the inputs of a concat are channel-range views of its output, and so are their
+ * gradients.  Every activation and gradient gets a lifetime (first and last position in the
+ * schedule); the planner (plan.h) places them in one arena (arena.c).  The loss sits between
+ * forward and backward (step.c: on the device through the backend's yolo_loss where it has one,
+ * else on the host): it reads the head outputs and writes their gradients (yc_graph_head /
+ * head_grad).
  *
  *   positions 0 .. nforward-1     forward ops
  *   position  nforward            the loss

@@ -95,7 +95,7 @@ int yc_model_find_state(const yc_model *m, const char *name)
 
 /* ---- declaration: the __init__ of YOLOv5's modules (models/common.py, models/yolo.py) -------
  * Each module registers its parameters and BatchNorm state under YOLOv5's state-dict names, in
- * its order, before any graph is built; graph.c's forward builders find them by name. */
+ * its order, before any graph is built; modules.c's forward builders find them by name. */
 
 /* "%s.suffix" names, truncated silently at YC_NAME_MAX (names are far shorter in practice). */
 static void sub_name(char *dst, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,8 +1,8 @@
 /* A YOLOv5 model: its resolved config, its parameters (YOLOv5 state-dict names, optimizer groups),
  * its non-trained state (BatchNorm running statistics, batch counters, anchors) and their storage
  * on a backend.  yc_model_new declares the parameters as YOLOv5's modules' __init__ does (names
- * and order of its state dict); the network's ops live in graph.c, whose forward builders find
- * the parameters here by name every time a graph is built for a batch shape. */
+ * and order of its state dict); the network's ops live in graph.c, whose forward builders
+ * (modules.c) find the parameters here by name every time a graph is built for a batch shape. */
 #ifndef YC_MODEL_H
 #define YC_MODEL_H
 
@@ -134,7 +134,7 @@ int yc_model_load(yc_model *m, const char *path);
 /* Sets all gradients to zero. */
 int yc_model_zero_grad(yc_model *m);
 
-/* The index of parameter or state entry `name`, or -1 (graph.c's forward builders). */
+/* The index of parameter or state entry `name`, or -1 (modules.c's forward builders). */
 int yc_model_find_param(const yc_model *m, const char *name);
 int yc_model_find_state(const yc_model *m, const char *name);
 

@@ -1,0 +1,378 @@
+/* The YOLOv5 modules of a graph (graph_internal.h): each forward_* builder mirrors the forward()
+ * of a module of YOLOv5's models/common.py (Conv, Bottleneck, Concat, C3, SPPF/SPP, Upsample,
+ * Detect) and emits its ops over the parameters and BatchNorm state the model declared
+ * (model.c, the modules' __init__), found by name ("model.2.m.0.cv1.conv.weight").
+ * yc_graph_build_layer emits the module of one layer of the config.  The backward of each op is
+ * emitted by autodiff.c's backward_node, one case per op kind (named at each builder). */
+#include "graph_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "log.h"
+
+/* ---- parameters ----------------------------------------------------------------------------- */
+
+static int find_param(const yc_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int find_param(const yc_graph *g, const char *fmt, ...)
+{
+    char name[YC_NAME_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    int i = yc_model_find_param(g->m, name);
+    return i >= 0 ? i : yc_error_status(YC_ERR, "internal: parameter %s was not declared", name);
+}
+
+static int find_state(const yc_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int find_state(const yc_graph *g, const char *fmt, ...)
+{
+    char name[YC_NAME_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    int i = yc_model_find_state(g->m, name);
+    return i >= 0 ? i : yc_error_status(YC_ERR, "internal: state %s was not declared", name);
+}
+
+/* ---- Conv: Conv2d(c1, c2, k, s, p, bias=False) + BatchNorm2d(c2) + SiLU ------------------- */
+
+/* x (N,c1,H,W) -> conv k x k stride s pad p -> (N,c2,P,Q) -> BN -> SiLU -> *out.  Backward:
+ * autodiff.c, backward_node's cases YC_OP_CONV2D and YC_OP_BN_SILU_TRAIN (evaluation graphs, with
+ * YC_OP_BN_EVAL, have none). */
+static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, int s, int p,
+                        int *out)
+{
+    const yc_tensor *xt = &g->v[x]->t;
+    int P = (xt->h + 2 * p - k) / s + 1, Q = (xt->w + 2 * p - k) / s + 1;
+    int w = find_param(g, "%s.conv.weight", prefix);
+    int gamma = find_param(g, "%s.bn.weight", prefix);
+    int beta = find_param(g, "%s.bn.bias", prefix);
+    int rmean = find_state(g, "%s.bn.running_mean", prefix);
+    int rvar = find_state(g, "%s.bn.running_var", prefix);
+    if (w < 0 || gamma < 0 || beta < 0 || rmean < 0 || rvar < 0)
+        return YC_ERR;
+    if (xt->h + 2 * p < k || xt->w + 2 * p < k)
+        return yc_error_status(YC_EFORMAT, "%s: input %dx%d is smaller than the %dx%d kernel",
+                               prefix, xt->h, xt->w, k, k);
+    int y, a, status;
+    if ((status = yc_graph_new_value(g, &y, g->batch, c2, P, Q, "%s.conv", prefix)) ||
+        (status = yc_graph_new_value(g, &a, g->batch, c2, P, Q, "%s.act", prefix)))
+        return status;
+    yc_graph_activation(g, y);
+    yc_graph_activation(g, a);
+    g->v[y]->needs_grad = g->v[a]->needs_grad = true;
+
+    gnode nd = yc_graph_node(YC_OP_CONV2D, prefix);
+    nd.src[0] = val(x);
+    nd.src[1] = prm(w);
+    nd.dst[0] = val(y);
+    nd.op.p.conv.kh = nd.op.p.conv.kw = k;
+    nd.op.p.conv.stride_h = nd.op.p.conv.stride_w = s;
+    nd.op.p.conv.pad_h = nd.op.p.conv.pad_w = p;
+    nd.op.p.conv.groups = 1;
+    if ((status = yc_graph_push_node(g, &nd)))
+        return status;
+
+    /* BatchNorm and SiLU are one op and the BN output is never stored: in training, backward
+     * recomputes it (YC_OP_BN_SILU_BWD; see yc_graph_options.recompute); in evaluation, BN_EVAL
+     * applies SiLU */
+    const bool train = g->mode == YC_GRAPH_TRAIN;
+    int stats = -1;
+    if (train && (status = yc_graph_new_value(g, &stats, 2, c2, 1, 1, "%s.bn.stats", prefix)))
+        return status;
+    nd = yc_graph_node(train ? YC_OP_BN_SILU_TRAIN : YC_OP_BN_EVAL, prefix);
+    nd.src[0] = val(y);
+    nd.src[1] = prm(gamma);
+    nd.src[2] = prm(beta);
+    nd.dst[0] = val(a);
+    nd.op.p.bn.eps = 1e-3f; /* YOLOv5's BatchNorm2d settings */
+    nd.op.p.bn.momentum = 0.03f;
+    if (train) {
+        nd.dst[1] = val(stats);
+        nd.dst[2] = state(rmean);
+        nd.dst[3] = state(rvar);
+    } else {
+        nd.src[3] = state(rmean);
+        nd.src[4] = state(rvar);
+        nd.op.p.bn.silu = 1;
+    }
+    if ((status = yc_graph_push_node(g, &nd)))
+        return status;
+    *out = a;
+    return YC_OK;
+}
+
+/* ---- Bottleneck(c1, c2, shortcut, e): cv1 1x1 -> cv2 3x3 [+ x] --------------------------- */
+
+/* Backward: the two Convs', and backward_node's case YC_OP_ADD for the shortcut. */
+static int forward_bottleneck(yc_graph *g, const char *prefix, int x, int c2, bool shortcut,
+                              double e, int *out)
+{
+    char sub[YC_NAME_MAX];
+    int c1 = g->v[x]->t.c, c_ = (int)(c2 * e), t, u, status;
+    yc_graph_fmt_name(sub, sizeof sub, "%s.cv1", prefix);
+    if ((status = forward_conv(g, sub, x, c_, 1, 1, 0, &t)))
+        return status;
+    yc_graph_fmt_name(sub, sizeof sub, "%s.cv2", prefix);
+    if ((status = forward_conv(g, sub, t, c2, 3, 1, 1, &u)))
+        return status;
+    if (!(shortcut && c1 == c2)) {
+        *out = u;
+        return YC_OK;
+    }
+    int y;
+    const yc_tensor *ut = &g->v[u]->t;
+    if ((status = yc_graph_new_value(g, &y, g->batch, c2, ut->h, ut->w, "%s.add", prefix)))
+        return status;
+    yc_graph_activation(g, y);
+    g->v[y]->needs_grad = true;
+    gnode nd = yc_graph_node(YC_OP_ADD, prefix);
+    nd.src[0] = val(x);
+    nd.src[1] = val(u);
+    nd.dst[0] = val(y);
+    if ((status = yc_graph_push_node(g, &nd)))
+        return status;
+    *out = y;
+    return YC_OK;
+}
+
+/* ---- Concat: the inputs become channel ranges of the output (copies only when an input is
+ *      already a view, e.g. listed in two concats) --------------------------------------------- */
+
+/* Backward: a view needs none (its gradient is a view of the output's); a copy is backward_node's
+ * case YC_OP_COPY. */
+static int forward_concat(yc_graph *g, const char *name, const int *in, int nin, int *out)
+{
+    const yc_tensor *t0 = &g->v[in[0]]->t;
+    int c = 0, status;
+    for (int i = 0; i < nin; i++) {
+        const yc_tensor *ti = &g->v[in[i]]->t;
+        if (ti->h != t0->h || ti->w != t0->w)
+            return yc_error_status(YC_EFORMAT, "%s: cannot concatenate %dx%d with %dx%d (the image "
+                                   "size must be a multiple of the largest stride)", name, t0->h,
+                                   t0->w, ti->h, ti->w);
+        c += ti->c;
+    }
+    int y;
+    if ((status = yc_graph_new_value(g, &y, g->batch, c, t0->h, t0->w, "%s", name)))
+        return status;
+    yc_graph_activation(g, y);
+    int chan = 0;
+    for (int i = 0; i < nin; i++) {
+        gvalue *vi = g->v[in[i]];
+        g->v[y]->needs_grad |= vi->needs_grad;
+        bool can_view = in[i] != g->input && vi->parent < 0 && in[i] != y;
+        for (int j = 0; j < i; j++)
+            if (in[j] == in[i])
+                can_view = false;
+        if (can_view) {
+            vi->parent = y;
+            vi->chan0 = chan;
+        } else {
+            int dst;
+            if ((status = yc_graph_new_view(g, &dst, y, chan, vi->t.c, "")))
+                return status;
+            g->v[dst]->needs_grad = vi->needs_grad;
+            gnode nd = yc_graph_node(YC_OP_COPY, name);
+            nd.src[0] = val(in[i]);
+            nd.dst[0] = val(dst);
+            if ((status = yc_graph_push_node(g, &nd)))
+                return status;
+        }
+        chan += vi->t.c;
+    }
+    *out = y;
+    return YC_OK;
+}
+
+/* ---- C3(c1, c2, n, shortcut, e): cv3(cat(m(cv1(x)), cv2(x))) ------------------------------ */
+
+/* Backward: that of the Convs, Bottlenecks and Concat it is made of. */
+static int forward_c3(yc_graph *g, const char *prefix, int x, const yc_layer_cfg *l, int *out)
+{
+    char sub[YC_NAME_MAX];
+    int c_ = (int)(l->c2 * l->e), a, b, cat, status;
+    yc_graph_fmt_name(sub, sizeof sub, "%s.cv1", prefix);
+    if ((status = forward_conv(g, sub, x, c_, 1, 1, 0, &a)))
+        return status;
+    for (int j = 0; j < l->n; j++) {
+        yc_graph_fmt_name(sub, sizeof sub, "%s.m.%d", prefix, j);
+        if ((status = forward_bottleneck(g, sub, a, c_, l->shortcut, 1.0, &a)))
+            return status;
+    }
+    yc_graph_fmt_name(sub, sizeof sub, "%s.cv2", prefix);
+    if ((status = forward_conv(g, sub, x, c_, 1, 1, 0, &b)))
+        return status;
+    yc_graph_fmt_name(sub, sizeof sub, "%s.cat", prefix);
+    int in[2] = {a, b};
+    if ((status = forward_concat(g, sub, in, 2, &cat)))
+        return status;
+    yc_graph_fmt_name(sub, sizeof sub, "%s.cv3", prefix);
+    return forward_conv(g, sub, cat, l->c2, 1, 1, 0, out);
+}
+
+/* ---- SPPF: cv2(cat(x, m(x), m(m(x)), m(m(m(x))))) with x = cv1(input), m = maxpool k/1/k//2;
+ *      SPP: cv2(cat(x, pool_k1(x), pool_k2(x), pool_k3(x))) ---------------------------------- */
+
+/* Backward: autodiff.c, backward_node's case YC_OP_MAXPOOL. */
+static int maxpool(yc_graph *g, const char *name, int x, int k, int *out)
+{
+    const yc_tensor *xt = &g->v[x]->t;
+    int y, status;
+    if ((status = yc_graph_new_value(g, &y, g->batch, xt->c, xt->h, xt->w, "%s", name)))
+        return status;
+    yc_graph_activation(g, y);
+    g->v[y]->needs_grad = g->v[x]->needs_grad;
+    gnode nd = yc_graph_node(YC_OP_MAXPOOL, name);
+    nd.src[0] = val(x);
+    nd.dst[0] = val(y);
+    nd.op.p.pool.k = k;
+    nd.op.p.pool.stride = 1;
+    nd.op.p.pool.pad = k / 2;
+    if ((status = yc_graph_push_node(g, &nd)))
+        return status;
+    *out = y;
+    return YC_OK;
+}
+
+/* Backward: that of the Convs, max pools and Concat it is made of. */
+static int forward_spp(yc_graph *g, const char *prefix, int x, const yc_layer_cfg *l, int *out)
+{
+    char sub[YC_NAME_MAX];
+    int c_ = l->c1 / 2, in[5], nin = 0, status;
+    yc_graph_fmt_name(sub, sizeof sub, "%s.cv1", prefix);
+    if ((status = forward_conv(g, sub, x, c_, 1, 1, 0, &in[nin++])))
+        return status;
+    int branches = l->module == YC_MOD_SPPF ? 3 : l->npool;
+    for (int i = 0; i < branches; i++) {
+        bool chained = l->module == YC_MOD_SPPF;
+        yc_graph_fmt_name(sub, sizeof sub, "%s.m%d", prefix, i);
+        if ((status = maxpool(g, sub, chained ? in[nin - 1] : in[0],
+                              chained ? l->pool[0] : l->pool[i], &in[nin])))
+            return status;
+        nin++;
+    }
+    int cat;
+    yc_graph_fmt_name(sub, sizeof sub, "%s.cat", prefix);
+    if ((status = forward_concat(g, sub, in, nin, &cat)))
+        return status;
+    yc_graph_fmt_name(sub, sizeof sub, "%s.cv2", prefix);
+    return forward_conv(g, sub, cat, l->c2, 1, 1, 0, out);
+}
+
+/* ---- nn.Upsample(None, f, 'nearest') ------------------------------------------------------- */
+
+/* Backward: autodiff.c, backward_node's case YC_OP_UPSAMPLE. */
+static int forward_upsample(yc_graph *g, const char *name, int x, int f, int *out)
+{
+    const yc_tensor *xt = &g->v[x]->t;
+    int y, status;
+    if ((status = yc_graph_new_value(g, &y, g->batch, xt->c, xt->h * f, xt->w * f, "%s", name)))
+        return status;
+    yc_graph_activation(g, y);
+    g->v[y]->needs_grad = g->v[x]->needs_grad;
+    gnode nd = yc_graph_node(YC_OP_UPSAMPLE, name);
+    nd.src[0] = val(x);
+    nd.dst[0] = val(y);
+    nd.op.p.up.factor = f;
+    if ((status = yc_graph_push_node(g, &nd)))
+        return status;
+    *out = y;
+    return YC_OK;
+}
+
+/* ---- Detect: per level a 1x1 Conv2d(ch_l, na*no) with bias; (N, na*no, ny, nx) outputs ------ */
+
+/* Backward: autodiff.c, backward_node's case YC_OP_CONV2D (with the bias gradient); the loss
+ * writes the heads' gradients (yc_graph_build_backward). */
+static int forward_detect(yc_graph *g, const char *prefix, const yc_layer_cfg *l)
+{
+    yc_model *m = g->m;
+    int status;
+    for (int i = 0; i < l->nfrom; i++) {
+        int x = g->layer_out[l->from[i]], y;
+        const yc_tensor *xt = &g->v[x]->t;
+        int w = find_param(g, "%s.m.%d.weight", prefix, i);
+        int b = find_param(g, "%s.m.%d.bias", prefix, i);
+        if (w < 0 || b < 0)
+            return YC_ERR;
+        if ((status = yc_graph_new_value(g, &y, g->batch, m->na * m->no, xt->h, xt->w, "%s.m.%d",
+                                         prefix, i)))
+            return status;
+        g->v[y]->needs_grad = true;
+        gnode nd = yc_graph_node(YC_OP_CONV2D, prefix);
+        yc_graph_fmt_name(nd.name, sizeof nd.name, "%s.m.%d", prefix, i);
+        nd.src[0] = val(x);
+        nd.src[1] = prm(w);
+        nd.src[2] = prm(b);
+        nd.dst[0] = val(y);
+        nd.op.p.conv.kh = nd.op.p.conv.kw = 1;
+        nd.op.p.conv.stride_h = nd.op.p.conv.stride_w = 1;
+        nd.op.p.conv.groups = 1;
+        if ((status = yc_graph_push_node(g, &nd)))
+            return status;
+        g->heads[i] = y;
+    }
+    return YC_OK;
+}
+
+/* ---- the network ---------------------------------------------------------------------------- */
+
+int yc_graph_build_layer(yc_graph *g, int i)
+{
+    const yc_layer_cfg *l = &g->m->cfg->layers[i];
+    char prefix[YC_NAME_MAX];
+    int x = l->from[0] < 0 ? g->input : g->layer_out[l->from[0]];
+    int status = YC_OK, out = x;
+    yc_graph_fmt_name(prefix, sizeof prefix, "model.%d", i);
+    switch (l->module) {
+    case YC_MOD_CONV:
+    case YC_MOD_BOTTLENECK:
+    case YC_MOD_SPP:
+    case YC_MOD_SPPF:
+        /* repeated modules are an nn.Sequential: model.i.0, model.i.1, ... */
+        for (int r = 0; r < l->repeats && !status; r++) {
+            char sub[YC_NAME_MAX];
+            if (l->repeats > 1)
+                yc_graph_fmt_name(sub, sizeof sub, "%s.%d", prefix, r);
+            else
+                yc_graph_fmt_name(sub, sizeof sub, "%s", prefix);
+            int c1 = r == 0 ? l->c1 : l->c2;
+            if (l->module == YC_MOD_CONV) {
+                status = forward_conv(g, sub, out, l->c2, l->k, l->s, l->p, &out);
+            } else if (l->module == YC_MOD_BOTTLENECK) {
+                status = forward_bottleneck(g, sub, out, l->c2, l->shortcut, l->e, &out);
+            } else {
+                yc_layer_cfg lr = *l;
+                lr.c1 = c1;
+                status = forward_spp(g, sub, out, &lr, &out);
+            }
+        }
+        break;
+    case YC_MOD_C3:
+        status = forward_c3(g, prefix, x, l, &out);
+        break;
+    case YC_MOD_UPSAMPLE:
+        status = forward_upsample(g, prefix, x, l->factor, &out);
+        break;
+    case YC_MOD_CONCAT: {
+        int in[YC_MAX_FROM];
+        for (int j = 0; j < l->nfrom; j++)
+            in[j] = l->from[j] < 0 ? g->input : g->layer_out[l->from[j]];
+        status = forward_concat(g, prefix, in, l->nfrom, &out);
+        break;
+    }
+    case YC_MOD_DETECT:
+        status = forward_detect(g, prefix, l);
+        break;
+    }
+    if (status)
+        return yc_error_context(status, "layer %d (%s)", i, l->type_name);
+    g->layer_out[i] = out;
+    return YC_OK;
+}
