@@ -443,7 +443,6 @@ static int setup_model(trainer *t, bool resuming)
     const yc_train_opts *o = &t->o;
     yc_weights *w = NULL;
     yc_model_cfg *cfg = NULL;
-    char path[1024];
     int st = YC_OK;
     bool have_weights = !resuming && o->weights && o->weights[0];
     if (have_weights && (st = yc_weights_read(o->weights, &w)))
@@ -452,14 +451,8 @@ static int setup_model(trainer *t, bool resuming)
         /* the checkpoint's own config: the run may have taken its model from --weights alone,
          * and the files it was started from may be gone */
         st = yc_checkpoint_model_cfg(t->resume_path, t->nc, &cfg);
-    } else if (o->cfg && o->cfg[0]) {
-        if (!(st = yc_model_cfg_find(o->cfg, path, sizeof path)))
-            st = yc_model_cfg_load(&cfg, path, t->nc);
-    } else if (w) {
-        st = yc_weights_model_cfg(w, t->nc, &cfg);
     } else {
-        st = yc_error_status(YC_EUSAGE, "give --cfg (a model config) or --weights (a model to "
-                             "start from)");
+        st = yc_model_cfg_open(o->cfg, w, t->nc, &cfg, NULL, 0);
     }
     if (!st)
         st = yc_model_new(&t->m, cfg);
@@ -525,24 +518,15 @@ static double run_gflops(const yc_train_opts *o)
         nc = o->single_cls ? 1 : y.nc;
         yc_data_yaml_free(&y);
     }
+    yc_weights *w = NULL;
     yc_model_cfg *cfg = NULL;
-    char path[1024];
-    if (o->cfg && o->cfg[0]) {
-        if (yc_model_cfg_find(o->cfg, path, sizeof path) || yc_model_cfg_load(&cfg, path, nc))
-            return -1.0;
-    } else if (o->weights && o->weights[0]) {
-        yc_weights *w = NULL;
-        int st = yc_weights_read(o->weights, &w);
-        if (!st)
-            st = yc_weights_model_cfg(w, nc, &cfg);
-        yc_weights_free(w);
-        if (st)
-            return -1.0;
-    } else {
-        return -1.0;
-    }
     yc_model *m = NULL;
-    if (yc_model_new(&m, cfg))
+    bool from_weights = !(o->cfg && o->cfg[0]) && o->weights && o->weights[0];
+    int st = from_weights ? yc_weights_read(o->weights, &w) : YC_OK;
+    if (!st)
+        st = yc_model_cfg_open(o->cfg, w, nc, &cfg, NULL, 0);
+    yc_weights_free(w);
+    if (st || yc_model_new(&m, cfg))
         return -1.0;
     double gflops = yc_model_gflops(m, o->imgsz);
     yc_model_free(m);
