@@ -12,12 +12,17 @@
  *         YC_OPT_HELP(),
  *         YC_OPT_END(),
  *     };
- *     static const yc_command_options spec = {"train", "Usage: ...\n\n", rows, 27, NULL};
+ *     static const yc_command_options spec = {.cmd = "train", .head = "Usage: ...\n\n",
+ *                                             .rows = rows, .help_col = 27};
  *     my_opts o = {...defaults...};
  *     yc_opt_state s;
  *     int st = yc_options_parse(&spec, argc, argv, &o, &s);   // YC_OPT_DONE after --help
  *
- * Shared groups (several commands, one text): the YC_OPTS_* macros below. */
+ * The usage text is the head, then a line per row ("  -e, --epochs N" padded to help_col, then
+ * the help; '\n' in the help continues it at help_col), YC_OPT_TEXT rows as they are.  Rows with
+ * a key take their field from a saved-field table (field.h; yolocl train's yc_train_fields), so
+ * that an option saved with a run is declared by one row there and one here.  Rows shared by
+ * several commands are the YC_OPTS_* macros below. */
 #ifndef YC_OPTIONS_H
 #define YC_OPTIONS_H
 
@@ -118,8 +123,6 @@ void yc_options_usage(const yc_command_options *spec);
 size_t yc_opt_offset(const yc_command_options *spec, const yc_option *row);
 
 /* ---- rows ---------------------------------------------------------------------------------- */
-
-#define YC_OPT_OFF(type, field) offsetof(type, field)
 
 #define YC_OPT_END() {.type = YC_OPT_T_END}
 #define YC_OPT_STRING(s, n, meta, T, f, h)                                                       \
