@@ -539,6 +539,28 @@ for man_page in "$top"/man/*.1; do
         fi
     fi
 done
+# The options of each command with a man page: its usage text comes from its option table
+# (src/cli/options.h), and the options of --help and those its man page lists (the .TP items that
+# start with an option) are the same set.
+help_options() { # CMD: the long options in the left column of `yolocl CMD --help`
+    "$YOLOCL" "$1" --help | sed -n 's/^ \{2,6\}\(-[^ ]*.*\)$/\1/p' | sed 's/   .*//' |
+        grep -o -- '--[a-z][a-z0-9-]*' | sort -u
+}
+man_options() { # CMD: the long options of the option items of man/yolocl-CMD.1
+    sed -n '/^\.TP/{n;p;}' "$top/man/yolocl-$1.1" | grep '^\.B[IR]* \\-' | sed 's/\\-/-/g' |
+        grep -o -- '--[a-z][a-z0-9-]*' | grep -v -- '^--help$' | sort -u
+}
+for cmd in train val detect plan bench tune export; do
+    last_cmd="yolocl $cmd --help against man/yolocl-$cmd.1"
+    last_status=0
+    help_options "$cmd" | grep -v -- '^--help$' >"$tmp/help_opts"
+    man_options "$cmd" >"$tmp/man_opts"
+    missing=$(comm -23 "$tmp/help_opts" "$tmp/man_opts" | tr '\n' ' ')
+    extra=$(comm -13 "$tmp/help_opts" "$tmp/man_opts" | tr '\n' ' ')
+    if [ "$(wc -l <"$tmp/help_opts")" -ge 3 ]; then pass; else fail "too few options in --help"; fi
+    if [ -z "$missing" ]; then pass; else fail "options of --help missing from the man page: $missing"; fi
+    if [ -z "$extra" ]; then pass; else fail "options of the man page missing from --help: $extra"; fi
+done
 if ! command -v mandoc >/dev/null 2>&1; then
     if required; then
         fail "mandoc not installed: the man pages cannot be linted (YOLOCL_REQUIRE_SHARED=1)"

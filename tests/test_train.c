@@ -24,6 +24,7 @@
 #include "safetensors.h"
 #include "step.h"
 #include "train.h"
+#include "train_opts.h"
 #include "util.h"
 
 static char tmpdir[256];
@@ -777,6 +778,131 @@ START_TEST(loss_falls_when_fitting_a_batch)
 }
 END_TEST
 
+/* ---- saved options ------------------------------------------------------------------------ */
+
+#define FIELD_AT(obj, f, type) ((type *)((char *)(obj) + (f)->offset))
+
+/* Every field train_opts.c marks as restored comes back from the JSON that checkpoints and
+ * opt.yaml are written from, with a value other than its default; the others keep the values the
+ * resumed command line gives. */
+START_TEST(saved_options_round_trip)
+{
+    yc_train_saved a, b;
+    memset(&a, 0, sizeof a);
+    yc_train_opts_defaults(&a.o);
+    char strs[64][32];
+    int nrestored = 0;
+    for (const yc_field *f = yc_train_fields; f->type != YC_FIELD_END; f++) {
+        int i = (int)(f - yc_train_fields);
+        double mid = (f->lo + f->hi) / 2;
+        switch (f->type) {
+        case YC_FIELD_BOOL:
+            *FIELD_AT(&a, f, bool) = true;
+            break;
+        case YC_FIELD_INT:
+            /* the top of the range: valid wherever the range is (tile 16384, batch 65536) */
+            *FIELD_AT(&a, f, int) = f->hi > 0 ? (int)f->hi : 7;
+            break;
+        case YC_FIELD_FLOAT:
+            *FIELD_AT(&a, f, float) = (float)(mid + 0.25);
+            break;
+        case YC_FIELD_DOUBLE:
+            *FIELD_AT(&a, f, double) = mid + 0.25;
+            break;
+        case YC_FIELD_SIZE:
+            *FIELD_AT(&a, f, size_t) = 12345;
+            break;
+        case YC_FIELD_STR:
+            snprintf(strs[i], sizeof strs[i], "saved-%s", f->key);
+            *FIELD_AT(&a, f, const char *) = strs[i];
+            break;
+        case YC_FIELD_ENUM:
+            *FIELD_AT(&a, f, int) = 2; /* AdamW; --cache disk */
+            ck_assert_ptr_nonnull(f->enum_name(2));
+            break;
+        case YC_FIELD_INTS: {
+            int *v = FIELD_AT(&a, f, int);
+            int *n = (int *)((char *)&a + f->count_offset);
+            *n = 3;
+            for (int k = 0; k < *n; k++)
+                v[k] = (int)f->hi - k;
+            break;
+        }
+        case YC_FIELD_END:
+            break;
+        }
+        nrestored += (f->flags & YC_FIELD_RESTORE) != 0;
+    }
+    ck_assert_int_ge(nrestored, 20);
+    char *json = yc_train_opts_json(&a.o, a.micro_batch);
+    ck_assert_ptr_nonnull(json);
+
+    /* the run resumed with only the command line's defaults, but for where it runs */
+    memset(&b, 0, sizeof b);
+    yc_train_opts_defaults(&b.o);
+    b.o.device = "resumed-device";
+    b.o.workers = 3;
+    yc_train_saved now = b;
+    yc_train_opt_strings keep;
+    int st = yc_train_opts_from_json(json, &b.o, &keep);
+    ck_assert_msg(st == YC_OK, "%s\n%s", yc_last_error(), json);
+    for (const yc_field *f = yc_train_fields; f->type != YC_FIELD_END; f++) {
+        const yc_train_saved *want = (f->flags & YC_FIELD_RESTORE) ? &a : &now;
+        if (f == yc_field_find(yc_train_fields, "micro_batch"))
+            continue; /* not an option */
+        switch (f->type) {
+        case YC_FIELD_BOOL:
+            ck_assert_msg(*FIELD_AT(&b, f, bool) == *FIELD_AT(want, f, bool), "%s", f->key);
+            break;
+        case YC_FIELD_INT:
+        case YC_FIELD_ENUM:
+            ck_assert_msg(*FIELD_AT(&b, f, int) == *FIELD_AT(want, f, int), "%s: %d, expected %d",
+                          f->key, *FIELD_AT(&b, f, int), *FIELD_AT(want, f, int));
+            break;
+        case YC_FIELD_FLOAT:
+            ck_assert_msg(*FIELD_AT(&b, f, float) == *FIELD_AT(want, f, float), "%s", f->key);
+            break;
+        case YC_FIELD_DOUBLE:
+            ck_assert_msg(*FIELD_AT(&b, f, double) == *FIELD_AT(want, f, double), "%s", f->key);
+            break;
+        case YC_FIELD_SIZE:
+            ck_assert_msg(*FIELD_AT(&b, f, size_t) == *FIELD_AT(want, f, size_t), "%s", f->key);
+            break;
+        case YC_FIELD_STR: {
+            const char *x = *FIELD_AT(&b, f, const char *), *y = *FIELD_AT(want, f, const char *);
+            ck_assert_msg((!x && !y) || (x && y && !strcmp(x, y)), "%s: %s, expected %s", f->key,
+                          x ? x : "NULL", y ? y : "NULL");
+            break;
+        }
+        case YC_FIELD_INTS: {
+            int nb = *(int *)((char *)&b + f->count_offset);
+            int nw = *(int *)((char *)want + f->count_offset);
+            ck_assert_msg(nb == nw && !memcmp(FIELD_AT(&b, f, int), FIELD_AT(want, f, int),
+                                              (size_t)nb * sizeof(int)), "%s", f->key);
+            break;
+        }
+        case YC_FIELD_END:
+            break;
+        }
+        /* a restored value is not what the command line gave: the test sees it come back */
+        if ((f->flags & YC_FIELD_RESTORE) && f->type != YC_FIELD_STR && f->type != YC_FIELD_INTS)
+            ck_assert_msg(memcmp((char *)&a + f->offset, (char *)&now + f->offset,
+                                 f->type == YC_FIELD_BOOL     ? sizeof(bool)
+                                 : f->type == YC_FIELD_DOUBLE ? sizeof(double)
+                                 : f->type == YC_FIELD_SIZE   ? sizeof(size_t)
+                                                              : sizeof(int)) != 0,
+                          "%s: the test's value is the default", f->key);
+    }
+    yc_train_opt_strings_free(&keep);
+    free(json);
+
+    /* a restored number out of its range names its key */
+    ck_assert_int_eq(yc_train_opts_from_json("{\"epochs\": 0}", &b.o, &keep), YC_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(yc_last_error(), "'epochs'"));
+    yc_error_clear();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("train");
@@ -785,6 +911,7 @@ static Suite *suite(void)
     tcase_add_test(tc, schedule_and_warmup_follow_yolov5);
     tcase_add_test(tc, optimizer_groups_freeze_and_clip);
     tcase_add_test(tc, checkpoint_round_trip);
+    tcase_add_test(tc, saved_options_round_trip);
     tcase_add_test(tc, loader_is_reproducible);
     tcase_add_test(tc, micro_batches_add_up_to_the_batch);
     suite_add_tcase(s, tc);

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "detect.h"
+#include "device.h"
+#include "graph.h"
 #include "log.h"
 #include "util.h"
 
@@ -161,4 +164,17 @@ int yc_cli_run_name(const char *cmd, const char *project, const char *name)
         return yc_usage_error(cmd, "--project and --name must be non-empty, and --name a single "
                               "directory name");
     return 0;
+}
+
+int yc_open_infer_model(const char *device, const char *weights, const char *cfg,
+                        yc_backend **be, yc_infer_model *im)
+{
+    int st;
+    if ((st = yc_device_open(device, 0, true, be)) ||
+        (st = yc_infer_model_load(im, weights, cfg, *be)))
+        return st;
+    yc_model *m = im->m;
+    printf("%s summary: %d layers, %zu parameters, 0 gradients, %.1f GFLOPs\n", m->cfg->name,
+           yc_model_count_modules(m), yc_model_count_params(m), yc_model_gflops(m, 640));
+    return YC_OK;
 }

@@ -36,4 +36,11 @@ int yc_cli_run_name(const char *cmd, const char *project, const char *name);
  * loops.  Uses optopt/argv to name the bad option.  Returns YC_EXIT_USAGE. */
 int yc_cli_bad_option(const char *cmd, int argc, char **argv);
 
+struct yc_backend;
+struct yc_infer_model;
+/* val and detect: opens the device (--device, announced), loads the model of --weights (with
+ * --cfg) on it for inference and prints its summary line ("yolov5s summary: ... GFLOPs"). */
+int yc_open_infer_model(const char *device, const char *weights, const char *cfg,
+                        struct yc_backend **be, struct yc_infer_model *im);
+
 #endif

@@ -1,6 +1,6 @@
 /* yolocl bench: the inference pass and the training step timed on a synthetic batch, as GFLOP/s
  * and as a fraction of the CPU's measured FP32 peak; --profile adds per-op tables. */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +13,7 @@
 #include "json.h"
 #include "log.h"
 #include "modelcfg.h"
+#include "options.h"
 #include "util.h"
 #include "waitpolicy.h"
 
@@ -30,27 +31,47 @@ static const int matrix_batches[] = {8, 16};
 #define PEAK_RUNS 5
 #define PEAK_SECONDS 0.25
 
-static void print_usage(void)
-{
-    fputs("Usage: yolocl bench [--cfg MODEL] [--img SIZE] [--batch N] [--device D] [--half]\n"
-          "                    [--iters N] [--warmup N] [--profile] [--json]\n"
-          "Time the inference pass and the training step (forward, loss, backward, optimizer)\n"
-          "of YOLOv5 models on a synthetic batch; print milliseconds, images/s, GFLOP/s and the\n"
-          "fraction of the CPU's measured FP32 peak.  Without --cfg, --img and --batch: yolov5n\n"
-          "and yolov5s at 320 and 640 with batches of 8 and 16 (each option fixes one).\n"
-          "\n"
-          "  -c, --cfg MODEL   model config (bundled name or yaml path)\n"
-          "      --img SIZE    image size, a multiple of the model's stride\n"
-          "  -b, --batch N     images per batch\n"
-          "      --device D    auto, cpu, opencl, opencl:N or a device name substring\n"
-          "      --half        FP16 storage of activations\n"
-          "      --iters N     timed iterations (default 5); the median and minimum are shown\n"
-          "      --warmup N    untimed iterations first (default 1)\n"
-          "      --profile     time each op: tables by op kind and the 10 slowest op names\n"
-          "      --json        one JSON object per configuration, one per line\n"
-          "  -h, --help        show this help\n",
-          stdout);
-}
+/* The command line. */
+typedef struct bench_cli {
+    const char *cfg, *device;
+    int img, batch, iters, warmup;
+    bool half, profile, json;
+} bench_cli;
+
+#define T bench_cli
+static const yc_option rows[] = {
+    YC_OPT_STRING('c', "cfg", "MODEL", T, cfg, "model config (bundled name or yaml path)"),
+    {.type = YC_OPT_T_INT, .name = "img", .aliases = {"imgsz"}, .metavar = "SIZE",
+     .offset = offsetof(T, img), .lo = 32, .hi = 16384,
+     .help = "image size, a multiple of the model's stride"},
+    {.type = YC_OPT_T_INT, .short_name = 'b', .name = "batch", .aliases = {"batch-size"},
+     .metavar = "N", .offset = offsetof(T, batch), .lo = 1, .hi = 4096,
+     .help = "images per batch"},
+    YC_OPTS_DEVICE(T, device),
+    YC_OPT_BOOL(0, "half", T, half, "FP16 storage of activations"),
+    YC_OPT_INT(0, "iters", "N", T, iters, 1, 1000000,
+               "timed iterations (default 5); the median and minimum are shown"),
+    YC_OPT_INT(0, "warmup", "N", T, warmup, 0, 1000000, "untimed iterations first (default 1)"),
+    YC_OPT_BOOL(0, "profile", T, profile,
+                "time each op: tables by op kind and the 10 slowest op names"),
+    YC_OPT_BOOL(0, "json", T, json, "one JSON object per configuration, one per line"),
+    YC_OPT_HELP(),
+    YC_OPT_END(),
+};
+#undef T
+
+static const yc_command_options spec = {
+    .cmd = "bench",
+    .head = "Usage: yolocl bench [--cfg MODEL] [--img SIZE] [--batch N] [--device D] [--half]\n"
+            "                    [--iters N] [--warmup N] [--profile] [--json]\n"
+            "Time the inference pass and the training step (forward, loss, backward, optimizer)\n"
+            "of YOLOv5 models on a synthetic batch; print milliseconds, images/s, GFLOP/s and the\n"
+            "fraction of the CPU's measured FP32 peak.  Without --cfg, --img and --batch: yolov5n\n"
+            "and yolov5s at 320 and 640 with batches of 8 and 16 (each option fixes one).\n"
+            "\n",
+    .rows = rows,
+    .help_col = 20,
+};
 
 /* What the whole run shares. */
 typedef struct bench_run {
@@ -258,69 +279,14 @@ static int run_one(bench_run *run, const char *name, const yc_bench_config *c)
 
 int yc_cmd_bench(int argc, char **argv)
 {
-    static const char *const cmd = "bench";
-    enum { OPT_IMG = 256, OPT_DEVICE, OPT_HALF, OPT_ITERS, OPT_WARMUP, OPT_PROFILE, OPT_JSON };
-    static const struct option opts[] = {
-        {"cfg", required_argument, NULL, 'c'},
-        {"img", required_argument, NULL, OPT_IMG},
-        {"imgsz", required_argument, NULL, OPT_IMG},
-        {"batch", required_argument, NULL, 'b'},
-        {"batch-size", required_argument, NULL, 'b'},
-        {"device", required_argument, NULL, OPT_DEVICE},
-        {"half", no_argument, NULL, OPT_HALF},
-        {"iters", required_argument, NULL, OPT_ITERS},
-        {"warmup", required_argument, NULL, OPT_WARMUP},
-        {"profile", no_argument, NULL, OPT_PROFILE},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *cfg_name = NULL, *device = "auto";
-    int img = 0, batch = 0, iters = 5, warmup = 1, c, st;
-    bool half = false, profile = false, json = false;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:b:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            cfg_name = optarg;
-            break;
-        case OPT_IMG:
-            if ((st = yc_cli_int(cmd, "--img", optarg, 32, 16384, &img)))
-                return st;
-            break;
-        case 'b':
-            if ((st = yc_cli_int(cmd, "--batch", optarg, 1, 4096, &batch)))
-                return st;
-            break;
-        case OPT_DEVICE:
-            device = optarg;
-            break;
-        case OPT_HALF:
-            half = true;
-            break;
-        case OPT_ITERS:
-            if ((st = yc_cli_int(cmd, "--iters", optarg, 1, 1000000, &iters)))
-                return st;
-            break;
-        case OPT_WARMUP:
-            if ((st = yc_cli_int(cmd, "--warmup", optarg, 0, 1000000, &warmup)))
-                return st;
-            break;
-        case OPT_PROFILE:
-            profile = true;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        case 'h':
-            print_usage();
-            return YC_EXIT_OK;
-        default:
-            return yc_cli_bad_option(cmd, argc, argv);
-        }
-    }
-    if (optind < argc)
-        return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    bench_cli o = {.device = "auto", .iters = 5, .warmup = 1};
+    yc_opt_state s;
+    int st = yc_options_parse(&spec, argc, argv, &o, &s);
+    if (st)
+        return st == YC_OPT_DONE ? YC_EXIT_OK : st;
+    const char *cfg_name = o.cfg, *device = o.device;
+    int img = o.img, batch = o.batch, iters = o.iters, warmup = o.warmup;
+    bool half = o.half, profile = o.profile, json = o.json;
 
     /* the configurations: each given option fixes its dimension of the matrix */
     const int ncfg = cfg_name ? 1 : COUNT(matrix_cfgs), nimg = img ? 1 : COUNT(matrix_imgs),

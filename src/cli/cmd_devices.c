@@ -1,7 +1,6 @@
 /* yolocl devices: the CPU device and every OpenCL platform and device, as text or JSON. */
 #include "config.h"
 
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include "commands.h"
 #include "json.h"
 #include "log.h"
+#include "options.h"
 #include "util.h"
 
 /* The CPU as the OpenMP backend sees it. */
@@ -37,19 +37,30 @@ typedef struct cl_listing {
     char error[512];
 } cl_listing;
 
-static void print_usage(void)
-{
-    fputs("Usage: yolocl devices [--json]\n"
-          "List the devices yolocl can run on: the CPU (OpenMP backend) and every device\n"
-          "of every OpenCL platform, numbered opencl:0, opencl:1, ... over all platforms.\n"
-          "For each: memory, largest single allocation and FP16 support (storage: values\n"
-          "kept as half precision; arithmetic: native half math, OpenCL's cl_khr_fp16).\n"
-          "\n"
-          "Options:\n"
-          "      --json   print one JSON object {\"devices\": [...]} for scripts\n"
-          "  -h, --help   show this help and exit\n",
-          stdout);
-}
+/* The command line. */
+typedef struct devices_cli {
+    bool json;
+} devices_cli;
+
+static const yc_option rows[] = {
+    YC_OPT_BOOL(0, "json", devices_cli, json,
+                "print one JSON object {\"devices\": [...]} for scripts"),
+    {.type = YC_OPT_T_HELP, .short_name = 'h', .name = "help", .help = "show this help and exit"},
+    YC_OPT_END(),
+};
+
+static const yc_command_options spec = {
+    .cmd = "devices",
+    .head = "Usage: yolocl devices [--json]\n"
+            "List the devices yolocl can run on: the CPU (OpenMP backend) and every device\n"
+            "of every OpenCL platform, numbered opencl:0, opencl:1, ... over all platforms.\n"
+            "For each: memory, largest single allocation and FP16 support (storage: values\n"
+            "kept as half precision; arithmetic: native half math, OpenCL's cl_khr_fp16).\n"
+            "\n"
+            "Options:\n",
+    .rows = rows,
+    .help_col = 15,
+};
 
 static bool cpu_has_f16c(void)
 {
@@ -301,34 +312,17 @@ static void print_json(const cpu_desc *c, const cl_listing *l)
 
 int yc_cmd_devices(int argc, char **argv)
 {
-    static const char *const cmd = "devices";
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    bool json = false;
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            print_usage();
-            return YC_EXIT_OK;
-        default:
-            return yc_cli_bad_option(cmd, argc, argv);
-        }
-    }
-    if (optind < argc)
-        return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    devices_cli o = {.json = false};
+    yc_opt_state s;
+    int st = yc_options_parse(&spec, argc, argv, &o, &s);
+    if (st)
+        return st == YC_OPT_DONE ? YC_EXIT_OK : st;
+    bool json = o.json;
 
     cpu_desc cpu;
     describe_cpu(&cpu);
     cl_listing cl;
-    int st = list_opencl(&cl);
+    st = list_opencl(&cl);
     if (st)
         return yc_report_failure(st);
     if (json)

@@ -4,7 +4,7 @@
  *
  * Entry point, declared in commands.h:
  *   int yc_cmd_export(int argc, char **argv); */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,63 +12,53 @@
 #include "cli.h"
 #include "commands.h"
 #include "log.h"
+#include "options.h"
 #include "util.h"
 #include "weights.h"
 
-static void print_usage(void)
-{
-    fputs("Usage: yolocl export --weights FILE --out FILE.safetensors [--half]\n"
-          "Convert YOLOv5 weights (a .pt checkpoint or a safetensors file) to a yolocl\n"
-          "safetensors file carrying the model config, class names and strides.\n"
-          "\n"
-          "  -w, --weights FILE  the weights to convert (.pt or .safetensors)\n"
-          "  -o, --out FILE      the safetensors file to write\n"
-          "      --half          store floating tensors as FP16 (default FP32)\n"
-          "  -h, --help          show this help\n",
-          stdout);
-}
+/* The command line. */
+typedef struct export_cli {
+    const char *weights, *out;
+    bool half;
+} export_cli;
+
+#define T export_cli
+static const yc_option rows[] = {
+    YC_OPT_STRING('w', "weights", "FILE", T, weights, "the weights to convert (.pt or .safetensors)"),
+    YC_OPT_STRING('o', "out", "FILE", T, out, "the safetensors file to write"),
+    YC_OPT_BOOL(0, "half", T, half, "store floating tensors as FP16 (default FP32)"),
+    YC_OPT_HELP(),
+    YC_OPT_END(),
+};
+#undef T
+
+static const yc_command_options spec = {
+    .cmd = "export",
+    .head = "Usage: yolocl export --weights FILE --out FILE.safetensors [--half]\n"
+            "Convert YOLOv5 weights (a .pt checkpoint or a safetensors file) to a yolocl\n"
+            "safetensors file carrying the model config, class names and strides.\n"
+            "\n",
+    .rows = rows,
+    .help_col = 22,
+};
 
 int yc_cmd_export(int argc, char **argv)
 {
     static const char *const cmd = "export";
-    static const struct option opts[] = {
-        {"weights", required_argument, NULL, 'w'},
-        {"out", required_argument, NULL, 'o'},
-        {"half", no_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *weights = NULL, *out = NULL;
-    bool half = false;
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":w:o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'w':
-            weights = optarg;
-            break;
-        case 'o':
-            out = optarg;
-            break;
-        case 'H':
-            half = true;
-            break;
-        case 'h':
-            print_usage();
-            return YC_EXIT_OK;
-        default:
-            return yc_cli_bad_option(cmd, argc, argv);
-        }
-    }
-    if (optind < argc)
-        return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    export_cli o = {.weights = NULL};
+    yc_opt_state s;
+    int st = yc_options_parse(&spec, argc, argv, &o, &s);
+    if (st)
+        return st == YC_OPT_DONE ? YC_EXIT_OK : st;
+    const char *weights = o.weights, *out = o.out;
+    bool half = o.half;
     if (!weights)
         return yc_usage_error(cmd, "--weights is required (for example --weights yolov5n.pt)");
     if (!out)
         return yc_usage_error(cmd, "--out is required (for example --out yolov5n.safetensors)");
 
     yc_weights *w = NULL;
-    int st = yc_weights_read(weights, &w);
+    st = yc_weights_read(weights, &w);
     bool inferred = false;
     if (!st && w->nc < 1)
         inferred = yc_weights_infer_nc(w, &w->nc) == YC_OK;

@@ -1,6 +1,6 @@
 /* yolocl info: a model's layer table, parameter count and GFLOPs, printed like YOLOv5's model
  * summary (parse_model's table, then "YOLOv5s summary: 214 layers, ... GFLOPs"). */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,19 +10,37 @@
 #include "log.h"
 #include "model.h"
 #include "modelcfg.h"
+#include "options.h"
+#include "weights.h"
 
-static void print_usage(void)
-{
-    fputs("Usage: yolocl info --cfg MODEL [--nc N] [--img SIZE]\n"
-          "Print a model's layers, parameters and GFLOPs like YOLOv5's model summary.\n"
-          "\n"
-          "  -c, --cfg MODEL   model config: a bundled name (yolov5n, yolov5s, ..., yolov5x6)\n"
-          "                    or the path of a YOLOv5-format model yaml\n"
-          "      --nc N        number of classes (default: the yaml's nc)\n"
-          "      --img SIZE    image size for the GFLOPs figure (default 640)\n"
-          "  -h, --help        show this help\n",
-          stdout);
-}
+/* The command line. */
+typedef struct info_cli {
+    const char *cfg;
+    int nc, img;
+} info_cli;
+
+#define T info_cli
+static const yc_option rows[] = {
+    YC_OPT_STRING('c', "cfg", "MODEL", T, cfg,
+                  "model config: a bundled name (yolov5n, yolov5s, ..., yolov5x6)\n"
+                  "or the path of a YOLOv5-format model yaml"),
+    YC_OPT_INT(0, "nc", "N", T, nc, 1, 100000, "number of classes (default: the yaml's nc)"),
+    {.type = YC_OPT_T_INT, .name = "img", .aliases = {"imgsz"}, .metavar = "SIZE",
+     .offset = offsetof(T, img), .lo = 32, .hi = 16384,
+     .help = "image size for the GFLOPs figure (default 640)"},
+    YC_OPT_HELP(),
+    YC_OPT_END(),
+};
+#undef T
+
+static const yc_command_options spec = {
+    .cmd = "info",
+    .head = "Usage: yolocl info --cfg MODEL [--nc N] [--img SIZE]\n"
+            "Print a model's layers, parameters and GFLOPs like YOLOv5's model summary.\n"
+            "\n",
+    .rows = rows,
+    .help_col = 20,
+};
 
 /* str(f) as Python prints the `from` entry: -1, or [-1, 6]. */
 static void format_from(const yc_layer_cfg *l, char *buf, size_t len)
@@ -38,52 +56,9 @@ static void format_from(const yc_layer_cfg *l, char *buf, size_t len)
         snprintf(buf + used, len - used, "]");
 }
 
-int yc_cmd_info(int argc, char **argv)
+/* The layer table and the summary lines. */
+static void print_summary(yc_model *m, int img, const char *path)
 {
-    static const char *const cmd = "info";
-    static const struct option opts[] = {
-        {"cfg", required_argument, NULL, 'c'},
-        {"nc", required_argument, NULL, 'n'},
-        {"img", required_argument, NULL, 'i'},
-        {"imgsz", required_argument, NULL, 'i'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *cfg_name = NULL;
-    int nc = 0, img = 640, c, st;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            cfg_name = optarg;
-            break;
-        case 'n':
-            if ((st = yc_cli_int(cmd, "--nc", optarg, 1, 100000, &nc)))
-                return st;
-            break;
-        case 'i':
-            if ((st = yc_cli_int(cmd, "--img", optarg, 32, 16384, &img)))
-                return st;
-            break;
-        case 'h':
-            print_usage();
-            return YC_EXIT_OK;
-        default:
-            return yc_cli_bad_option(cmd, argc, argv);
-        }
-    }
-    if (optind < argc)
-        return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (!cfg_name)
-        return yc_usage_error(cmd, "--cfg is required (for example --cfg yolov5s)");
-
-    char path[1024];
-    yc_model_cfg *cfg = NULL;
-    yc_model *m = NULL;
-    if ((st = yc_model_cfg_find(cfg_name, path, sizeof path)) ||
-        (st = yc_model_cfg_load(&cfg, path, nc)) || (st = yc_model_new(&m, cfg)))
-        return yc_report_failure(st);
-
     printf("\n%3s%18s%3s%10s  %-40s%-30s\n", "", "from", "n", "params", "module", "arguments");
     for (int i = 0; i < m->cfg->nlayers; i++) {
         const yc_layer_cfg *l = &m->cfg->layers[i];
@@ -100,6 +75,22 @@ int yc_cmd_info(int argc, char **argv)
     for (int l = 0; l < m->nl; l++)
         printf(" %g", m->stride[l]);
     printf("  anchors per level: %d  classes: %d  config: %s\n", m->na, m->nc, path);
-    yc_model_free(m);
+}
+
+int yc_cmd_info(int argc, char **argv)
+{
+    info_cli c = {.img = 640};
+    yc_opt_state s;
+    int st = yc_options_parse(&spec, argc, argv, &c, &s);
+    if (st)
+        return st == YC_OPT_DONE ? YC_EXIT_OK : st;
+    if (!c.cfg)
+        return yc_usage_error(spec.cmd, "--cfg is required (for example --cfg yolov5s)");
+    yc_model_spec ms = {.cfg = c.cfg, .nc = c.nc, .use = YC_MODEL_SHAPE};
+    yc_opened_model om;
+    if ((st = yc_model_open(&ms, &om)))
+        return yc_report_failure(st);
+    print_summary(om.m, c.img, om.cfg_path);
+    yc_opened_model_free(&om);
     return YC_EXIT_OK;
 }

@@ -1,6 +1,6 @@
 /* yolocl inspect: one training step (train-mode forward, YOLOv5 loss, backward) on a given batch
  * with given weights, written to a safetensors file for comparison with PyTorch YOLOv5. */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,33 +11,52 @@
 #include "hyp.h"
 #include "log.h"
 #include "model.h"
+#include "options.h"
 #include "safetensors.h"
 #include "step.h"
 #include "util.h"
+#include "weights.h"
 
-static void print_usage(void)
-{
-    fputs("Usage: yolocl inspect --cfg MODEL --batch IO.safetensors --out OUT.safetensors\n"
-          "                      [--weights W.safetensors | --seed N] [--nc N] [--hyp HYP]\n"
-          "                      [--device D]\n"
-          "Run one training step (train-mode forward, YOLOv5 loss, backward) and write the head\n"
-          "outputs, the loss and every parameter gradient to OUT.safetensors.\n"
-          "\n"
-          "  -c, --cfg MODEL          model config (bundled name or yaml path)\n"
-          "      --nc N               number of classes (default: the yaml's nc)\n"
-          "  -w, --weights FILE       weights with YOLOv5 state-dict names (safetensors);\n"
-          "                           without it the model starts from YOLOv5's random init\n"
-          "      --seed N             seed of that random init (default 0)\n"
-          "  -b, --batch FILE         safetensors with `images` (B,3,H,W float32 in [0,1], RGB;\n"
-          "                           also accepted under the name `input`) and `targets`\n"
-          "                           (N,6: image index, class, x, y, w, h normalised)\n"
-          "  -o, --out FILE           where to write head0.., loss and grad.<name>\n"
-          "      --hyp HYP            hyperparameters (default hyp.scratch-low)\n"
-          "      --label-smoothing E  class label smoothing epsilon (default 0)\n"
-          "      --device D           auto, cpu, opencl, opencl:N or a device name substring\n"
-          "  -h, --help               show this help\n",
-          stdout);
-}
+/* The command line. */
+typedef struct inspect_cli {
+    const char *cfg, *weights, *batch, *out, *hyp, *device;
+    int nc, seed;
+    float smoothing;
+} inspect_cli;
+
+#define T inspect_cli
+static const yc_option rows[] = {
+    YC_OPT_STRING('c', "cfg", "MODEL", T, cfg, "model config (bundled name or yaml path)"),
+    YC_OPT_INT(0, "nc", "N", T, nc, 1, 100000, "number of classes (default: the yaml's nc)"),
+    YC_OPT_STRING('w', "weights", "FILE", T, weights,
+                  "weights with YOLOv5 state-dict names (safetensors);\n"
+                  "without it the model starts from YOLOv5's random init"),
+    YC_OPT_INT(0, "seed", "N", T, seed, 0, 2147483647, "seed of that random init (default 0)"),
+    YC_OPT_STRING('b', "batch", "FILE", T, batch,
+                  "safetensors with `images` (B,3,H,W float32 in [0,1], RGB;\n"
+                  "also accepted under the name `input`) and `targets`\n"
+                  "(N,6: image index, class, x, y, w, h normalised)"),
+    YC_OPT_STRING('o', "out", "FILE", T, out, "where to write head0.., loss and grad.<name>"),
+    YC_OPT_STRING(0, "hyp", "HYP", T, hyp, "hyperparameters (default hyp.scratch-low)"),
+    YC_OPT_FLOAT(0, "label-smoothing", "E", T, smoothing, 0, 1,
+                 "class label smoothing epsilon (default 0)"),
+    YC_OPTS_DEVICE(T, device),
+    YC_OPT_HELP(),
+    YC_OPT_END(),
+};
+#undef T
+
+static const yc_command_options spec = {
+    .cmd = "inspect",
+    .head = "Usage: yolocl inspect --cfg MODEL --batch IO.safetensors --out OUT.safetensors\n"
+            "                      [--weights W.safetensors | --seed N] [--nc N] [--hyp HYP]\n"
+            "                      [--device D]\n"
+            "Run one training step (train-mode forward, YOLOv5 loss, backward) and write the head\n"
+            "outputs, the loss and every parameter gradient to OUT.safetensors.\n"
+            "\n",
+    .rows = rows,
+    .help_col = 27,
+};
 
 typedef struct batch_data {
     float *images, *targets;
@@ -145,118 +164,76 @@ static int write_result(const char *out, yc_step *s, const yc_loss_result *res, 
     return st;
 }
 
-int yc_cmd_inspect(int argc, char **argv)
+/* The model, the batch it must take, then the model on the device with its weights or YOLOv5's
+ * random initialisation. */
+static int read_batch_and_model(const inspect_cli *c, batch_data *b, yc_opened_model *om)
 {
-    static const char *const cmd = "inspect";
-    static const struct option opts[] = {
-        {"cfg", required_argument, NULL, 'c'},
-        {"nc", required_argument, NULL, 'n'},
-        {"weights", required_argument, NULL, 'w'},
-        {"batch", required_argument, NULL, 'b'},
-        {"out", required_argument, NULL, 'o'},
-        {"hyp", required_argument, NULL, 'y'},
-        {"label-smoothing", required_argument, NULL, 'l'},
-        {"device", required_argument, NULL, 'd'},
-        {"seed", required_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *cfg_name = NULL, *weights = NULL, *batch = NULL, *out = NULL;
-    const char *hyp_name = "hyp.scratch-low", *device = "auto";
-    int nc = 0, seed = 0, c, st;
-    float smoothing = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:w:b:o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            cfg_name = optarg;
-            break;
-        case 'n':
-            if ((st = yc_cli_int(cmd, "--nc", optarg, 1, 100000, &nc)))
-                return st;
-            break;
-        case 'w':
-            weights = optarg;
-            break;
-        case 'b':
-            batch = optarg;
-            break;
-        case 'o':
-            out = optarg;
-            break;
-        case 'y':
-            hyp_name = optarg;
-            break;
-        case 'l':
-            if ((st = yc_cli_float(cmd, "--label-smoothing", optarg, 0, 1, &smoothing)))
-                return st;
-            break;
-        case 'd':
-            device = optarg;
-            break;
-        case 's':
-            if ((st = yc_cli_int(cmd, "--seed", optarg, 0, 2147483647, &seed)))
-                return st;
-            break;
-        case 'h':
-            print_usage();
-            return YC_EXIT_OK;
-        default:
-            return yc_cli_bad_option(cmd, argc, argv);
+    yc_model_spec ms = {.cfg = c->cfg, .nc = c->nc, .use = YC_MODEL_SHAPE};
+    int st = yc_model_open(&ms, om);
+    if (st || (st = read_batch(c->batch, b)))
+        return st;
+    yc_model *m = om->m;
+    if (b->ch != m->cfg->ch)
+        return yc_error_status(YC_EFORMAT, "%s: images have %d channels, the model takes %d",
+                               c->batch, b->ch, m->cfg->ch);
+    if ((st = yc_device_open(c->device, 0, true, &om->be)))
+        return st;
+    om->own_be = true;
+    if ((st = yc_model_alloc(m, om->be)))
+        return st;
+    if (c->weights && c->weights[0])
+        return yc_model_load(m, c->weights);
+    if (!(st = yc_model_init_weights(m, (uint64_t)c->seed)))
+        yc_info("weights: YOLOv5 random initialisation, seed %d\n", c->seed);
+    return st;
+}
+
+/* One training step on the batch, written to --out. */
+static int run(const inspect_cli *c, const yc_hyp *hyp, const batch_data *b, yc_model *m)
+{
+    yc_step *step = NULL;
+    yc_loss_params lp;
+    yc_step_loss_params(m, hyp, b->h > b->w ? b->h : b->w, c->smoothing, &lp);
+    int st;
+    yc_loss_result res;
+    double t0 = 0, seconds = 0;
+    if (!(st = yc_step_new(&step, m, b->n, b->h, b->w, &lp)) &&
+        !(st = yc_step_keep_heads(step))) {
+        t0 = yc_now();
+        if (!(st = yc_step_run(step, b->images, b->targets, b->nt, &res))) {
+            seconds = yc_now() - t0;
+            st = write_result(c->out, step, &res, seconds);
         }
     }
-    if (optind < argc)
-        return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (!cfg_name || !batch || !out)
-        return yc_usage_error(cmd, "--cfg, --batch and --out are required");
-
-    yc_hyp hyp;
-    char path[1024];
-    yc_model_cfg *cfg = NULL;
-    yc_model *m = NULL;
-    yc_backend *be = NULL;
-    yc_step *step = NULL;
-    batch_data b = {0};
-    if ((st = yc_hyp_load(&hyp, hyp_name)) || (st = yc_model_cfg_find(cfg_name, path, sizeof path)) ||
-        (st = yc_model_cfg_load(&cfg, path, nc)))
-        goto done;
-    if ((st = yc_model_new(&m, cfg)) || (st = read_batch(batch, &b)))
-        goto done;
-    if (b.ch != m->cfg->ch) {
-        st = yc_error_status(YC_EFORMAT, "%s: images have %d channels, the model takes %d", batch,
-                             b.ch, m->cfg->ch);
-        goto done;
+    if (!st) {
+        char rss[32], arena[32];
+        yc_info("%s %dx%d batch %d: loss %.7g (box %.7g, obj %.7g, cls %.7g)\n", m->cfg->name,
+                b->h, b->w, b->n, res.total, res.box, res.obj, res.cls);
+        yc_info("step %.3f s, activation arena %s, peak RSS %s; wrote %s\n", seconds,
+                yc_format_size(yc_graph_plan(step->g)->arena_bytes, arena, sizeof arena),
+                yc_format_size(yc_peak_rss(), rss, sizeof rss), c->out);
     }
-    if ((st = yc_device_open(device, 0, true, &be)) || (st = yc_model_alloc(m, be)))
-        goto done;
-    if (weights && weights[0])
-        st = yc_model_load(m, weights);
-    else if (!(st = yc_model_init_weights(m, (uint64_t)seed)))
-        yc_info("weights: YOLOv5 random initialisation, seed %d\n", seed);
+    yc_step_free(step);
+    return st;
+}
+
+int yc_cmd_inspect(int argc, char **argv)
+{
+    inspect_cli c = {.hyp = "hyp.scratch-low", .device = "auto"};
+    yc_opt_state s;
+    int st = yc_options_parse(&spec, argc, argv, &c, &s);
     if (st)
-        goto done;
-    yc_loss_params lp;
-    yc_step_loss_params(m, &hyp, b.h > b.w ? b.h : b.w, smoothing, &lp);
-    if ((st = yc_step_new(&step, m, b.n, b.h, b.w, &lp)) || (st = yc_step_keep_heads(step)))
-        goto done;
-    yc_loss_result res;
-    double t0 = yc_now();
-    if ((st = yc_step_run(step, b.images, b.targets, b.nt, &res)))
-        goto done;
-    double seconds = yc_now() - t0;
-    if ((st = write_result(out, step, &res, seconds)))
-        goto done;
-    char rss[32], arena[32];
-    yc_info("%s %dx%d batch %d: loss %.7g (box %.7g, obj %.7g, cls %.7g)\n", m->cfg->name, b.h,
-            b.w, b.n, res.total, res.box, res.obj, res.cls);
-    yc_info("step %.3f s, activation arena %s, peak RSS %s; wrote %s\n", seconds,
-            yc_format_size(yc_graph_plan(step->g)->arena_bytes, arena, sizeof arena),
-            yc_format_size(yc_peak_rss(), rss, sizeof rss), out);
-done:
+        return st == YC_OPT_DONE ? YC_EXIT_OK : st;
+    if (!c.cfg || !c.batch || !c.out)
+        return yc_usage_error(spec.cmd, "--cfg, --batch and --out are required");
+    yc_hyp hyp;
+    yc_opened_model om;
+    memset(&om, 0, sizeof om);
+    batch_data b = {0};
+    if (!(st = yc_hyp_load(&hyp, c.hyp)) && !(st = read_batch_and_model(&c, &b, &om)))
+        st = run(&c, &hyp, &b, om.m);
     free(b.images);
     free(b.targets);
-    yc_step_free(step);
-    yc_model_free(m);
-    yc_backend_free(be);
+    yc_opened_model_free(&om);
     return st ? yc_report_failure(st) : YC_EXIT_OK;
 }

@@ -1,6 +1,6 @@
 /* yolocl plan: the memory a training run needs, computed before anything is allocated, and how
  * yolocl would fit it into the device (or --mem). */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,42 +17,77 @@
 #include "memplan.h"
 #include "model.h"
 #include "modelcfg.h"
+#include "options.h"
 #include "util.h"
 #include "val_full.h"
+#include "weights.h"
 
-static void print_usage(void)
+/* The command line. */
+typedef struct plan_cli {
+    const char *cfg, *device, *data;
+    int nc, img, batch, workers, max_w, max_h, tile, half, optim, cache;
+    size_t mem;
+    bool json, noval, recompute, val_full;
+    yc_read_limits lim;
+} plan_cli;
+
+static int max_image(const yc_option *row, const char *arg, void *obj, yc_opt_state *s)
 {
-    fputs("Usage: yolocl plan --cfg MODEL [--nc N] [--img 640] [--batch 16] [OPTION]...\n"
-          "Print the memory plan of a training run and what yolocl would choose to fit it.\n"
-          "\n"
-          "  -c, --cfg MODEL       model config (bundled name or yaml path)\n"
-          "      --nc N            number of classes (default: the yaml's nc)\n"
-          "  -i, --img N           training image size (default 640)\n"
-          "  -b, --batch N         images per batch (default 16; -1: the largest that fits)\n"
-          "      --half            FP16 storage of activations\n"
-          "      --no-half         never FP16 storage (default: on OpenCL devices that can\n"
-          "                        store FP16, on the CPU only when needed to fit)\n"
-          "      --recompute       recompute SiLU outputs in backward\n"
-          "      --mem SIZE        memory limit (default: 90% of the device's free memory)\n"
-          "      --optimizer NAME  SGD (default), Adam or AdamW\n"
-          "  -j, --workers N       loader threads (default: physical cores)\n"
-          "  -d, --data FILE       dataset yaml: its class count, largest image and validation\n"
-          "      --max-image WxH   largest dataset image without --data (default IMGxIMG)\n"
-          "      --cache [ram]     count the images --cache ram keeps (needs --data)\n"
-          "      --max-pixels N    most pixels one image read may decode (default 2^30)\n"
-          "      --tile SIZE       tiled training with SIZE x SIZE windows (default: the\n"
-          "                        dataset yaml's tile:, else none; 0 = whole images)\n"
-          "      --val-full        with tiles: validation per whole image by slices (see\n"
-          "                        yolocl-val(1)) in place of the validation loader\n"
-          "      --noval           no validation graph\n"
-          "      --device D        auto, cpu, opencl, opencl:N or a device name substring\n"
-          "      --json            one JSON object for scripts\n"
-          "  -h, --help            show this help\n",
-          stdout);
+    (void)row;
+    plan_cli *c = obj;
+    if (sscanf(arg, "%dx%d", &c->max_w, &c->max_h) != 2 || c->max_w < 1 || c->max_h < 1)
+        return yc_usage_error(s->spec->cmd, "invalid value '%s' for --max-image: expected WxH, "
+                              "e.g. 1920x1080", arg);
+    return 0;
 }
 
-enum { OPT_NC = 256, OPT_HALF, OPT_NOHALF, OPT_RECOMPUTE, OPT_MEM, OPT_OPTIM, OPT_MAXIMG, OPT_NOVAL, OPT_DEVICE,
-       OPT_JSON, OPT_TILE, OPT_VAL_FULL, OPT_CACHE, OPT_MAX_PIXELS };
+#define T plan_cli
+static const yc_option rows[] = {
+    YC_OPT_STRING('c', "cfg", "MODEL", T, cfg, "model config (bundled name or yaml path)"),
+    YC_OPT_INT(0, "nc", "N", T, nc, 1, 100000, "number of classes (default: the yaml's nc)"),
+    {.type = YC_OPT_T_INT, .short_name = 'i', .name = "img", .aliases = {"imgsz"},
+     .metavar = "N", .offset = offsetof(T, img), .lo = 32, .hi = 16384,
+     .help = "training image size (default 640)"},
+    {.type = YC_OPT_T_INT, .short_name = 'b', .name = "batch", .aliases = {"batch-size"},
+     .metavar = "N", .offset = offsetof(T, batch), .lo = -1, .hi = 65536,
+     .zero = "--batch must be positive or -1",
+     .help = "images per batch (default 16; -1: the largest that fits)"},
+    YC_OPTS_HALF(T, half, NULL, "FP16 storage of activations", 0,
+                 "never FP16 storage (default: on OpenCL devices that can\n"
+                 "store FP16, on the CPU only when needed to fit)"),
+    YC_OPTS_RECOMPUTE(T, recompute, "recompute SiLU outputs in backward"),
+    YC_OPTS_MEM(T, mem, "memory limit (default: 90% of the device's free memory)"),
+    {.type = YC_OPT_T_ENUM, .name = "optimizer", .metavar = "NAME", .offset = offsetof(T, optim),
+     .parse = yc_opt_parse_optimizer, .choices = "SGD, Adam or AdamW",
+     .help = "SGD (default), Adam or AdamW"},
+    YC_OPT_INT('j', "workers", "N", T, workers, 1, 256, "loader threads (default: physical cores)"),
+    YC_OPT_STRING('d', "data", "FILE", T, data,
+                  "dataset yaml: its class count, largest image and validation"),
+    YC_OPT_CALLBACK(0, "max-image", "WxH", T, max_w, max_image,
+                    "largest dataset image without --data (default IMGxIMG)"),
+    YC_OPT_CACHE("[ram]", T, cache, "count the images --cache ram keeps (needs --data)"),
+    YC_OPT_PIXELS("max-pixels", "N", T, lim.max_pixels,
+                  "most pixels one image read may decode (default 2^30)"),
+    YC_OPT_TILE(T, tile, "tiled training with SIZE x SIZE windows (default: the\n"
+                         "dataset yaml's tile:, else none; 0 = whole images)"),
+    YC_OPT_BOOL(0, "val-full", T, val_full, "with tiles: validation per whole image by slices (see\n"
+                                            "yolocl-val(1)) in place of the validation loader"),
+    YC_OPT_BOOL(0, "noval", T, noval, "no validation graph"),
+    YC_OPTS_DEVICE(T, device),
+    YC_OPT_BOOL(0, "json", T, json, "one JSON object for scripts"),
+    YC_OPT_HELP(),
+    YC_OPT_END(),
+};
+#undef T
+
+static const yc_command_options spec = {
+    .cmd = "plan",
+    .head = "Usage: yolocl plan --cfg MODEL [--nc N] [--img 640] [--batch 16] [OPTION]...\n"
+            "Print the memory plan of a training run and what yolocl would choose to fit it.\n"
+            "\n",
+    .rows = rows,
+    .help_col = 24,
+};
 
 /* Why the plan shows a micro-batch instead of the requested batch ("" when it does not). */
 static char micro_note[1400];
@@ -134,271 +169,190 @@ static void print_json(const yc_run_shape *rs, const yc_mem_report *r, const yc_
     free(dev);
 }
 
-int yc_cmd_plan(int argc, char **argv)
+/* The options, with the checks across them: 0, YC_OPT_DONE (--help) or a usage error. */
+static int parse(int argc, char **argv, plan_cli *c)
 {
-    static const char *const cmd = "plan";
-    static const struct option opts[] = {
-        {"cfg", required_argument, NULL, 'c'},
-        {"data", required_argument, NULL, 'd'},
-        {"nc", required_argument, NULL, OPT_NC},
-        {"img", required_argument, NULL, 'i'},
-        {"imgsz", required_argument, NULL, 'i'},
-        {"batch", required_argument, NULL, 'b'},
-        {"batch-size", required_argument, NULL, 'b'},
-        {"half", no_argument, NULL, OPT_HALF},
-        {"no-half", no_argument, NULL, OPT_NOHALF},
-        {"recompute", no_argument, NULL, OPT_RECOMPUTE},
-        {"mem", required_argument, NULL, OPT_MEM},
-        {"optimizer", required_argument, NULL, OPT_OPTIM},
-        {"workers", required_argument, NULL, 'j'},
-        {"max-image", required_argument, NULL, OPT_MAXIMG},
-        {"cache", optional_argument, NULL, OPT_CACHE},
-        {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
-        {"tile", required_argument, NULL, OPT_TILE},
-        {"val-full", no_argument, NULL, OPT_VAL_FULL},
-        {"noval", no_argument, NULL, OPT_NOVAL},
-        {"device", required_argument, NULL, OPT_DEVICE},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *cfg_name = NULL, *device = "auto", *data = NULL;
-    int nc = 0, img = 640, batch = 16, workers = 0, c, st;
-    int max_w = 0, max_h = 0, tile = -1;
-    size_t mem = 0;
-    bool json = false, noval = false, recompute = false, val_full = false, cache_ram = false;
-    yc_read_limits lim = {0, 0};
-    int val_w = 0, val_h = 0;
-    yc_half_policy half = YC_HALF_AUTO;
-    yc_optim_kind optim = YC_OPTIM_SGD;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:d:i:b:j:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            cfg_name = optarg;
-            break;
-        case 'd':
-            data = optarg;
-            break;
-        case OPT_NC:
-            if ((st = yc_cli_int(cmd, "--nc", optarg, 1, 100000, &nc)))
-                return st;
-            break;
-        case 'i':
-            if ((st = yc_cli_int(cmd, "--img", optarg, 32, 16384, &img)))
-                return st;
-            break;
-        case 'b':
-            if ((st = yc_cli_int(cmd, "--batch", optarg, -1, 65536, &batch)))
-                return st;
-            if (batch == 0)
-                return yc_usage_error(cmd, "--batch must be positive or -1");
-            break;
-        case OPT_HALF:
-            half = YC_HALF_ON;
-            break;
-        case OPT_NOHALF:
-            half = YC_HALF_OFF;
-            break;
-        case OPT_RECOMPUTE:
-            recompute = true;
-            break;
-        case OPT_MEM:
-            if ((st = yc_cli_size(cmd, "--mem", optarg, &mem)))
-                return st;
-            break;
-        case OPT_OPTIM:
-            if (yc_optim_kind_parse(optarg, &optim))
-                return yc_usage_error(cmd, "invalid value '%s' for --optimizer: expected SGD, "
-                                      "Adam or AdamW", optarg);
-            break;
-        case 'j':
-            if ((st = yc_cli_int(cmd, "--workers", optarg, 1, 256, &workers)))
-                return st;
-            break;
-        case OPT_MAXIMG:
-            if (sscanf(optarg, "%dx%d", &max_w, &max_h) != 2 || max_w < 1 || max_h < 1)
-                return yc_usage_error(cmd, "invalid value '%s' for --max-image: expected WxH, "
-                                      "e.g. 1920x1080", optarg);
-            break;
-        case OPT_TILE:
-            if ((st = yc_cli_int(cmd, "--tile", optarg, 0, 16384, &tile)))
-                return st;
-            if (tile > 0 && tile < 32)
-                return yc_usage_error(cmd, "invalid value '%s' for --tile: expected 0 (whole "
-                                      "images) or a window of 32 to 16384 pixels", optarg);
-            break;
-        case OPT_NOVAL:
-            noval = true;
-            break;
-        case OPT_CACHE: {
-            const char *v = optarg;
-            if (!v && optind < argc && argv[optind][0] != '-')
-                v = argv[optind++];
-            yc_cache_kind k;
-            if (!yc_cache_kind_parse(v, &k))
-                return yc_usage_error(cmd, "invalid value '%s' for --cache: expected ram or disk",
-                                      v);
-            cache_ram = k == YC_CACHE_RAM;
-            break;
-        }
-        case OPT_MAX_PIXELS:
-            if ((st = yc_cli_pixels(cmd, "--max-pixels", optarg, &lim.max_pixels)))
-                return st;
-            break;
-        case OPT_VAL_FULL:
-            val_full = true;
-            break;
-        case OPT_DEVICE:
-            device = optarg;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        case 'h':
-            print_usage();
-            return YC_EXIT_OK;
-        default:
-            return yc_cli_bad_option(cmd, argc, argv);
-        }
-    }
-    if (optind < argc)
-        return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (!cfg_name)
-        return yc_usage_error(cmd, "--cfg is required (for example --cfg yolov5s)");
-    if (cache_ram && !data)
-        return yc_usage_error(cmd, "--cache needs --data (the images it would keep)");
-    micro_note[0] = '\0';
+    *c = (plan_cli){.device = "auto", .img = 640, .batch = 16, .tile = -1, .half = YC_HALF_AUTO,
+                    .optim = YC_OPTIM_SGD, .cache = YC_CACHE_NONE};
+    yc_opt_state s;
+    int st = yc_options_parse(&spec, argc, argv, c, &s);
+    if (st)
+        return st;
+    if (!c->cfg)
+        return yc_usage_error(spec.cmd, "--cfg is required (for example --cfg yolov5s)");
+    if (c->cache == YC_CACHE_RAM && !c->data)
+        return yc_usage_error(spec.cmd, "--cache needs --data (the images it would keep)");
+    return 0;
+}
 
-    char path[1024];
-    yc_model_cfg *cfg = NULL;
-    yc_model *m = NULL;
-    yc_backend *be = NULL;
+/* What a plan holds. */
+typedef struct plan_run {
     yc_data_yaml y;
-    yc_dataset sets[2];
-    int nsets = 0;
-    bool have_yaml = false;
-    if (data) {
-        /* what training would scan: the class count, the largest image, the validation set */
-        if ((st = yc_data_yaml_load(data, &y)))
-            goto done;
-        have_yaml = true;
-        nc = y.nc;
-        for (int i = 0; i < 2; i++) {
-            yc_dataset_options dopt = {.nc = y.nc, .quiet = json};
-            if ((st = yc_dataset_load_split(&y, i ? YC_SPLIT_VAL : YC_SPLIT_TRAIN, &dopt,
-                                            &sets[i])))
-                goto done;
-            nsets++;
-            for (size_t k = 0; k < sets[i].n; k++) {
-                max_w = sets[i].samples[k].w > max_w ? sets[i].samples[k].w : max_w;
-                max_h = sets[i].samples[k].h > max_h ? sets[i].samples[k].h : max_h;
-                if (i == 1) {
-                    val_w = sets[i].samples[k].w > val_w ? sets[i].samples[k].w : val_w;
-                    val_h = sets[i].samples[k].h > val_h ? sets[i].samples[k].h : val_h;
-                }
+    bool have_yaml;
+    yc_dataset sets[2]; /* train, val */
+    int nsets;
+    int val_w, val_h;
+    yc_opened_model om;
+} plan_run;
+
+static void plan_run_free(plan_run *r)
+{
+    for (int i = 0; i < r->nsets; i++)
+        yc_dataset_free(&r->sets[i]);
+    if (r->have_yaml)
+        yc_data_yaml_free(&r->y);
+    if (r->om.m)
+        r->om.m->be = NULL;
+    yc_opened_model_free(&r->om);
+}
+
+/* What training would scan: the class count, the largest image, the validation set. */
+static int open_data(plan_cli *c, plan_run *r)
+{
+    int st = yc_data_yaml_load(c->data, &r->y);
+    if (st)
+        return st;
+    r->have_yaml = true;
+    c->nc = r->y.nc;
+    for (int i = 0; i < 2; i++) {
+        yc_dataset_options dopt = {.nc = r->y.nc, .quiet = c->json};
+        if ((st = yc_dataset_load_split(&r->y, i ? YC_SPLIT_VAL : YC_SPLIT_TRAIN, &dopt,
+                                        &r->sets[i])))
+            return st;
+        r->nsets++;
+        for (size_t k = 0; k < r->sets[i].n; k++) {
+            const yc_sample *sm = &r->sets[i].samples[k];
+            c->max_w = sm->w > c->max_w ? sm->w : c->max_w;
+            c->max_h = sm->h > c->max_h ? sm->h : c->max_h;
+            if (i == 1) {
+                r->val_w = sm->w > r->val_w ? sm->w : r->val_w;
+                r->val_h = sm->h > r->val_h ? sm->h : r->val_h;
             }
         }
-        noval = noval || sets[1].n == 0;
     }
-    if ((st = yc_model_cfg_find(cfg_name, path, sizeof path)) ||
-        (st = yc_model_cfg_load(&cfg, path, nc)) || (st = yc_model_new(&m, cfg)) ||
-        (st = yc_device_open(device, 0, !json, &be)))
-        goto done;
-    half = yc_half_default(half, be);
+    c->noval = c->noval || r->sets[1].n == 0;
+    return YC_OK;
+}
+
+/* The run's shape: the model at the image size on the device, the costliest image read, the
+ * cache and the whole-image validation. */
+static int run_shape(plan_cli *c, plan_run *r, yc_run_shape *rs)
+{
+    yc_model *m = r->om.m;
+    yc_backend *be = r->om.be;
     /* the libraries, the OpenCL drivers the device probe loaded and the dataset index */
     size_t baseline = yc_current_rss();
     m->be = be; /* for workspace queries; nothing is allocated */
     int gs = 32;
     for (int l = 0; l < m->nl; l++)
         gs = m->stride[l] > gs ? (int)m->stride[l] : gs;
-    img = (img + gs - 1) / gs * gs;
-    yc_run_shape rs = {.m = m, .train = true, .batch = batch > 0 ? batch : 16,
-                       .val_batch = noval ? 0 : 2 * (batch > 0 ? batch : 16), .imgsz = img,
-                       .half = half == YC_HALF_ON && be->info.fp16_storage,
-                       .recompute = recompute,
-                       .optimizer = optim,
-                       .workers = workers > 0 ? workers : yc_physical_cores(),
-                       .max_image_w = max_w ? max_w : img, .max_image_h = max_h ? max_h : img,
-                       .tile = tile >= 0 ? tile : have_yaml ? y.tile : 0,
-                       .baseline = baseline};
-    if (rs.tile == 0) {
+    int img = c->img = (c->img + gs - 1) / gs * gs;
+    int batch = c->batch > 0 ? c->batch : 16;
+    *rs = (yc_run_shape){.m = m, .train = true, .batch = batch,
+                         .val_batch = c->noval ? 0 : 2 * batch, .imgsz = img,
+                         .half = c->half == YC_HALF_ON && be->info.fp16_storage,
+                         .recompute = c->recompute,
+                         .optimizer = (yc_optim_kind)c->optim,
+                         .workers = c->workers > 0 ? c->workers : yc_physical_cores(),
+                         .max_image_w = c->max_w ? c->max_w : img,
+                         .max_image_h = c->max_h ? c->max_h : img,
+                         .tile = c->tile >= 0 ? c->tile : r->have_yaml ? r->y.tile : 0,
+                         .baseline = baseline};
+    if (rs->tile == 0) {
         /* whole images: the costliest read of the dataset, else of the --max-image */
-        for (int i = 0; i < nsets; i++) {
+        for (int i = 0; i < r->nsets; i++) {
             long which;
-            size_t bytes = yc_loader_read_bytes(&sets[i], img, &lim, &which);
-            if (which >= 0 && (!rs.read_image || bytes > rs.read_bytes)) {
-                rs.read_bytes = bytes;
-                rs.read_image = sets[i].samples[which].image;
-                rs.read_image_w = sets[i].samples[which].w;
-                rs.read_image_h = sets[i].samples[which].h;
+            size_t bytes = yc_loader_read_bytes(&r->sets[i], img, &c->lim, &which);
+            if (which >= 0 && (!rs->read_image || bytes > rs->read_bytes)) {
+                rs->read_bytes = bytes;
+                rs->read_image = r->sets[i].samples[which].image;
+                rs->read_image_w = r->sets[i].samples[which].w;
+                rs->read_image_h = r->sets[i].samples[which].h;
             }
         }
-        if (!rs.read_image) {
-            double r = (double)img / (rs.max_image_w > rs.max_image_h ? rs.max_image_w
-                                                                      : rs.max_image_h);
-            int oh = (int)(rs.max_image_h * r), ow = (int)(rs.max_image_w * r);
-            rs.read_bytes = yc_image_read_bytes(rs.max_image_w, rs.max_image_h, oh > 0 ? oh : 1,
-                                                ow > 0 ? ow : 1, &lim);
+        if (!rs->read_image) {
+            double f = (double)img / (rs->max_image_w > rs->max_image_h ? rs->max_image_w
+                                                                         : rs->max_image_h);
+            int oh = (int)(rs->max_image_h * f), ow = (int)(rs->max_image_w * f);
+            rs->read_bytes = yc_image_read_bytes(rs->max_image_w, rs->max_image_h,
+                                                 oh > 0 ? oh : 1, ow > 0 ? ow : 1, &c->lim);
         }
-        if (cache_ram)
-            for (int i = 0; i < nsets; i++)
-                if (i == 0 || !noval)
-                    rs.cache_bytes += yc_img_cache_ram_bytes(&sets[i], img);
+        if (c->cache == YC_CACHE_RAM)
+            for (int i = 0; i < r->nsets; i++)
+                if (i == 0 || !c->noval)
+                    rs->cache_bytes += yc_img_cache_ram_bytes(&r->sets[i], img);
     }
-    if (val_full && rs.tile == 0) {
-        st = yc_error_status(YC_EUSAGE, "--val-full needs tiles: --tile SIZE or tile: in the "
-                             "dataset yaml");
-        goto done;
-    }
-    if (val_full && !noval) {
+    if (c->val_full && rs->tile == 0)
+        return yc_error_status(YC_EUSAGE, "--val-full needs tiles: --tile SIZE or tile: in the "
+                               "dataset yaml");
+    if (c->val_full && !c->noval) {
         yc_val_options vo;
         yc_val_options_default(&vo);
-        rs.val_full_bytes = yc_val_full_host_bytes(
-            m, img, rs.tile, have_yaml ? y.tile_overlap : 0.2, vo.max_det,
-            val_w ? val_w : rs.max_image_w, val_h ? val_h : rs.max_image_h, YC_SLICE_DECODE_MAX,
-            be->iface->buffer_host_ptr != NULL);
+        rs->val_full_bytes = yc_val_full_host_bytes(
+            m, img, rs->tile, r->have_yaml ? r->y.tile_overlap : 0.2, vo.max_det,
+            r->val_w ? r->val_w : rs->max_image_w, r->val_h ? r->val_h : rs->max_image_h,
+            YC_SLICE_DECODE_MAX, be->iface->buffer_host_ptr != NULL);
     }
+    return YC_OK;
+}
+
+/* The plan of the run and its fit into the limit, printed. */
+static int plan_and_fit(const plan_cli *c, yc_run_shape *rs, const yc_backend *be)
+{
     size_t avail = be->info.mem_free ? be->info.mem_free : be->info.mem_total;
-    size_t limit = mem ? mem : (size_t)(0.9 * (double)avail);
+    size_t limit = c->mem ? c->mem : (size_t)(0.9 * (double)avail);
     yc_mem_report r;
     yc_mem_fit fit;
-    yc_run_shape fs = rs;
-    fs.batch = batch;
-    st = yc_memplan(&rs, &r);
+    yc_run_shape fs = *rs;
+    fs.batch = c->batch;
+    int st = yc_memplan(rs, &r);
     if (st == YC_ENOMEM) {
         /* a tensor of this batch exceeds the device's largest allocation: train runs the batch
          * in the micro-batches the fit picks, so that is the plan shown */
         snprintf(micro_note, sizeof micro_note, "%s", yc_last_error());
         yc_error_clear();
-        if ((st = yc_memfit(&fs, limit, half, 64, 1024, &fit)))
-            goto done;
-        rs.loader_batch = rs.batch;
-        rs.batch = fit.micro_batch;
-        rs.val_batch = noval ? 0 : 2 * fit.micro_batch;
-        rs.half = fit.half;
-        rs.recompute = fit.recompute;
-        if ((st = yc_memplan(&rs, &r)))
-            goto done;
+        if ((st = yc_memfit(&fs, limit, (yc_half_policy)c->half, 64, 1024, &fit)))
+            return st;
+        rs->loader_batch = rs->batch;
+        rs->batch = fit.micro_batch;
+        rs->val_batch = c->noval ? 0 : 2 * fit.micro_batch;
+        rs->half = fit.half;
+        rs->recompute = fit.recompute;
+        if ((st = yc_memplan(rs, &r)))
+            return st;
     } else if (st) {
-        goto done;
-    } else if ((st = yc_memfit(&fs, limit, half, 64, 1024, &fit))) {
+        return st;
+    } else if ((st = yc_memfit(&fs, limit, (yc_half_policy)c->half, 64, 1024, &fit))) {
         yc_mem_report_free(&r);
-        goto done;
+        return st;
     }
-    if (json)
-        print_json(&rs, &r, &fit, limit, be);
+    if (c->json)
+        print_json(rs, &r, &fit, limit, be);
     else
-        print_text(&rs, &r, &fit, limit, be);
+        print_text(rs, &r, &fit, limit, be);
     yc_mem_report_free(&r);
-done:
-    for (int i = 0; i < nsets; i++)
-        yc_dataset_free(&sets[i]);
-    if (have_yaml)
-        yc_data_yaml_free(&y);
-    if (m)
-        m->be = NULL;
-    yc_model_free(m);
-    yc_backend_free(be);
+    return YC_OK;
+}
+
+int yc_cmd_plan(int argc, char **argv)
+{
+    plan_cli c;
+    int st = parse(argc, argv, &c);
+    if (st)
+        return st == YC_OPT_DONE ? YC_EXIT_OK : st;
+    micro_note[0] = '\0';
+    plan_run r;
+    memset(&r, 0, sizeof r);
+    yc_run_shape rs;
+    if (!(c.data && (st = open_data(&c, &r)))) {
+        yc_model_spec ms = {.cfg = c.cfg, .nc = c.nc, .device = c.device, .announce = !c.json,
+                            .use = YC_MODEL_SHAPE};
+        if (!(st = yc_model_open(&ms, &r.om))) {
+            c.half = yc_half_default((yc_half_policy)c.half, r.om.be);
+            if (!(st = run_shape(&c, &r, &rs)))
+                st = plan_and_fit(&c, &rs, r.om.be);
+        }
+    }
+    plan_run_free(&r);
     return st ? yc_report_failure(st) : YC_EXIT_OK;
 }

@@ -1,6 +1,7 @@
 /* yolocl train: the options of YOLOv5's train.py (same names, same defaults, except that with
  * no --data the built-in demo dataset is used, with settings that finish in minutes). */
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,360 +12,219 @@
 #include "log.h"
 #include "memplan.h"
 #include "optim.h"
+#include "options.h"
 #include "train.h"
+#include "train_opts.h"
 
 /* Without --data: the demo run (yolov5n from scratch on the built-in shapes dataset). */
 #define DEMO_EPOCHS 20
 #define DEMO_IMGSZ 320
 #define DEMO_CFG "yolov5n"
 
-static void print_usage(void)
-{
-    fputs("Usage: yolocl train [--data D.yaml] [--cfg MODEL] [--weights W] [OPTION]...\n"
-          "Train a YOLOv5 model as Ultralytics' train.py does.  With no --data, train yolov5n on\n"
-          "the built-in demo dataset (20 epochs at 320; a few minutes on a laptop).\n"
-          "\n"
-          "  -d, --data FILE          dataset yaml (YOLOv5 format)\n"
-          "  -c, --cfg MODEL          model config: bundled name (yolov5n ... yolov5x6) or yaml\n"
-          "  -w, --weights FILE       initial weights (.safetensors or Ultralytics .pt); '' = scratch\n"
-          "      --hyp HYP            hyperparameters (default hyp.scratch-low)\n"
-          "  -e, --epochs N           epochs (default 100; demo 20)\n"
-          "  -b, --batch-size N       images per batch (default 16; -1 = AutoBatch); also --batch\n"
-          "  -i, --imgsz N            train and val image size (default 640; demo 320); also --img\n"
-          "      --accumulate N       batches per optimizer step (default round(64 / batch))\n"
-          "      --rect               rectangular training\n"
-          "      --resume [RUN]       resume the latest run, a run directory or a checkpoint\n"
-          "      --nosave             only save the final checkpoint\n"
-          "      --noval              only validate the final epoch\n"
-          "      --noautoanchor       disable AutoAnchor\n"
-          "      --noplots            save no plot files\n"
-          "      --image-weights      sample images by class-weighted mAP\n"
-          "      --multi-scale        vary image size +/- 50%\n"
-          "      --single-cls         train multi-class data as one class\n"
-          "      --optimizer NAME     SGD (default), Adam or AdamW\n"
-          "      --cos-lr             cosine LR schedule\n"
-          "      --label-smoothing E  label smoothing epsilon (default 0)\n"
-          "      --patience N         early stopping patience in epochs (default 100; 0 = off)\n"
-          "      --freeze N [M ...]   freeze layers 0..N-1, or the listed layers\n"
-          "      --save-period N      save a checkpoint every N epochs\n"
-          "      --seed N             global seed (default 0)\n"
-          "  -j, --workers N          data loader threads (default: physical cores)\n"
-          "      --threads N          compute threads (default: physical cores)\n"
-          "      --device D           auto, cpu, opencl, opencl:N or a device name substring\n"
-          "      --mem SIZE           memory limit (default 90% of the device's free memory)\n"
-          "      --half, --no-half    FP16 storage of activations: always, or never (default:\n"
-          "                           on OpenCL devices that can store FP16; on the CPU\n"
-          "                           only when needed to fit the memory limit)\n"
-          "      --recompute          recompute SiLU outputs in backward instead\n"
-          "                           of storing them (default: only when needed to fit)\n"
-          "      --tile SIZE          train on SIZE x SIZE windows of the images, read without\n"
-          "                           decoding large images whole (default: the dataset yaml's\n"
-          "                           tile:, else whole images; 0 = whole images)\n"
-          "      --tile-overlap F     fraction shared by neighbouring windows (default 0.2)\n"
-          "      --tile-min-area F    keep a box in a window when this fraction of it is inside\n"
-          "                           (default 0.1)\n"
-          "      --tiles-per-epoch N  a random subset of N tiles per epoch (default: all)\n"
-          "      --val-full           with tiles: validate whole images, detected by slices\n"
-          "                           merged as detect --slice (default: per tile)\n"
-          "      --project DIR        save to DIR/NAME (default runs/train)\n"
-          "      --name NAME          run name (default exp; exp2, exp3... when taken)\n"
-          "      --exist-ok           reuse an existing DIR/NAME\n"
-          "      --cache [ram|disk]   keep the images decoded and resized to --img, in memory\n"
-          "                           (counted by the memory plan) or in files beside the\n"
-          "                           dataset, so that later epochs skip decoding (bare: ram)\n"
-          "      --max-pixels N|WxH   most pixels one image read may decode (default 2^30);\n"
-          "                           larger images are skipped: train them with --tile\n"
-          "  -h, --help               show this help\n",
-          stdout);
-}
+/* The command line: the run's options and --resume's value. */
+typedef struct train_cli {
+    yc_train_opts o; /* first: the saved fields' offsets are offsets into it */
+    const char *resume;
+} train_cli;
 
-enum {
-    OPT_HYP = 256, OPT_ACCUMULATE, OPT_RECT, OPT_RESUME, OPT_NOSAVE, OPT_NOVAL, OPT_NOAUTOANCHOR,
-    OPT_NOPLOTS, OPT_IMAGE_WEIGHTS, OPT_MULTI_SCALE, OPT_SINGLE_CLS, OPT_OPTIMIZER, OPT_COS_LR,
-    OPT_LABEL_SMOOTHING, OPT_PATIENCE, OPT_FREEZE, OPT_SAVE_PERIOD, OPT_SEED, OPT_THREADS,
-    OPT_DEVICE, OPT_PROJECT, OPT_NAME, OPT_EXIST_OK, OPT_CACHE, OPT_EVOLVE, OPT_MEM, OPT_HALF,
-    OPT_NOHALF,
-    OPT_RECOMPUTE, OPT_TILE, OPT_TILE_OVERLAP, OPT_TILE_MIN_AREA, OPT_TILES_PER_EPOCH,
-    OPT_VAL_FULL, OPT_MAX_PIXELS,
+static int freeze_layers(const yc_option *row, const char *arg, void *obj, yc_opt_state *s);
+static int resume_run(const yc_option *row, const char *arg, void *obj, yc_opt_state *s);
+static int evolve(const yc_option *row, const char *arg, void *obj, yc_opt_state *s);
+static int resume_value(void *obj, yc_opt_state *s);
+
+#define T train_cli
+/* A saved option (train_opts.c): its type and field come from the row of that key, which also
+ * says whether --resume restores it. */
+#define SAVED(type_, s, n, meta, k, h) {.type = type_, .short_name = s, .name = n, .metavar = meta, .key = k, .help = h}
+#define SAVED_NUM(type_, s, n, meta, k, lo_, hi_, h)                                             \
+    {.type = type_, .short_name = s, .name = n, .metavar = meta, .key = k, .lo = lo_, .hi = hi_, \
+     .help = h}
+
+static const yc_option rows[] = {
+    SAVED(YC_OPT_T_STRING, 'd', "data", "FILE", "data", "dataset yaml (YOLOv5 format)"),
+    SAVED(YC_OPT_T_STRING, 'c', "cfg", "MODEL", "cfg",
+          "model config: bundled name (yolov5n ... yolov5x6) or yaml"),
+    SAVED(YC_OPT_T_STRING, 'w', "weights", "FILE", "weights",
+          "initial weights (.safetensors or Ultralytics .pt); '' = scratch"),
+    SAVED(YC_OPT_T_STRING, 0, "hyp", "HYP", "hyp", "hyperparameters (default hyp.scratch-low)"),
+    SAVED_NUM(YC_OPT_T_INT, 'e', "epochs", "N", "epochs", 1, 1000000,
+              "epochs (default 100; demo 20)"),
+    {.type = YC_OPT_T_INT, .short_name = 'b', .name = "batch-size", .aliases = {"batch"},
+     .metavar = "N", .key = "batch_size", .lo = -1, .hi = 65536,
+     .zero = "--batch-size must be positive or -1 (AutoBatch)",
+     .help = "images per batch (default 16; -1 = AutoBatch); also --batch"},
+    {.type = YC_OPT_T_INT, .short_name = 'i', .name = "imgsz", .aliases = {"img", "img-size"},
+     .metavar = "N", .key = "imgsz", .lo = 32, .hi = 16384,
+     .help = "train and val image size (default 640; demo 320); also --img"},
+    SAVED_NUM(YC_OPT_T_INT, 0, "accumulate", "N", "accumulate", 1, 65536,
+              "batches per optimizer step (default round(64 / batch))"),
+    SAVED(YC_OPT_T_BOOL, 0, "rect", NULL, "rect", "rectangular training"),
+    {.type = YC_OPT_T_CALLBACK, .name = "resume", .metavar = "[RUN]",
+     .flags = YC_OPT_OPTIONAL_ARG, .fn = resume_run,
+     .help = "resume the latest run, a run directory or a checkpoint"},
+    SAVED(YC_OPT_T_BOOL, 0, "nosave", NULL, "nosave", "only save the final checkpoint"),
+    SAVED(YC_OPT_T_BOOL, 0, "noval", NULL, "noval", "only validate the final epoch"),
+    SAVED(YC_OPT_T_BOOL, 0, "noautoanchor", NULL, "noautoanchor", "disable AutoAnchor"),
+    SAVED(YC_OPT_T_BOOL, 0, "noplots", NULL, "noplots", "save no plot files"),
+    SAVED(YC_OPT_T_BOOL, 0, "image-weights", NULL, "image_weights",
+          "sample images by class-weighted mAP"),
+    SAVED(YC_OPT_T_BOOL, 0, "multi-scale", NULL, "multi_scale", "vary image size +/- 50%"),
+    SAVED(YC_OPT_T_BOOL, 0, "single-cls", NULL, "single_cls",
+          "train multi-class data as one class"),
+    {.type = YC_OPT_T_ENUM, .name = "optimizer", .metavar = "NAME", .key = "optimizer",
+     .choices = "SGD, Adam or AdamW", .help = "SGD (default), Adam or AdamW"},
+    SAVED(YC_OPT_T_BOOL, 0, "cos-lr", NULL, "cos_lr", "cosine LR schedule"),
+    SAVED_NUM(YC_OPT_T_FLOAT, 0, "label-smoothing", "E", "label_smoothing", 0, 1,
+              "label smoothing epsilon (default 0)"),
+    SAVED_NUM(YC_OPT_T_INT, 0, "patience", "N", "patience", 0, 1000000,
+              "early stopping patience in epochs (default 100; 0 = off)"),
+    {.type = YC_OPT_T_CALLBACK, .name = "freeze", .metavar = "N [M ...]", .key = "freeze",
+     .fn = freeze_layers, .help = "freeze layers 0..N-1, or the listed layers"},
+    SAVED_NUM(YC_OPT_T_INT, 0, "save-period", "N", "save_period", -1, 1000000,
+              "save a checkpoint every N epochs"),
+    SAVED_NUM(YC_OPT_T_INT, 0, "seed", "N", "seed", 0, 2147483647, "global seed (default 0)"),
+    SAVED_NUM(YC_OPT_T_INT, 'j', "workers", "N", "workers", 0, 256,
+              "data loader threads (default: physical cores)"),
+    YC_OPT_INT(0, "threads", "N", T, o.threads, 0, 1024,
+               "compute threads (default: physical cores)"),
+    SAVED(YC_OPT_T_STRING, 0, "device", "D", "device",
+          "auto, cpu, opencl, opencl:N or a device name substring"),
+    YC_OPTS_MEM(T, o.mem, "memory limit (default 90% of the device's free memory)"),
+    YC_OPTS_HALF(T, o.half, "--half, --no-half",
+                 "FP16 storage of activations: always, or never (default:\n"
+                 "on OpenCL devices that can store FP16; on the CPU\n"
+                 "only when needed to fit the memory limit)",
+                 YC_OPT_HIDDEN, NULL),
+    YC_OPTS_RECOMPUTE(T, o.recompute, "recompute SiLU outputs in backward instead\n"
+                                      "of storing them (default: only when needed to fit)"),
+    {.type = YC_OPT_T_CALLBACK, .name = "tile", .metavar = "SIZE", .key = "tile",
+     .fn = yc_opt_tile,
+     .help = "train on SIZE x SIZE windows of the images, read without\n"
+             "decoding large images whole (default: the dataset yaml's\n"
+             "tile:, else whole images; 0 = whole images)"},
+    {.type = YC_OPT_T_DOUBLE, .name = "tile-overlap", .metavar = "F", .key = "tile_overlap",
+     .lo = 0, .hi = 1, .flags = YC_OPT_BELOW_HI,
+     .help = "fraction shared by neighbouring windows (default 0.2)"},
+    SAVED_NUM(YC_OPT_T_DOUBLE, 0, "tile-min-area", "F", "tile_min_area", 0, 1,
+              "keep a box in a window when this fraction of it is inside\n(default 0.1)"),
+    SAVED_NUM(YC_OPT_T_INT, 0, "tiles-per-epoch", "N", "tiles_per_epoch", 1, 2147483647,
+              "a random subset of N tiles per epoch (default: all)"),
+    SAVED(YC_OPT_T_BOOL, 0, "val-full", NULL, "val_full",
+          "with tiles: validate whole images, detected by slices\n"
+          "merged as detect --slice (default: per tile)"),
+    SAVED(YC_OPT_T_STRING, 0, "project", "DIR", "project", "save to DIR/NAME (default runs/train)"),
+    SAVED(YC_OPT_T_STRING, 0, "name", "NAME", "name",
+          "run name (default exp; exp2, exp3... when taken)"),
+    SAVED(YC_OPT_T_BOOL, 0, "exist-ok", NULL, "exist_ok", "reuse an existing DIR/NAME"),
+    {.type = YC_OPT_T_CALLBACK, .name = "cache", .metavar = "[ram|disk]", .key = "cache",
+     .flags = YC_OPT_OPTIONAL_ARG, .fn = yc_opt_cache,
+     .help = "keep the images decoded and resized to --img, in memory\n"
+             "(counted by the memory plan) or in files beside the\n"
+             "dataset, so that later epochs skip decoding (bare: ram)"},
+    SAVED(YC_OPT_T_PIXELS, 0, "max-pixels", "N|WxH", "max_pixels",
+          "most pixels one image read may decode (default 2^30);\n"
+          "larger images are skipped: train them with --tile"),
+    {.type = YC_OPT_T_CALLBACK, .name = "evolve", .metavar = "[N]", .flags = YC_OPT_OPTIONAL_ARG | YC_OPT_HIDDEN,
+     .fn = evolve},
+    YC_OPT_HELP(),
+    YC_OPT_END(),
+};
+#undef T
+
+static const yc_command_options spec = {
+    .cmd = "train",
+    .head = "Usage: yolocl train [--data D.yaml] [--cfg MODEL] [--weights W] [OPTION]...\n"
+            "Train a YOLOv5 model as Ultralytics' train.py does.  With no --data, train yolov5n on\n"
+            "the built-in demo dataset (20 epochs at 320; a few minutes on a laptop).\n"
+            "\n",
+    .rows = rows,
+    .help_col = 27,
+    .fields = yc_train_fields,
+    .after = resume_value,
 };
 
-/* A number in [0, 1] (below 1 when `below_one`) as a double: --tile-overlap, --tile-min-area. */
-static int unit_value(const char *cmd, const char *opt, const char *arg, bool below_one,
-                      double *out)
+static int freeze_layers(const yc_option *row, const char *arg, void *obj, yc_opt_state *s)
 {
-    float f;
-    int st = yc_cli_float(cmd, opt, arg, 0, 1, &f);
-    if (st)
+    (void)row;
+    (void)arg;
+    yc_train_opts *o = &((train_cli *)obj)->o;
+    /* nargs='+': this value and the following non-option arguments */
+    o->nfreeze = 0;
+    optind--;
+    while (optind < s->argc && s->argv[optind][0] != '-' && o->nfreeze < YC_MAX_FREEZE) {
+        int st = yc_cli_int(s->spec->cmd, "--freeze", s->argv[optind], 0, 10000,
+                            &o->freeze[o->nfreeze]);
+        if (st)
+            return st;
+        o->nfreeze++;
+        optind++;
+    }
+    return 0;
+}
+
+static int resume_run(const yc_option *row, const char *arg, void *obj, yc_opt_state *s)
+{
+    (void)row;
+    (void)s;
+    ((train_cli *)obj)->resume = arg;
+    return 0;
+}
+
+/* --resume takes an optional value, also as the next argument (argparse nargs='?') */
+static int resume_value(void *obj, yc_opt_state *s)
+{
+    train_cli *c = obj;
+    if (yc_opt_given(s, "resume") && !c->resume && optind < s->argc)
+        c->resume = s->argv[optind++];
+    return 0;
+}
+
+static int evolve(const yc_option *row, const char *arg, void *obj, yc_opt_state *s)
+{
+    (void)row;
+    (void)arg;
+    (void)obj;
+    return yc_usage_error(s->spec->cmd, "--evolve (hyperparameter evolution) is not supported");
+}
+
+/* The checks across options, and the demo's settings without --data. */
+static int finish_options(train_cli *c, const yc_opt_state *s)
+{
+    yc_train_opts *o = &c->o;
+    bool resume = yc_opt_given(s, "resume");
+    int st;
+    if ((st = yc_cli_run_name(s->spec->cmd, o->project, o->name)))
         return st;
-    double v = strtod(arg, NULL);
-    if (below_one && v >= 1)
-        return yc_usage_error(cmd, "invalid value '%s' for %s: expected a number from 0 to "
-                              "below 1", arg, opt);
-    *out = v;
+    if (!resume && o->data && o->data[0] && !(o->cfg && o->cfg[0]) &&
+        !(o->weights && o->weights[0]))
+        return yc_usage_error(s->spec->cmd, "give --cfg (a model config) or --weights (a model to "
+                              "start from)");
+    if (resume)
+        o->resume = c->resume ? c->resume : "";
+    if (!resume && (!o->data || !o->data[0])) {
+        /* the demo: yolov5n from scratch unless told otherwise */
+        if (!o->cfg && !o->weights)
+            o->cfg = DEMO_CFG;
+        if (!yc_opt_given(s, "epochs"))
+            o->epochs = DEMO_EPOCHS;
+        if (!yc_opt_given(s, "imgsz"))
+            o->imgsz = DEMO_IMGSZ;
+    }
     return 0;
 }
 
 int yc_cmd_train(int argc, char **argv)
 {
-    static const char *const cmd = "train";
-    static const struct option opts[] = {
-        {"data", required_argument, NULL, 'd'},
-        {"cfg", required_argument, NULL, 'c'},
-        {"weights", required_argument, NULL, 'w'},
-        {"hyp", required_argument, NULL, OPT_HYP},
-        {"epochs", required_argument, NULL, 'e'},
-        {"batch-size", required_argument, NULL, 'b'},
-        {"batch", required_argument, NULL, 'b'},
-        {"imgsz", required_argument, NULL, 'i'},
-        {"img", required_argument, NULL, 'i'},
-        {"img-size", required_argument, NULL, 'i'},
-        {"accumulate", required_argument, NULL, OPT_ACCUMULATE},
-        {"rect", no_argument, NULL, OPT_RECT},
-        {"resume", optional_argument, NULL, OPT_RESUME},
-        {"nosave", no_argument, NULL, OPT_NOSAVE},
-        {"noval", no_argument, NULL, OPT_NOVAL},
-        {"noautoanchor", no_argument, NULL, OPT_NOAUTOANCHOR},
-        {"noplots", no_argument, NULL, OPT_NOPLOTS},
-        {"image-weights", no_argument, NULL, OPT_IMAGE_WEIGHTS},
-        {"multi-scale", no_argument, NULL, OPT_MULTI_SCALE},
-        {"single-cls", no_argument, NULL, OPT_SINGLE_CLS},
-        {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
-        {"cos-lr", no_argument, NULL, OPT_COS_LR},
-        {"label-smoothing", required_argument, NULL, OPT_LABEL_SMOOTHING},
-        {"patience", required_argument, NULL, OPT_PATIENCE},
-        {"freeze", required_argument, NULL, OPT_FREEZE},
-        {"save-period", required_argument, NULL, OPT_SAVE_PERIOD},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"workers", required_argument, NULL, 'j'},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"device", required_argument, NULL, OPT_DEVICE},
-        {"project", required_argument, NULL, OPT_PROJECT},
-        {"name", required_argument, NULL, OPT_NAME},
-        {"exist-ok", no_argument, NULL, OPT_EXIST_OK},
-        {"cache", optional_argument, NULL, OPT_CACHE},
-        {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
-        {"mem", required_argument, NULL, OPT_MEM},
-        {"half", no_argument, NULL, OPT_HALF},
-        {"no-half", no_argument, NULL, OPT_NOHALF},
-        {"recompute", no_argument, NULL, OPT_RECOMPUTE},
-        {"tile", required_argument, NULL, OPT_TILE},
-        {"tile-overlap", required_argument, NULL, OPT_TILE_OVERLAP},
-        {"tile-min-area", required_argument, NULL, OPT_TILE_MIN_AREA},
-        {"tiles-per-epoch", required_argument, NULL, OPT_TILES_PER_EPOCH},
-        {"val-full", no_argument, NULL, OPT_VAL_FULL},
-        {"evolve", optional_argument, NULL, OPT_EVOLVE},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    yc_train_opts o;
-    yc_train_opts_defaults(&o);
-    bool have_epochs = false, have_img = false, resume = false;
-    const char *resume_arg = NULL;
-    int c, st;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":d:c:w:e:b:i:j:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd':
-            o.data = optarg;
-            break;
-        case 'c':
-            o.cfg = optarg;
-            break;
-        case 'w':
-            o.weights = optarg;
-            break;
-        case OPT_HYP:
-            o.hyp = optarg;
-            break;
-        case 'e':
-            if ((st = yc_cli_int(cmd, "--epochs", optarg, 1, 1000000, &o.epochs)))
-                return st;
-            have_epochs = true;
-            break;
-        case 'b':
-            if ((st = yc_cli_int(cmd, "--batch-size", optarg, -1, 65536, &o.batch)))
-                return st;
-            if (o.batch == 0)
-                return yc_usage_error(cmd, "--batch-size must be positive or -1 (AutoBatch)");
-            break;
-        case 'i':
-            if ((st = yc_cli_int(cmd, "--imgsz", optarg, 32, 16384, &o.imgsz)))
-                return st;
-            have_img = true;
-            break;
-        case OPT_ACCUMULATE:
-            if ((st = yc_cli_int(cmd, "--accumulate", optarg, 1, 65536, &o.accumulate)))
-                return st;
-            break;
-        case OPT_RECT:
-            o.rect = true;
-            break;
-        case OPT_RESUME:
-            resume = true;
-            resume_arg = optarg;
-            break;
-        case OPT_NOSAVE:
-            o.nosave = true;
-            break;
-        case OPT_NOVAL:
-            o.noval = true;
-            break;
-        case OPT_NOAUTOANCHOR:
-            o.noautoanchor = true;
-            break;
-        case OPT_NOPLOTS:
-            o.noplots = true;
-            break;
-        case OPT_IMAGE_WEIGHTS:
-            o.image_weights = true;
-            break;
-        case OPT_MULTI_SCALE:
-            o.multi_scale = true;
-            break;
-        case OPT_SINGLE_CLS:
-            o.single_cls = true;
-            break;
-        case OPT_OPTIMIZER:
-            if (yc_optim_kind_parse(optarg, &o.optimizer))
-                return yc_usage_error(cmd, "invalid value '%s' for --optimizer: expected SGD, "
-                                      "Adam or AdamW", optarg);
-            break;
-        case OPT_COS_LR:
-            o.cos_lr = true;
-            break;
-        case OPT_LABEL_SMOOTHING:
-            if ((st = yc_cli_float(cmd, "--label-smoothing", optarg, 0, 1, &o.label_smoothing)))
-                return st;
-            break;
-        case OPT_PATIENCE:
-            if ((st = yc_cli_int(cmd, "--patience", optarg, 0, 1000000, &o.patience)))
-                return st;
-            break;
-        case OPT_FREEZE:
-            /* nargs='+': this value and the following non-option arguments */
-            o.nfreeze = 0;
-            optind--;
-            while (optind < argc && argv[optind][0] != '-' && o.nfreeze < YC_MAX_FREEZE) {
-                if ((st = yc_cli_int(cmd, "--freeze", argv[optind], 0, 10000,
-                                     &o.freeze[o.nfreeze])))
-                    return st;
-                o.nfreeze++;
-                optind++;
-            }
-            break;
-        case OPT_SAVE_PERIOD:
-            if ((st = yc_cli_int(cmd, "--save-period", optarg, -1, 1000000, &o.save_period)))
-                return st;
-            break;
-        case OPT_SEED:
-            if ((st = yc_cli_int(cmd, "--seed", optarg, 0, 2147483647, &o.seed)))
-                return st;
-            break;
-        case 'j':
-            if ((st = yc_cli_int(cmd, "--workers", optarg, 0, 256, &o.workers)))
-                return st;
-            break;
-        case OPT_THREADS:
-            if ((st = yc_cli_int(cmd, "--threads", optarg, 0, 1024, &o.threads)))
-                return st;
-            break;
-        case OPT_DEVICE:
-            o.device = optarg;
-            break;
-        case OPT_PROJECT:
-            o.project = optarg;
-            break;
-        case OPT_NAME:
-            o.name = optarg;
-            break;
-        case OPT_EXIST_OK:
-            o.exist_ok = true;
-            break;
-        case OPT_MEM:
-            if ((st = yc_cli_size(cmd, "--mem", optarg, &o.mem)))
-                return st;
-            break;
-        case OPT_HALF:
-            o.half = YC_HALF_ON;
-            break;
-        case OPT_NOHALF:
-            o.half = YC_HALF_OFF;
-            break;
-        case OPT_RECOMPUTE:
-            o.recompute = true;
-            break;
-        case OPT_TILE:
-            if ((st = yc_cli_int(cmd, "--tile", optarg, 0, 16384, &o.tile)))
-                return st;
-            if (o.tile > 0 && o.tile < 32)
-                return yc_usage_error(cmd, "invalid value '%s' for --tile: expected 0 (whole "
-                                      "images) or a window of 32 to 16384 pixels", optarg);
-            break;
-        case OPT_TILE_OVERLAP:
-            if ((st = unit_value(cmd, "--tile-overlap", optarg, true, &o.tile_overlap)))
-                return st;
-            break;
-        case OPT_TILE_MIN_AREA:
-            if ((st = unit_value(cmd, "--tile-min-area", optarg, false, &o.tile_min_area)))
-                return st;
-            break;
-        case OPT_TILES_PER_EPOCH:
-            if ((st = yc_cli_int(cmd, "--tiles-per-epoch", optarg, 1, 2147483647,
-                                 &o.tiles_per_epoch)))
-                return st;
-            break;
-        case OPT_VAL_FULL:
-            o.val_full = true;
-            break;
-        case OPT_CACHE: {
-            /* an optional value, also as the next argument (argparse nargs='?'), as --resume */
-            const char *v = optarg;
-            if (!v && optind < argc && argv[optind][0] != '-')
-                v = argv[optind++];
-            yc_cache_kind k;
-            if (!yc_cache_kind_parse(v, &k))
-                return yc_usage_error(cmd, "invalid value '%s' for --cache: expected ram or disk",
-                                      v);
-            o.cache = (int)k;
-            break;
-        }
-        case OPT_MAX_PIXELS:
-            if ((st = yc_cli_pixels(cmd, "--max-pixels", optarg, &o.max_pixels)))
-                return st;
-            break;
-        case OPT_EVOLVE:
-            return yc_usage_error(cmd, "--evolve (hyperparameter evolution) is not supported");
-        case 'h':
-            print_usage();
-            return YC_EXIT_OK;
-        default:
-            return yc_cli_bad_option(cmd, argc, argv);
-        }
-    }
-    /* --resume takes an optional value, also as the next argument (argparse nargs='?') */
-    if (resume && !resume_arg && optind < argc)
-        resume_arg = argv[optind++];
-    if (optind < argc)
-        return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if ((st = yc_cli_run_name(cmd, o.project, o.name)))
-        return st;
-    if (!resume && o.data && o.data[0] && !(o.cfg && o.cfg[0]) && !(o.weights && o.weights[0]))
-        return yc_usage_error(cmd, "give --cfg (a model config) or --weights (a model to start "
-                              "from)");
-    if (resume)
-        o.resume = resume_arg ? resume_arg : "";
-    if (!resume && (!o.data || !o.data[0])) {
-        /* the demo: yolov5n from scratch unless told otherwise */
-        if (!o.cfg && !o.weights)
-            o.cfg = DEMO_CFG;
-        if (!have_epochs)
-            o.epochs = DEMO_EPOCHS;
-        if (!have_img)
-            o.imgsz = DEMO_IMGSZ;
-    }
-    bool interrupted = false;
-    st = yc_train(&o, &interrupted);
+    train_cli c = {.resume = NULL};
+    yc_train_opts_defaults(&c.o);
+    yc_opt_state s;
+    int st = yc_options_parse(&spec, argc, argv, &c, &s);
     if (st)
+        return st == YC_OPT_DONE ? YC_EXIT_OK : st;
+    if ((st = finish_options(&c, &s)))
+        return st;
+    bool interrupted = false;
+    if ((st = yc_train(&c.o, &interrupted)))
         return yc_report_failure(st);
     if (interrupted) {
         fprintf(stderr, "yolocl: training interrupted; resume it with: yolocl train --resume\n");

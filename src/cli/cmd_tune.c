@@ -2,7 +2,7 @@
  * kept for every later run on that device (cl/cl_tune.c). */
 #include "config.h"
 
-#include <getopt.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,83 +14,64 @@
 #include "log.h"
 #include "model.h"
 #include "modelcfg.h"
+#include "options.h"
+#include "weights.h"
 
 #ifdef YC_HAVE_OPENCL
 #include "cl_backend.h"
 #endif
 
-static void print_usage(void)
-{
-    fputs("Usage: yolocl tune [--device D] [--cfg MODEL] [--img SIZE] [--batch N] [--half]\n"
-          "                   [--iters N]\n"
-          "Measure every tile of the OpenCL convolutions on each convolution of a model's\n"
-          "training step on one device, and keep the fastest for that device: train, val,\n"
-          "detect and bench then use them (and say so).  Defaults: yolov5s at 640, batch 16.\n"
-          "\n"
-          "      --device D    opencl, opencl:N or a device name substring (default: auto)\n"
-          "  -c, --cfg MODEL   model config (bundled name or yaml path)\n"
-          "      --img SIZE    image size, a multiple of the model's stride\n"
-          "  -b, --batch N     images per batch\n"
-          "      --half        FP16 storage of activations (as training chooses on OpenCL)\n"
-          "      --iters N     timed runs of each tile on each convolution (default 3)\n"
-          "  -h, --help        show this help\n",
-          stdout);
-}
+/* The command line. */
+typedef struct tune_cli {
+    const char *cfg, *device;
+    int img, batch, iters;
+    bool half;
+} tune_cli;
+
+#define T tune_cli
+static const yc_option rows[] = {
+    YC_OPT_STRING(0, "device", "D", T, device,
+                  "opencl, opencl:N or a device name substring (default: auto)"),
+    YC_OPT_STRING('c', "cfg", "MODEL", T, cfg, "model config (bundled name or yaml path)"),
+    {.type = YC_OPT_T_INT, .name = "img", .aliases = {"imgsz"}, .metavar = "SIZE",
+     .offset = offsetof(T, img), .lo = 32, .hi = 16384,
+     .help = "image size, a multiple of the model's stride"},
+    {.type = YC_OPT_T_INT, .short_name = 'b', .name = "batch", .aliases = {"batch-size"},
+     .metavar = "N", .offset = offsetof(T, batch), .lo = 1, .hi = 4096,
+     .help = "images per batch"},
+    YC_OPT_BOOL(0, "half", T, half, "FP16 storage of activations (as training chooses on OpenCL)"),
+    YC_OPT_INT(0, "iters", "N", T, iters, 1, 1000,
+               "timed runs of each tile on each convolution (default 3)"),
+    YC_OPT_HELP(),
+    YC_OPT_END(),
+};
+#undef T
+
+static const yc_command_options spec = {
+    .cmd = "tune",
+    .head = "Usage: yolocl tune [--device D] [--cfg MODEL] [--img SIZE] [--batch N] [--half]\n"
+            "                   [--iters N]\n"
+            "Measure every tile of the OpenCL convolutions on each convolution of a model's\n"
+            "training step on one device, and keep the fastest for that device: train, val,\n"
+            "detect and bench then use them (and say so).  Defaults: yolov5s at 640, batch 16.\n"
+            "\n",
+    .rows = rows,
+    .help_col = 20,
+};
 
 int yc_cmd_tune(int argc, char **argv)
 {
     static const char *const cmd = "tune";
-    enum { OPT_IMG = 256, OPT_DEVICE, OPT_HALF, OPT_ITERS };
-    static const struct option opts[] = {
-        {"cfg", required_argument, NULL, 'c'},
-        {"img", required_argument, NULL, OPT_IMG},
-        {"imgsz", required_argument, NULL, OPT_IMG},
-        {"batch", required_argument, NULL, 'b'},
-        {"batch-size", required_argument, NULL, 'b'},
-        {"device", required_argument, NULL, OPT_DEVICE},
-        {"half", no_argument, NULL, OPT_HALF},
-        {"iters", required_argument, NULL, OPT_ITERS},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *cfg_name = "yolov5s", *device = "auto";
-    int img = 640, batch = 16, iters = 3, c, st;
-    bool half = false;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:b:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            cfg_name = optarg;
-            break;
-        case OPT_IMG:
-            if ((st = yc_cli_int(cmd, "--img", optarg, 32, 16384, &img)))
-                return st;
-            break;
-        case 'b':
-            if ((st = yc_cli_int(cmd, "--batch", optarg, 1, 4096, &batch)))
-                return st;
-            break;
-        case OPT_DEVICE:
-            device = optarg;
-            break;
-        case OPT_HALF:
-            half = true;
-            break;
-        case OPT_ITERS:
-            if ((st = yc_cli_int(cmd, "--iters", optarg, 1, 1000, &iters)))
-                return st;
-            break;
-        case 'h':
-            print_usage();
-            return YC_EXIT_OK;
-        default:
-            return yc_cli_bad_option(cmd, argc, argv);
-        }
-    }
-    if (optind < argc)
-        return yc_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    tune_cli c = {.cfg = "yolov5s", .device = "auto", .img = 640, .batch = 16, .iters = 3};
+    yc_opt_state s;
+    int st = yc_options_parse(&spec, argc, argv, &c, &s);
+    if (st)
+        return st == YC_OPT_DONE ? YC_EXIT_OK : st;
+    const char *cfg_name = c.cfg, *device = c.device;
+    int img = c.img, batch = c.batch, iters = c.iters;
+    bool half = c.half;
 #ifndef YC_HAVE_OPENCL
-    (void)half, (void)iters, (void)batch, (void)img, (void)cfg_name, (void)device;
+    (void)half, (void)iters, (void)batch, (void)img, (void)cfg_name, (void)device, (void)cmd;
     return yc_report_failure(yc_error_status(YC_EUNSUPPORTED, "tune: this yolocl was built "
                                              "without OpenCL (./configure --disable-opencl)"));
 #else
@@ -100,17 +81,16 @@ int yc_cmd_tune(int argc, char **argv)
     if (cpu)
         return yc_usage_error(cmd, "tune measures OpenCL devices: give --device opencl, "
                               "opencl:N or a device name (the CPU backend has no tiles to tune)");
-    char path[1024];
-    yc_model_cfg *cfg = NULL;
-    yc_model *m = NULL;
-    yc_backend *be = NULL;
+    yc_opened_model om;
     yc_graph *g = NULL;
     char *file = NULL;
     const yc_op **ops = NULL;
-    if ((st = yc_model_cfg_find(cfg_name, path, sizeof path)) ||
-        (st = yc_model_cfg_load(&cfg, path, 0)) || (st = yc_model_new(&m, cfg)) ||
-        (st = yc_device_open(device, 0, true, &be)) || (st = yc_model_alloc(m, be)))
-        goto done;
+    yc_model_spec ms = {.cfg = cfg_name, .device = device, .announce = true,
+                        .use = YC_MODEL_TRAIN};
+    if ((st = yc_model_open(&ms, &om)))
+        return yc_report_failure(st);
+    yc_model *m = om.m;
+    yc_backend *be = om.be;
     yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .half = half};
     if ((st = yc_graph_new_opts(&g, m, batch, img, img, &go)) || (st = yc_graph_alloc(g)))
         goto done;
@@ -140,8 +120,7 @@ done:
     free(ops);
     free(file);
     yc_graph_free(g);
-    yc_model_free(m);
-    yc_backend_free(be);
+    yc_opened_model_free(&om);
     return st ? yc_report_failure(st) : YC_EXIT_OK;
 #endif
 }

@@ -30,43 +30,23 @@ int yc_infer_model_load(yc_infer_model *out, const char *weights, const char *cf
                         yc_backend *be)
 {
     memset(out, 0, sizeof *out);
-    if (!weights || !weights[0])
-        return yc_error_status(YC_EUSAGE, "no weights given");
-    yc_weights *w = NULL;
-    yc_model_cfg *cfg = NULL;
-    int st = yc_weights_read(weights, &w);
+    yc_model_spec spec = {.cfg = cfg_name, .weights = weights, .backend = be,
+                          .use = YC_MODEL_INFER};
+    yc_opened_model om;
+    int st = yc_model_open(&spec, &om);
     if (st)
         return st;
-    /* the class count of the weights: their metadata, else their Detect head */
-    int nc = w->nc;
-    if (nc < 1 && yc_weights_infer_nc(w, &nc) != YC_OK) {
-        yc_error_clear();
-        nc = 0;
-    }
-    if (cfg_name && cfg_name[0]) {
-        char path[1024];
-        if (!(st = yc_model_cfg_find(cfg_name, path, sizeof path)))
-            st = yc_model_cfg_load(&cfg, path, nc > 0 ? nc : 0);
-    } else {
-        st = yc_weights_model_cfg(w, nc > 0 ? nc : 0, &cfg);
-    }
-    if (!st) {
-        st = yc_model_new(&out->m, cfg);
-        cfg = NULL;
-    }
-    if (!st)
-        st = yc_model_alloc_weights(out->m, be);
-    if (!st)
-        st = yc_weights_apply(w, out->m, YC_WEIGHTS_STRICT, false, NULL);
-    if (!st && w->nnames == out->m->nc) {
+    out->m = om.m;
+    om.m = NULL;
+    const yc_weights *w = om.w;
+    if (w->nnames == out->m->nc) {
         if (!(out->names = yc_calloc((size_t)w->nnames, sizeof *out->names, "class names")))
             st = YC_ENOMEM;
         for (int i = 0; !st && i < w->nnames; i++)
             if (!(out->names[i] = yc_strdup(w->names[i], "class names")))
                 st = YC_ENOMEM;
     }
-    yc_model_cfg_free(cfg);
-    yc_weights_free(w);
+    yc_opened_model_free(&om);
     if (st) {
         yc_infer_model_free(out);
         return st;

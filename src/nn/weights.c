@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "device.h"
 #include "json.h"
 #include "log.h"
 #include "ptfile.h"
@@ -738,3 +739,76 @@ int yc_weights_write_safetensors(const yc_weights *w, const char *path, bool hal
 /* ---- yaml text ----------------------------------------------------------------------------- */
 
 /* A growing text; `failed` once an allocation failed (the text is then incomplete). */
+
+/* ---- a model from --cfg, --weights and --nc, on a device -------------------------------------- */
+
+int yc_model_cfg_open(const char *cfg, const yc_weights *w, int nc, yc_model_cfg **out,
+                      char *path, size_t len)
+{
+    char buf[1024];
+    if (!path) {
+        path = buf;
+        len = sizeof buf;
+    }
+    path[0] = '\0';
+    *out = NULL;
+    if (cfg && cfg[0]) {
+        int st = yc_model_cfg_find(cfg, path, len);
+        return st ? st : yc_model_cfg_load(out, path, nc > 0 ? nc : 0);
+    }
+    if (w)
+        return yc_weights_model_cfg(w, nc > 0 ? nc : 0, out);
+    return yc_error_status(YC_EUSAGE, "give --cfg (a model config) or --weights (a model to "
+                           "start from)");
+}
+
+int yc_model_open(const yc_model_spec *spec, yc_opened_model *out)
+{
+    memset(out, 0, sizeof *out);
+    bool have_weights = spec->weights && spec->weights[0];
+    if (spec->use == YC_MODEL_INFER && !have_weights)
+        return yc_error_status(YC_EUSAGE, "no weights given");
+    int st = YC_OK;
+    int nc = spec->nc;
+    if (have_weights) {
+        if ((st = yc_weights_read(spec->weights, &out->w)))
+            return st;
+        /* the class count of the weights: their metadata, else their Detect head */
+        if (nc <= 0)
+            nc = out->w->nc;
+        if (nc < 1 && yc_weights_infer_nc(out->w, &nc) != YC_OK) {
+            yc_error_clear();
+            nc = 0;
+        }
+    }
+    yc_model_cfg *cfg = NULL;
+    if (!(st = yc_model_cfg_open(spec->cfg, out->w, nc, &cfg, out->cfg_path,
+                                 sizeof out->cfg_path)))
+        st = yc_model_new(&out->m, cfg); /* takes cfg, also on an error */
+    if (!st && spec->backend) {
+        out->be = spec->backend;
+    } else if (!st && spec->device) {
+        st = yc_device_open(spec->device, spec->threads, spec->announce, &out->be);
+        out->own_be = true;
+    }
+    if (!st && spec->use == YC_MODEL_TRAIN)
+        st = yc_model_alloc(out->m, out->be);
+    if (!st && spec->use == YC_MODEL_INFER) {
+        if (!(st = yc_model_alloc_weights(out->m, out->be)))
+            st = yc_weights_apply(out->w, out->m, YC_WEIGHTS_STRICT, false, NULL);
+    }
+    if (st)
+        yc_opened_model_free(out);
+    return st;
+}
+
+void yc_opened_model_free(yc_opened_model *om)
+{
+    if (om->m && om->m->be && om->m->be != om->be)
+        om->m->be = NULL;
+    yc_model_free(om->m);
+    if (om->own_be)
+        yc_backend_free(om->be);
+    yc_weights_free(om->w);
+    memset(om, 0, sizeof *om);
+}

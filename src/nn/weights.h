@@ -134,4 +134,51 @@ int yc_weights_from_model(const yc_model *m, const char *const *names, int nname
 int yc_weights_write_safetensors(const yc_weights *w, const char *path, bool half);
 
 
+/* ---- a model from --cfg, --weights and --nc, on a device -------------------------------------- */
+
+/* The config of a model: `cfg` (a bundled name or a yaml path: modelcfg.h) with nc > 0 replacing
+ * its class count, else the one embedded in the weights `w`.  Neither: YC_EUSAGE "give --cfg (a
+ * model config) or --weights (a model to start from)".  When path is not NULL it receives the
+ * config file's path ("" for an embedded config). */
+int yc_model_cfg_open(const char *cfg, const yc_weights *w, int nc, yc_model_cfg **out,
+                      char *path, size_t len);
+
+/* What a model is opened for. */
+typedef enum yc_model_use {
+    YC_MODEL_SHAPE, /* built, nothing allocated: plans, GFLOPs, layer tables */
+    YC_MODEL_TRAIN, /* parameters, gradients and buffers allocated on the device (yc_model_alloc) */
+    YC_MODEL_INFER, /* the weights alone allocated (yc_model_alloc_weights) and loaded strictly
+                       from --weights, which is required */
+} yc_model_use;
+
+/* Where a model comes from and where it runs: the command line's --cfg, --weights, --nc,
+ * --device and --threads. */
+typedef struct yc_model_spec {
+    const char *cfg;     /* NULL or "": the config embedded in the weights */
+    const char *weights; /* NULL or "": none (YC_MODEL_INFER needs them) */
+    /* classes: > 0 replaces the config's; 0 takes the weights' (their metadata, else their
+     * Detect head) when there are weights, else the config's */
+    int nc;
+    const char *device;  /* yc_device_open's spec; NULL: no device is opened (YC_MODEL_SHAPE) */
+    yc_backend *backend; /* or: a backend already open, used (not owned) */
+    int threads;         /* compute threads of the CPU backend (<= 0: physical cores) */
+    bool announce;       /* print the device chosen */
+    yc_model_use use;
+} yc_model_spec;
+
+typedef struct yc_opened_model {
+    yc_model *m;         /* owned */
+    yc_backend *be;      /* owned unless it is spec->backend; NULL without a device */
+    bool own_be;
+    yc_weights *w;       /* the weights read (owned; their names, metadata), or NULL */
+    char cfg_path[1024]; /* the config file ("" when embedded in the weights) */
+} yc_opened_model;
+
+/* Opens a model: reads the weights, resolves the config (yc_model_cfg_open), builds the model,
+ * opens the device and allocates on it what `use` asks (and loads the weights strictly for
+ * YC_MODEL_INFER).  On an error *out is empty. */
+int yc_model_open(const yc_model_spec *spec, yc_opened_model *out);
+/* Frees the model (detached from its backend first), the backend and the weights. */
+void yc_opened_model_free(yc_opened_model *om);
+
 #endif

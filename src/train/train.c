@@ -1,5 +1,6 @@
 /* yolocl train: YOLOv5's train.py (see train.h). */
 #include "train.h"
+#include "train_opts.h"
 
 #include <errno.h>
 #include <glob.h>
@@ -88,268 +89,6 @@ static void restore_signals(const struct sigaction *old_int, const struct sigact
 {
     sigaction(SIGINT, old_int, NULL);
     sigaction(SIGTERM, old_term, NULL);
-}
-
-/* ---- options ----------------------------------------------------------------------------------- */
-
-void yc_train_opts_defaults(yc_train_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    o->hyp = "hyp.scratch-low";
-    o->epochs = 100;
-    o->batch = 16;
-    o->imgsz = 640;
-    o->optimizer = YC_OPTIM_SGD;
-    o->workers = 0;
-    o->project = "runs/train";
-    o->name = "exp";
-    o->device = "auto";
-    o->patience = 100;
-    o->save_period = -1;
-    o->half = YC_HALF_AUTO;
-    o->tile = -1;
-    o->tile_overlap = -1;
-    o->tile_min_area = -1;
-}
-
-static void json_str(FILE *f, const char *key, const char *v, bool *first)
-{
-    char buf[4096];
-    fprintf(f, "%s\"%s\": ", *first ? "" : ", ", key);
-    *first = false;
-    if (!v) {
-        fputs("null", f);
-        return;
-    }
-    yc_json_escape(buf, sizeof buf, v, strlen(v));
-    fputs(buf, f);
-}
-
-static void json_num(FILE *f, const char *key, double v, bool *first)
-{
-    fprintf(f, "%s\"%s\": %.17g", *first ? "" : ", ", key, v);
-    *first = false;
-}
-
-static void json_bool(FILE *f, const char *key, bool v, bool *first)
-{
-    fprintf(f, "%s\"%s\": %s", *first ? "" : ", ", key, v ? "true" : "false");
-    *first = false;
-}
-
-/* The run's options as a JSON object (YOLOv5's opt names), for checkpoints and opt.yaml, with the
- * memory fit's micro-batch (images per training step; the batch when it fits whole). */
-static char *opts_json(const yc_train_opts *o, int micro_batch)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f)
-        return NULL;
-    bool first = true;
-    fputc('{', f);
-    json_str(f, "data", o->data, &first);
-    json_str(f, "cfg", o->cfg, &first);
-    json_str(f, "weights", o->weights, &first);
-    json_str(f, "hyp", o->hyp, &first);
-    json_num(f, "epochs", o->epochs, &first);
-    json_num(f, "batch_size", o->batch, &first);
-    json_num(f, "micro_batch", micro_batch, &first);
-    json_num(f, "imgsz", o->imgsz, &first);
-    json_num(f, "accumulate", o->accumulate, &first);
-    json_bool(f, "rect", o->rect, &first);
-    json_bool(f, "nosave", o->nosave, &first);
-    json_bool(f, "noval", o->noval, &first);
-    json_bool(f, "noautoanchor", o->noautoanchor, &first);
-    json_bool(f, "noplots", o->noplots, &first);
-    json_bool(f, "cos_lr", o->cos_lr, &first);
-    json_bool(f, "single_cls", o->single_cls, &first);
-    json_bool(f, "multi_scale", o->multi_scale, &first);
-    json_bool(f, "image_weights", o->image_weights, &first);
-    json_bool(f, "exist_ok", o->exist_ok, &first);
-    json_str(f, "optimizer", yc_optim_kind_name(o->optimizer), &first);
-    json_num(f, "workers", o->workers, &first);
-    json_str(f, "project", o->project, &first);
-    json_str(f, "name", o->name, &first);
-    json_str(f, "device", o->device, &first);
-    json_num(f, "label_smoothing", o->label_smoothing, &first);
-    json_num(f, "patience", o->patience, &first);
-    fprintf(f, ", \"freeze\": [");
-    for (int i = 0; i < o->nfreeze; i++)
-        fprintf(f, "%s%d", i ? ", " : "", o->freeze[i]);
-    fputc(']', f);
-    json_num(f, "save_period", o->save_period, &first);
-    json_num(f, "seed", o->seed, &first);
-    json_num(f, "tile", o->tile, &first);
-    json_num(f, "tile_overlap", o->tile_overlap, &first);
-    json_num(f, "tile_min_area", o->tile_min_area, &first);
-    json_num(f, "tiles_per_epoch", o->tiles_per_epoch, &first);
-    json_bool(f, "val_full", o->val_full, &first);
-    json_str(f, "cache", o->cache == YC_CACHE_NONE ? NULL : yc_cache_kind_name(o->cache), &first);
-    json_num(f, "max_pixels", (double)(o->max_pixels ? o->max_pixels : YC_READ_MAX_PIXELS),
-             &first);
-    fputc('}', f);
-    if (fclose(f) != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
-static int get_num(const yc_json *obj, const char *key, double lo, double hi, double *out)
-{
-    const yc_json *v = yc_json_get(obj, key);
-    if (!v || yc_json_typeof(v) != YC_JSON_NUMBER)
-        return yc_error_status(YC_EFORMAT, "checkpoint options: '%s' missing or not a number",
-                               key);
-    double x = yc_json_number(v);
-    if (!(x >= lo && x <= hi))
-        return yc_error_status(YC_EFORMAT, "checkpoint options: '%s' is %s, expected a number "
-                               "from %g to %g", key, yc_json_number_text(v), lo, hi);
-    *out = x;
-    return YC_OK;
-}
-
-/* An integer option in [lo, hi]. */
-static int get_int(const yc_json *obj, const char *key, int lo, int hi, int *out)
-{
-    double x;
-    int st = get_num(obj, key, lo, hi, &x);
-    if (st)
-        return st;
-    if (x != floor(x))
-        return yc_error_status(YC_EFORMAT, "checkpoint options: '%s' is %g, expected an integer",
-                               key, x);
-    *out = (int)x;
-    return YC_OK;
-}
-
-/* An optional integer: absent means `def`; present, it must be valid. */
-static int get_int_or(const yc_json *obj, const char *key, int lo, int hi, int def, int *out)
-{
-    *out = def;
-    return yc_json_get(obj, key) ? get_int(obj, key, lo, hi, out) : YC_OK;
-}
-
-static int get_num_or(const yc_json *obj, const char *key, double lo, double hi, double def,
-                      double *out)
-{
-    *out = def;
-    return yc_json_get(obj, key) ? get_num(obj, key, lo, hi, out) : YC_OK;
-}
-
-static bool get_bool(const yc_json *obj, const char *key)
-{
-    const yc_json *v = yc_json_get(obj, key);
-    return v && yc_json_typeof(v) == YC_JSON_BOOL && yc_json_bool(v);
-}
-
-/* A string option: absent or null is NULL with YC_OK; another type is an error. */
-static int get_str(const yc_json *obj, const char *key, char **out)
-{
-    *out = NULL;
-    const yc_json *v = yc_json_get(obj, key);
-    if (!v || yc_json_typeof(v) == YC_JSON_NULL)
-        return YC_OK;
-    if (yc_json_typeof(v) != YC_JSON_STRING || strlen(yc_json_string(v)) != yc_json_string_len(v))
-        return yc_error_status(YC_EFORMAT, "checkpoint options: '%s' is not a string", key);
-    *out = yc_strdup(yc_json_string(v), "options");
-    return *out ? YC_OK : YC_ENOMEM;
-}
-
-/* Restores the options of an interrupted run (train.py --resume restores opt.yaml; device,
- * workers and threads stay as given now).  The ranges are those of the command line. */
-int yc_train_opts_from_json(const char *text, yc_train_opts *o, yc_train_opt_strings *keep)
-{
-    memset(keep, 0, sizeof *keep);
-    yc_json *root = NULL;
-    int st = yc_json_parse(&root, text, strlen(text));
-    if (st)
-        return yc_error_context(st, "checkpoint options");
-    if (yc_json_typeof(root) != YC_JSON_OBJECT) {
-        yc_json_free(root);
-        return yc_error_status(YC_EFORMAT, "checkpoint options: not a JSON object");
-    }
-    double ls = 0, overlap = -1, min_area = -1;
-    if ((st = get_int(root, "epochs", 1, 1000000, &o->epochs)) ||
-        (st = get_int(root, "batch_size", -1, 65536, &o->batch)) ||
-        (st = get_int(root, "imgsz", 32, 16384, &o->imgsz)) ||
-        (st = get_int(root, "accumulate", 0, 65536, &o->accumulate)) ||
-        (st = get_num(root, "label_smoothing", 0, 1, &ls)) ||
-        (st = get_int(root, "patience", 0, 1000000, &o->patience)) ||
-        (st = get_int(root, "save_period", -1, 1000000, &o->save_period)) ||
-        (st = get_int(root, "seed", 0, INT_MAX, &o->seed)) ||
-        /* tiling (absent from checkpoints of runs without it: whole images) */
-        (st = get_int_or(root, "tile", 0, 16384, 0, &o->tile)) ||
-        (st = get_num_or(root, "tile_overlap", -1, 1, -1, &overlap)) ||
-        (st = get_num_or(root, "tile_min_area", -1, 1, -1, &min_area)) ||
-        (st = get_int_or(root, "tiles_per_epoch", 0, INT_MAX, 0, &o->tiles_per_epoch))) {
-        yc_json_free(root);
-        return st;
-    }
-    if (o->batch == 0 || (o->tile > 0 && o->tile < 32) || overlap >= 1) {
-        yc_json_free(root);
-        return yc_error_status(YC_EFORMAT, "checkpoint options: invalid %s",
-                               o->batch == 0 ? "batch_size 0" : overlap >= 1 ? "tile_overlap 1"
-                                                                             : "tile below 32");
-    }
-    o->label_smoothing = (float)ls;
-    o->tile_overlap = overlap;
-    o->tile_min_area = min_area;
-    o->val_full = get_bool(root, "val_full");
-    o->rect = get_bool(root, "rect");
-    o->nosave = get_bool(root, "nosave");
-    o->noval = get_bool(root, "noval");
-    o->noautoanchor = get_bool(root, "noautoanchor");
-    o->noplots = get_bool(root, "noplots");
-    o->cos_lr = get_bool(root, "cos_lr");
-    o->single_cls = get_bool(root, "single_cls");
-    o->multi_scale = get_bool(root, "multi_scale");
-    o->image_weights = get_bool(root, "image_weights");
-    char *optim = NULL;
-    if (!(st = get_str(root, "optimizer", &optim)) && optim &&
-        (st = yc_optim_kind_parse(optim, &o->optimizer)))
-        st = yc_error_status(YC_EFORMAT, "checkpoint options: %s", yc_last_error());
-    free(optim);
-    const yc_json *fr = yc_json_get(root, "freeze");
-    o->nfreeze = 0;
-    if (!st && fr && (yc_json_typeof(fr) != YC_JSON_ARRAY || yc_json_len(fr) > YC_MAX_FREEZE))
-        st = yc_error_status(YC_EFORMAT, "checkpoint options: 'freeze' is not a list of at most "
-                             "%d layers", YC_MAX_FREEZE);
-    for (size_t i = 0; !st && fr && i < yc_json_len(fr); i++) {
-        double x = yc_json_number(yc_json_at(fr, i));
-        if (yc_json_typeof(yc_json_at(fr, i)) != YC_JSON_NUMBER || !(x >= 0 && x <= 10000) ||
-            x != floor(x))
-            st = yc_error_status(YC_EFORMAT, "checkpoint options: 'freeze' entry %zu is not a "
-                                 "layer index from 0 to 10000", i);
-        else
-            o->freeze[o->nfreeze++] = (int)x;
-    }
-    if (!st && !(st = get_str(root, "data", &keep->data)) &&
-        !(st = get_str(root, "cfg", &keep->cfg)) && !(st = get_str(root, "hyp", &keep->hyp)) &&
-        !(st = get_str(root, "project", &keep->project)))
-        st = get_str(root, "name", &keep->name);
-    yc_json_free(root);
-    if (st) {
-        yc_train_opt_strings_free(keep);
-        return st;
-    }
-    o->data = keep->data;
-    o->cfg = keep->cfg;
-    o->hyp = keep->hyp ? keep->hyp : "hyp.scratch-low";
-    o->project = keep->project ? keep->project : "runs/train";
-    o->name = keep->name ? keep->name : "exp";
-    return YC_OK;
-}
-
-void yc_train_opt_strings_free(yc_train_opt_strings *s)
-{
-    free(s->data);
-    free(s->cfg);
-    free(s->hyp);
-    free(s->project);
-    free(s->name);
-    memset(s, 0, sizeof *s);
 }
 
 /* ---- the trainer ------------------------------------------------------------------------------- */
@@ -474,6 +213,13 @@ static char *names_to_json(char **names, int nc)
     return buf;
 }
 
+static void json_num(FILE *f, const char *key, double v, bool *first)
+{
+    fprintf(f, "%s\"%s\": %.17g", *first ? "" : ", ", key, v);
+    *first = false;
+}
+
+/* The hyperparameters as a JSON object, for checkpoints and hyp.yaml. */
 static char *hyp_to_json(const yc_hyp *h)
 {
     char *buf = NULL;
@@ -697,7 +443,6 @@ static int setup_model(trainer *t, bool resuming)
     const yc_train_opts *o = &t->o;
     yc_weights *w = NULL;
     yc_model_cfg *cfg = NULL;
-    char path[1024];
     int st = YC_OK;
     bool have_weights = !resuming && o->weights && o->weights[0];
     if (have_weights && (st = yc_weights_read(o->weights, &w)))
@@ -706,14 +451,8 @@ static int setup_model(trainer *t, bool resuming)
         /* the checkpoint's own config: the run may have taken its model from --weights alone,
          * and the files it was started from may be gone */
         st = yc_checkpoint_model_cfg(t->resume_path, t->nc, &cfg);
-    } else if (o->cfg && o->cfg[0]) {
-        if (!(st = yc_model_cfg_find(o->cfg, path, sizeof path)))
-            st = yc_model_cfg_load(&cfg, path, t->nc);
-    } else if (w) {
-        st = yc_weights_model_cfg(w, t->nc, &cfg);
     } else {
-        st = yc_error_status(YC_EUSAGE, "give --cfg (a model config) or --weights (a model to "
-                             "start from)");
+        st = yc_model_cfg_open(o->cfg, w, t->nc, &cfg, NULL, 0);
     }
     if (!st)
         st = yc_model_new(&t->m, cfg);
@@ -779,24 +518,15 @@ static double run_gflops(const yc_train_opts *o)
         nc = o->single_cls ? 1 : y.nc;
         yc_data_yaml_free(&y);
     }
+    yc_weights *w = NULL;
     yc_model_cfg *cfg = NULL;
-    char path[1024];
-    if (o->cfg && o->cfg[0]) {
-        if (yc_model_cfg_find(o->cfg, path, sizeof path) || yc_model_cfg_load(&cfg, path, nc))
-            return -1.0;
-    } else if (o->weights && o->weights[0]) {
-        yc_weights *w = NULL;
-        int st = yc_weights_read(o->weights, &w);
-        if (!st)
-            st = yc_weights_model_cfg(w, nc, &cfg);
-        yc_weights_free(w);
-        if (st)
-            return -1.0;
-    } else {
-        return -1.0;
-    }
     yc_model *m = NULL;
-    if (yc_model_new(&m, cfg))
+    bool from_weights = !(o->cfg && o->cfg[0]) && o->weights && o->weights[0];
+    int st = from_weights ? yc_weights_read(o->weights, &w) : YC_OK;
+    if (!st)
+        st = yc_model_cfg_open(o->cfg, w, nc, &cfg, NULL, 0);
+    yc_weights_free(w);
+    if (st || yc_model_new(&m, cfg))
         return -1.0;
     double gflops = yc_model_gflops(m, o->imgsz);
     yc_model_free(m);
@@ -1667,7 +1397,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         goto done;
     if ((st = fit_memory(t)))
         goto done;
-    if (!(t->opt_json = opts_json(&t->o, t->micro_batch)) || !(t->hyp_json = hyp_to_json(&t->hyp))) {
+    if (!(t->opt_json = yc_train_opts_json(&t->o, t->micro_batch)) || !(t->hyp_json = hyp_to_json(&t->hyp))) {
         st = YC_ENOMEM;
         goto done;
     }
