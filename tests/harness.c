@@ -151,11 +151,6 @@ int yc_harness_count_files(const char *dir, const char *suffix)
     return n;
 }
 
-bool yc_harness_err_has(const char *s)
-{
-    return strstr(yc_last_error(), s) != NULL;
-}
-
 void yc_harness_capture_start(yc_harness_capture *c, int fd)
 {
     fflush(stdout);
@@ -205,6 +200,14 @@ const char *yc_harness_test_data(const char *fmt, ...)
     char *b = bufs[next++ % 4];
     snprintf(b, sizeof bufs[0], "%s/%s", d && d[0] ? d : "tests/data", rel);
     return b;
+}
+
+const char *yc_harness_tiny_cfg(void)
+{
+    static char path[1024];
+    if (!path[0])
+        snprintf(path, sizeof path, "%s", yc_harness_test_data(YC_HARNESS_TINY_CFG));
+    return path;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -293,8 +296,8 @@ yc_model *yc_harness_tiny_model(yc_backend *be, int nc, int seed)
 {
     yc_model_cfg *cfg = NULL;
     yc_model *m = NULL;
-    const char *path = yc_harness_test_data(YC_HARNESS_TINY_CFG);
-    ck_assert_msg(yc_model_cfg_load(&cfg, path, nc) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_model_cfg_load(&cfg, yc_harness_tiny_cfg(), nc) == YC_OK, "%s",
+                  yc_last_error());
     ck_assert_msg(yc_model_new(&m, cfg) == YC_OK, "%s", yc_last_error());
     ck_assert_msg(yc_model_alloc(m, be) == YC_OK, "%s", yc_last_error());
     ck_assert_msg(yc_model_init_weights(m, (uint64_t)seed) == YC_OK, "%s", yc_last_error());

@@ -92,9 +92,6 @@ char *yc_harness_read(const char *path, size_t *len);
  * ".." included); -1 when the folder cannot be opened. */
 int yc_harness_count_files(const char *dir, const char *suffix);
 
-/* Whether the message of the last error (yc_last_error) contains s. */
-bool yc_harness_err_has(const char *s);
-
 /* A file descriptor (1 or 2) sent to an anonymous temporary file (tmpfile) from
  * yc_harness_capture_start until yc_harness_capture_end, which puts it back. */
 typedef struct yc_harness_capture {
@@ -123,6 +120,9 @@ const char *yc_harness_test_data(const char *fmt, ...) __attribute__((format(pri
 
 /* tests/data/tiny/yolov5n-tiny.yaml, the tiny YOLOv5 (yc_harness_test_data). */
 #define YC_HARNESS_TINY_CFG "tiny/yolov5n-tiny.yaml"
+/* Its full path, in a buffer of its own filled on the first call: valid, and the same, for the
+ * whole run (for options structures that keep the pointer). */
+const char *yc_harness_tiny_cfg(void);
 /* tests/data/tiny/weights.safetensors, its trained weights. */
 #define YC_HARNESS_TINY_WEIGHTS "tiny/weights.safetensors"
 
