@@ -1,5 +1,5 @@
-/* The test harness (tests/harness.c): what the Check test programs build their cases from, written
- * once instead of once per program.
+/* The test harness (tests/harness*.c): what the Check test programs build their cases from,
+ * written once instead of once per program.
  *
  *  - a scratch directory per program, made in main and removed at its end, and paths inside it;
  *  - files: written whole (with their parent folders), read whole, counted in a folder, a file
@@ -7,7 +7,7 @@
  *  - tests/data ($YOLOCL_TEST_DATA): the tiny YOLOv5 and its weights;
  *  - synthetic images (a pixel pattern with solid rectangles) and the writer of image files in
  *    the formats the readers take (PNG, JPEG, tiled and striped TIFF);
- *  - datasets: the synthetic demo dataset of src/data/demo.c, a split of a data yaml loaded;
+ *  - datasets: the synthetic demo dataset of src/data/demo.c;
  *  - backends and models: the CPU backend, the tiny model on it, and the number of OpenCL
  *    devices, counted where it cannot hang a forked test.
  *
@@ -17,6 +17,10 @@
  *  - those that a program's main() may call before or after its tests (the scratch directory,
  *    removing a tree, counting OpenCL devices, writing the demo dataset) return a status and
  *    assert nothing, since Check's assertions are only valid inside a test.
+ *
+ * The functions are in tests/harness.c (core layer), harness_backend.c, harness_nn.c,
+ * harness_data.c and harness_eval.c, one file per layer they need, in tests/libyctest.a: a program
+ * that uses the scratch directory only does not load libvips or OpenCL with it.
  *
  * Skipping for lack of ../shared or an OpenCL device (exit 77) stays with tests/yctest.h, which
  * this header includes. */
