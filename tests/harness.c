@@ -44,18 +44,25 @@ const char *yc_harness_tmpdir(void)
     return tmpdir;
 }
 
-const char *yc_harness_tmp(const char *fmt, ...)
+/* dir/<fmt, ...> in the next of 8 rotating buffers of this thread. */
+static const char *path_in(const char *dir, const char *fmt, va_list ap)
 {
     static _Thread_local char bufs[8][1600];
     static _Thread_local unsigned next;
     char rel[1024];
+    vsnprintf(rel, sizeof rel, fmt, ap);
+    char *b = bufs[next++ % 8];
+    snprintf(b, sizeof bufs[0], "%s/%s", dir, rel);
+    return b;
+}
+
+const char *yc_harness_tmp(const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(rel, sizeof rel, fmt, ap);
+    const char *p = path_in(tmpdir, fmt, ap);
     va_end(ap);
-    char *b = bufs[next++ % 8];
-    snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, rel);
-    return b;
+    return p;
 }
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -90,7 +97,18 @@ int yc_harness_run(Suite *s, bool nofork)
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
-    return failed;
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int yc_harness_main(Suite *s, const char *name)
+{
+    if (!yc_harness_tmpdir_make(name)) {
+        srunner_free(srunner_create(s));
+        return YC_TEST_HARD_ERROR;
+    }
+    int st = yc_harness_run(s, false);
+    yc_harness_tmpdir_remove();
+    return st;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -183,17 +201,12 @@ char *yc_harness_capture_end(yc_harness_capture *c)
 
 const char *yc_harness_test_data(const char *fmt, ...)
 {
-    static _Thread_local char bufs[4][1600];
-    static _Thread_local unsigned next;
-    char rel[512];
+    const char *d = getenv("YOLOCL_TEST_DATA");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(rel, sizeof rel, fmt, ap);
+    const char *p = path_in(d && d[0] ? d : "tests/data", fmt, ap);
     va_end(ap);
-    const char *d = getenv("YOLOCL_TEST_DATA");
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/%s", d && d[0] ? d : "tests/data", rel);
-    return b;
+    return p;
 }
 
 const char *yc_harness_tiny_cfg(void)

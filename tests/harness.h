@@ -53,8 +53,8 @@ const char *yc_harness_tmpdir_make(const char *name);
 /* The current scratch directory ("" before yc_harness_tmpdir_make). */
 const char *yc_harness_tmpdir(void);
 
-/* <scratch directory>/<fmt, ...>, formatted into one of 8 rotating buffers of this thread (a
- * statement may hold up to 8 at once; the 9th call reuses the first buffer). */
+/* <scratch directory>/<fmt, ...>, formatted into the next of 8 rotating buffers of this thread
+ * (shared with yc_harness_test_data: the 9th path from either reuses the first buffer). */
 const char *yc_harness_tmp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Removes the current scratch directory with everything in it (yc_harness_remove_tree) and
@@ -69,8 +69,14 @@ void yc_harness_tmpdir_remove(void);
 int yc_harness_remove_tree(const char *path);
 
 /* Runs every test of `s` (the runner takes it) with Check's default fork mode, or in the process
- * itself when `nofork`, and returns the number of tests that failed or errored. */
+ * itself when `nofork`.  Returns the program's exit status: 0 when every test passed, 1
+ * (EXIT_FAILURE) when one failed or errored. */
 int yc_harness_run(Suite *s, bool nofork);
+
+/* The main() of a program whose tests share one scratch directory: yc_harness_tmpdir_make(name),
+ * yc_harness_run(s, false), yc_harness_tmpdir_remove().  Returns the exit status, or
+ * YC_TEST_HARD_ERROR (99) when the directory cannot be made (the suite is then freed unrun). */
+int yc_harness_main(Suite *s, const char *name);
 
 /* ---------------------------------------------------------------------------------------------
  * Files.
@@ -118,8 +124,8 @@ char *yc_harness_capture_end(yc_harness_capture *c);
  * ------------------------------------------------------------------------------------------- */
 
 /* $YOLOCL_TEST_DATA/<fmt, ...> (make check sets it to the source tree's tests/data; unset or
- * empty: tests/data/..., relative to the current directory), in one of 4 rotating buffers of this
- * thread. */
+ * empty: tests/data/..., relative to the current directory), in the rotating buffers of
+ * yc_harness_tmp. */
 const char *yc_harness_test_data(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* tests/data/tiny/yolov5n-tiny.yaml, the tiny YOLOv5 (yc_harness_test_data). */

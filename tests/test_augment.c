@@ -1409,9 +1409,5 @@ int main(void)
         return yc_test_skip(YC_TEST_NEEDS_SHARED, "%s not found (coco128 and PyTorch's inputs)",
                             missing);
 #endif
-    if (!yc_harness_tmpdir_make("augment"))
-        return YC_TEST_HARD_ERROR;
-    int failed = yc_harness_run(augment_suite(), false);
-    yc_harness_tmpdir_remove();
-    return failed ? 1 : 0;
+    return yc_harness_main(augment_suite(), "augment");
 }

@@ -1144,9 +1144,5 @@ static Suite *core_suite(void)
 
 int main(void)
 {
-    if (!yc_harness_tmpdir_make("core"))
-        return 99;
-    int failed = yc_harness_run(core_suite(), false);
-    yc_harness_tmpdir_remove();
-    return failed ? 1 : 0;
+    return yc_harness_main(core_suite(), "core");
 }

@@ -971,9 +971,5 @@ int main(void)
     if (!yc_test_have_shared(ref_files, missing, sizeof missing))
         return yc_test_skip(YC_TEST_NEEDS_SHARED, "%s not found (coco128)", missing);
 #endif
-    if (!yc_harness_tmpdir_make("dataset"))
-        return YC_TEST_HARD_ERROR;
-    int failed = yc_harness_run(dataset_suite(), false);
-    yc_harness_tmpdir_remove();
-    return failed ? 1 : 0;
+    return yc_harness_main(dataset_suite(), "dataset");
 }

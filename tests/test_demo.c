@@ -844,10 +844,6 @@ static Suite *demo_suite(void)
 
 int main(void)
 {
-    if (!yc_harness_tmpdir_make("demo"))
-        return 99;
     yc_verbosity = 0;
-    int failed = yc_harness_run(demo_suite(), false);
-    yc_harness_tmpdir_remove();
-    return failed ? 1 : 0;
+    return yc_harness_main(demo_suite(), "demo");
 }

@@ -501,6 +501,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    int failed = yc_harness_run(suite(), false);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return yc_harness_run(suite(), false);
 }

@@ -1429,9 +1429,5 @@ int main(void)
         return yc_test_skip(YC_TEST_NEEDS_SHARED, "%s not found (the released YOLOv5n weights)",
                             missing);
 #endif
-    if (!yc_harness_tmpdir_make("ptfile"))
-        return YC_TEST_HARD_ERROR;
-    int failed = yc_harness_run(suite(), false);
-    yc_harness_tmpdir_remove();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return yc_harness_main(suite(), "ptfile");
 }

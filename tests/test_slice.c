@@ -565,9 +565,5 @@ static Suite *slice_suite(void)
 
 int main(void)
 {
-    if (!yc_harness_tmpdir_make("slice"))
-        return YC_TEST_HARD_ERROR;
-    int failed = yc_harness_run(slice_suite(), false);
-    yc_harness_tmpdir_remove();
-    return failed ? 1 : 0;
+    return yc_harness_main(slice_suite(), "slice");
 }

@@ -692,9 +692,5 @@ static Suite *tiletrain_suite(void)
 
 int main(void)
 {
-    if (!yc_harness_tmpdir_make("tiletrain"))
-        return YC_TEST_HARD_ERROR;
-    int failed = yc_harness_run(tiletrain_suite(), false);
-    yc_harness_tmpdir_remove();
-    return failed ? 1 : 0;
+    return yc_harness_main(tiletrain_suite(), "tiletrain");
 }

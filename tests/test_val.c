@@ -883,9 +883,10 @@ int main(void)
     int ws = 0;
     if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
         fprintf(stderr, "the synthetic dataset could not be written\n");
+        yc_harness_tmpdir_remove();
         return 1;
     }
-    int failed = yc_harness_run(val_suite(), false);
+    int st = yc_harness_run(val_suite(), false);
     yc_harness_tmpdir_remove();
-    return failed ? 1 : 0;
+    return st;
 }

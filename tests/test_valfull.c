@@ -349,9 +349,5 @@ static Suite *valfull_suite(void)
 
 int main(void)
 {
-    if (!yc_harness_tmpdir_make("valfull"))
-        return YC_TEST_HARD_ERROR;
-    int failed = yc_harness_run(valfull_suite(), false);
-    yc_harness_tmpdir_remove();
-    return failed ? 1 : 0;
+    return yc_harness_main(valfull_suite(), "valfull");
 }
