@@ -23,7 +23,7 @@
  *
  * OpenCL objects are created inside the tests only (Check forks each test, and a forked child of
  * a process that has started the OpenCL platform hangs); main counts the devices in a child
- * process.  Without any OpenCL device (or in a build without OpenCL) only part 1 runs, and the
+ * process (yc_harness_opencl_devices).  Without any OpenCL device (or in a build without OpenCL) only part 1 runs, and the
  * program exits 77 (skipped) when that passes, 99 with YOLOCL_REQUIRE_OPENCL=1.
  *
  * test_cl_ref (YC_TEST_SHARED) runs ../shared/ref's YOLOv5n at 320 on OpenCL against PyTorch
@@ -37,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend.h"

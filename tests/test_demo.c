@@ -2,7 +2,6 @@
  * detection of a half-written directory) and of the drawing and plotting code (boxes, text,
  * labels, encoding, results.csv parsing and the plots). */
 #include <check.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
