@@ -23,8 +23,9 @@
  *
  * OpenCL objects are created inside the tests only (Check forks each test, and a forked child of
  * a process that has started the OpenCL platform hangs); main counts the devices in a child
- * process (yc_harness_opencl_devices).  Without any OpenCL device (or in a build without OpenCL) only part 1 runs, and the
- * program exits 77 (skipped) when that passes, 99 with YOLOCL_REQUIRE_OPENCL=1.
+ * process (yc_harness_opencl_devices).  Without any OpenCL device (or in a build without OpenCL)
+ * only part 1 runs, and the program exits 77 (skipped) when that passes, 99 with
+ * YOLOCL_REQUIRE_OPENCL=1.
  *
  * test_cl_ref (YC_TEST_SHARED) runs ../shared/ref's YOLOv5n at 320 on OpenCL against PyTorch
  * with the same tolerances; it exits 77 without ../shared or an OpenCL device. */
