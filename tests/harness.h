@@ -15,8 +15,8 @@
  *  - those that end in a Check assertion when they fail (the writers, readers and openers: they
  *    run inside a test case, whose failure they are) say so: "fails the test";
  *  - those that a program's main() may call before or after its tests (the scratch directory,
- *    removing a tree, counting OpenCL devices, writing the demo dataset) return a status and
- *    assert nothing, since Check's assertions are only valid inside a test.
+ *    running the suite, removing a tree, counting OpenCL devices, writing the demo dataset)
+ *    return a status and assert nothing, since Check's assertions are only valid inside a test.
  *
  * The functions are in tests/harness.c (core layer), harness_backend.c, harness_nn.c,
  * harness_data.c and harness_eval.c, one file per layer they need, in tests/libyctest.a: a program
@@ -47,7 +47,8 @@
  * yc_harness_tmpdir and yc_harness_tmp name.  Returns its path (static storage, valid until
  * yc_harness_tmpdir_remove), or NULL with a message on stderr when it cannot be made (a program's
  * main then returns YC_TEST_HARD_ERROR).  Forked test cases inherit it; files a case writes in it
- * stay for the cases after it. */
+ * stay for the cases after it.  A test case may also make one of its own (test_fault, test_cl),
+ * removed by the case or its fixture. */
 const char *yc_harness_tmpdir_make(const char *name);
 
 /* The current scratch directory ("" before yc_harness_tmpdir_make). */
