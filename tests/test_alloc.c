@@ -18,6 +18,7 @@
 #include "log.h"
 #include "tile_reader.h"
 #include "train.h"
+#include "harness.h"
 
 /* An allocation of at least this many bytes counts as large. */
 #define LARGE (256 * 1024)
@@ -93,9 +94,9 @@ static void reset_counts(void)
 START_TEST(no_large_allocation_after_the_first_step)
 {
     reset_counts();
-    char tmp[] = "/tmp/yolocl-test-alloc-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(tmp));
-    char dir[128], yaml[160];
+    const char *tmp = yc_harness_tmpdir_make("alloc");
+    ck_assert_ptr_nonnull(tmp);
+    char dir[600], yaml[700];
     snprintf(dir, sizeof dir, "%s/demo", tmp);
     yc_demo_options opt;
     yc_demo_options_default(&opt);
@@ -137,9 +138,7 @@ START_TEST(no_large_allocation_after_the_first_step)
     ck_assert_msg(atomic_load(&large_allocs) == 0,
                   "%ld allocations of at least %d bytes after the first step (largest %zu)",
                   atomic_load(&large_allocs), LARGE, atomic_load(&largest));
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(yc_harness_remove_tree(tmp), 0);
 }
 END_TEST
 
@@ -149,9 +148,9 @@ END_TEST
 START_TEST(tile_reader_reuses_its_buffers)
 {
     reset_counts();
-    char tmp[] = "/tmp/yolocl-test-alloc-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(tmp));
-    char a[128], b[128];
+    const char *tmp = yc_harness_tmpdir_make("alloc");
+    ck_assert_ptr_nonnull(tmp);
+    char a[600], b[600];
     snprintf(a, sizeof a, "%s/a.png", tmp);
     snprintf(b, sizeof b, "%s/b.png", tmp);
     yc_image im = YC_IMAGE_INIT, win = YC_IMAGE_INIT;
@@ -189,9 +188,7 @@ START_TEST(tile_reader_reuses_its_buffers)
     }
     yc_image_free(&im);
     yc_image_free(&win);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(yc_harness_remove_tree(tmp), 0);
 }
 END_TEST
 
@@ -203,10 +200,5 @@ int main(void)
     tcase_add_test(tc, no_large_allocation_after_the_first_step);
     tcase_add_test(tc, tile_reader_reuses_its_buffers);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return yc_harness_run(s, true);
 }

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "safetensors.h"
 #include "util.h"
+#include "harness.h"
 #include "yctest.h"
 
 #include <check.h>
@@ -19,18 +20,6 @@
 #include <unistd.h>
 
 #include <vips/vips.h>
-
-static char tmpdir[256];
-
-#ifndef YC_TEST_SHARED
-static const char *tmp_path(const char *name)
-{
-    static _Thread_local char buf[512];
-    snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
-    return buf;
-}
-
-#endif
 
 #ifdef YC_TEST_SHARED
 static const char *const ref_files[] = {
@@ -1025,22 +1014,14 @@ END_TEST
  * Decoding
  * ---------------------------------------------------------------------------------------------- */
 
-static void write_bytes(const char *path, const void *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
-    fclose(f);
-}
-
 START_TEST(test_decode_formats)
 {
     yc_image im = YC_IMAGE_INIT, back = YC_IMAGE_INIT;
     yc_decode_info di;
     pattern_image(&im, 23, 31);
     /* PNG round trip is lossless */
-    ck_assert_int_eq(yc_image_save(&im, tmp_path("p.png"), 0), YC_OK);
-    ck_assert_int_eq(yc_image_decode(tmp_path("p.png"), &back, NULL, &di), YC_OK);
+    ck_assert_int_eq(yc_image_save(&im, yc_harness_tmp("p.png"), 0), YC_OK);
+    ck_assert_int_eq(yc_image_decode(yc_harness_tmp("p.png"), &back, NULL, &di), YC_OK);
     ck_assert_int_eq(back.h, 23);
     ck_assert_int_eq(back.w, 31);
     ck_assert_mem_eq(back.data, im.data, 23 * 31 * 3);
@@ -1061,26 +1042,27 @@ START_TEST(test_decode_formats)
     VipsImage *u16c, *u16d;
     ck_assert_int_eq(vips_cast_ushort(u16b, &u16d, NULL), 0);
     ck_assert_int_eq(vips_copy(u16d, &u16c, "interpretation", VIPS_INTERPRETATION_RGB16, NULL), 0);
-    ck_assert_int_eq(vips_image_write_to_file(gray, tmp_path("g.png"), NULL), 0);
-    ck_assert_int_eq(vips_image_write_to_file(ga, tmp_path("ga.png"), NULL), 0);
-    ck_assert_int_eq(vips_image_write_to_file(rgba, tmp_path("rgba.png"), NULL), 0);
-    ck_assert_int_eq(vips_image_write_to_file(u16c, tmp_path("u16.png"), "bitdepth", 16, NULL), 0);
+    ck_assert_int_eq(vips_image_write_to_file(gray, yc_harness_tmp("g.png"), NULL), 0);
+    ck_assert_int_eq(vips_image_write_to_file(ga, yc_harness_tmp("ga.png"), NULL), 0);
+    ck_assert_int_eq(vips_image_write_to_file(rgba, yc_harness_tmp("rgba.png"), NULL), 0);
+    ck_assert_int_eq(
+        vips_image_write_to_file(u16c, yc_harness_tmp("u16.png"), "bitdepth", 16, NULL), 0);
     VipsImage *objs[] = {rgb, gray, alpha, ga, rgba, u16, u16b, u16c, u16d};
     for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
         g_object_unref(objs[i]);
 
     const char *grays[2] = {"g.png", "ga.png"};
     for (int k = 0; k < 2; k++) {
-        ck_assert_int_eq(yc_image_decode(tmp_path(grays[k]), &back, NULL, NULL), YC_OK);
+        ck_assert_int_eq(yc_image_decode(yc_harness_tmp("%s", grays[k]), &back, NULL, NULL), YC_OK);
         for (size_t i = 0; i < 23 * 31; i++) {
             ck_assert_int_eq(back.data[3 * i], im.data[3 * i + 1]);
             ck_assert_int_eq(back.data[3 * i + 2], im.data[3 * i + 1]);
         }
     }
-    ck_assert_int_eq(yc_image_decode(tmp_path("rgba.png"), &back, NULL, NULL), YC_OK);
+    ck_assert_int_eq(yc_image_decode(yc_harness_tmp("rgba.png"), &back, NULL, NULL), YC_OK);
     ck_assert_mem_eq(back.data, im.data, 23 * 31 * 3);
     /* 16-bit: value * 256 + 77 keeps the high byte */
-    ck_assert_int_eq(yc_image_decode(tmp_path("u16.png"), &back, NULL, NULL), YC_OK);
+    ck_assert_int_eq(yc_image_decode(yc_harness_tmp("u16.png"), &back, NULL, NULL), YC_OK);
     ck_assert_mem_eq(back.data, im.data, 23 * 31 * 3);
     yc_image_free(&im);
     yc_image_free(&back);
@@ -1101,15 +1083,15 @@ START_TEST(test_exif_orientation)
     for (int o = 1; o <= 8; o++) {
         char name[32];
         snprintf(name, sizeof name, "o%d.jpg[Q=98]", o);
-        ck_assert_int_eq(yc_image_save(&im, tmp_path(name), o), YC_OK);
+        ck_assert_int_eq(yc_image_save(&im, yc_harness_tmp("%s", name), o), YC_OK);
         snprintf(name, sizeof name, "o%d.jpg", o);
         yc_decode_info di;
-        ck_assert_int_eq(yc_image_decode(tmp_path(name), &back, NULL, &di), YC_OK);
+        ck_assert_int_eq(yc_image_decode(yc_harness_tmp("%s", name), &back, NULL, &di), YC_OK);
         ck_assert_int_eq(di.orientation, o);
         ck_assert_int_eq(back.h, o >= 5 ? w : h);
         ck_assert_int_eq(back.w, o >= 5 ? h : w);
         /* compare with libvips' own autorot of the same file */
-        VipsImage *v = vips_image_new_from_file(tmp_path(name), NULL), *r;
+        VipsImage *v = vips_image_new_from_file(yc_harness_tmp("%s", name), NULL), *r;
         ck_assert_ptr_nonnull(v);
         ck_assert_int_eq(vips_autorot(v, &r, NULL), 0);
         size_t sz;
@@ -1121,7 +1103,7 @@ START_TEST(test_exif_orientation)
         g_object_unref(v);
     }
     /* orientation 6 by hand: display top-left = stored bottom-left (blue) */
-    ck_assert_int_eq(yc_image_decode(tmp_path("o6.jpg"), &back, NULL, NULL), YC_OK);
+    ck_assert_int_eq(yc_image_decode(yc_harness_tmp("o6.jpg"), &back, NULL, NULL), YC_OK);
     const uint8_t *tl = px(&back, 4, 4), *tr = px(&back, 4, back.w - 5);
     ck_assert(tl[2] > 200 && tl[0] < 50);
     ck_assert(tr[0] > 200 && tr[1] < 50 && tr[2] < 50);
@@ -1136,54 +1118,54 @@ START_TEST(test_corrupt_files)
     yc_decode_info di;
     int st;
     /* missing */
-    st = yc_image_decode(tmp_path("missing.jpg"), &im, NULL, NULL);
+    st = yc_image_decode(yc_harness_tmp("missing.jpg"), &im, NULL, NULL);
     ck_assert_int_eq(st, YC_EIO);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "missing.jpg"));
     /* not an image */
-    write_bytes(tmp_path("garbage.jpg"), "this is not a JPEG file\n", 24);
-    st = yc_image_decode(tmp_path("garbage.jpg"), &im, NULL, NULL);
+    yc_harness_write(yc_harness_tmp("garbage.jpg"), "this is not a JPEG file\n", 24);
+    st = yc_image_decode(yc_harness_tmp("garbage.jpg"), &im, NULL, NULL);
     ck_assert_int_eq(st, YC_EFORMAT);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "garbage.jpg"));
     /* empty */
-    write_bytes(tmp_path("empty.png"), "", 0);
-    st = yc_image_decode(tmp_path("empty.png"), &im, NULL, NULL);
+    yc_harness_write(yc_harness_tmp("empty.png"), "", 0);
+    st = yc_image_decode(yc_harness_tmp("empty.png"), &im, NULL, NULL);
     ck_assert_int_ne(st, YC_OK);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "empty.png"));
     /* a JPEG cut after its header, and one cut halfway: the first fails with the file named,
      * the second decodes as far as possible with a warning */
     yc_image pat = YC_IMAGE_INIT;
     pattern_image(&pat, 120, 160);
-    ck_assert_int_eq(yc_image_save(&pat, tmp_path("whole.jpg"), 0), YC_OK);
+    ck_assert_int_eq(yc_image_save(&pat, yc_harness_tmp("whole.jpg"), 0), YC_OK);
     char *data;
     size_t n;
-    ck_assert_int_eq(yc_read_file(tmp_path("whole.jpg"), &data, &n), YC_OK);
-    write_bytes(tmp_path("cut_header.jpg"), data, 200);
-    write_bytes(tmp_path("cut_half.jpg"), data, n / 2);
-    st = yc_image_decode(tmp_path("cut_header.jpg"), &im, NULL, NULL);
+    ck_assert_int_eq(yc_read_file(yc_harness_tmp("whole.jpg"), &data, &n), YC_OK);
+    yc_harness_write(yc_harness_tmp("cut_header.jpg"), data, 200);
+    yc_harness_write(yc_harness_tmp("cut_half.jpg"), data, n / 2);
+    st = yc_image_decode(yc_harness_tmp("cut_header.jpg"), &im, NULL, NULL);
     ck_assert_int_ne(st, YC_OK);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "cut_header.jpg"));
     int verb = yc_verbosity;
     yc_verbosity = 0;
-    st = yc_image_decode(tmp_path("cut_half.jpg"), &im, NULL, &di);
+    st = yc_image_decode(yc_harness_tmp("cut_half.jpg"), &im, NULL, &di);
     yc_verbosity = verb;
     ck_assert_msg(st == YC_OK, "%s", yc_last_error());
     ck_assert(di.damaged);
     ck_assert_int_eq(im.h, 120);
     ck_assert_int_eq(im.w, 160);
-    ck_assert_int_eq(yc_image_decode(tmp_path("whole.jpg"), &out, NULL, &di), YC_OK);
+    ck_assert_int_eq(yc_image_decode(yc_harness_tmp("whole.jpg"), &out, NULL, &di), YC_OK);
     ck_assert(!di.damaged);
     ck_assert_mem_eq(im.data, out.data, 160 * 3 * 8);
     /* a truncated PNG */
-    yc_image_save(&pat, tmp_path("whole.png"), 0);
+    yc_image_save(&pat, yc_harness_tmp("whole.png"), 0);
     free(data);
-    ck_assert_int_eq(yc_read_file(tmp_path("whole.png"), &data, &n), YC_OK);
-    write_bytes(tmp_path("cut.png"), data, n / 2);
+    ck_assert_int_eq(yc_read_file(yc_harness_tmp("whole.png"), &data, &n), YC_OK);
+    yc_harness_write(yc_harness_tmp("cut.png"), data, n / 2);
     yc_verbosity = 0;
-    st = yc_image_decode(tmp_path("cut.png"), &im, NULL, &di);
+    st = yc_image_decode(yc_harness_tmp("cut.png"), &im, NULL, &di);
     yc_verbosity = verb;
     ck_assert(st == YC_OK ? di.damaged : strstr(yc_last_error(), "cut.png") != NULL);
     /* through load_image and a loader: the sample fails with the message, nothing crashes */
-    char *gpath = strdup(tmp_path("garbage.jpg"));
+    char *gpath = strdup(yc_harness_tmp("garbage.jpg"));
     file_loader fl = {{gpath}, {NULL}, 64};
     yc_aug_scratch sc = YC_AUG_SCRATCH_INIT;
     uint8_t chw[3 * 64 * 64];
@@ -1233,11 +1215,11 @@ START_TEST(test_threads)
 {
     yc_image im = YC_IMAGE_INIT;
     pattern_image(&im, 200, 150);
-    ck_assert_int_eq(yc_image_save(&im, tmp_path("t1.jpg"), 6), YC_OK);
-    ck_assert_int_eq(yc_image_save(&im, tmp_path("t2.png"), 0), YC_OK);
-    ck_assert_int_eq(yc_image_save(&im, tmp_path("t3.webp"), 0), YC_OK);
-    char *paths[3] = {strdup(tmp_path("t1.jpg")), strdup(tmp_path("t2.png")),
-                      strdup(tmp_path("t3.webp"))};
+    ck_assert_int_eq(yc_image_save(&im, yc_harness_tmp("t1.jpg"), 6), YC_OK);
+    ck_assert_int_eq(yc_image_save(&im, yc_harness_tmp("t2.png"), 0), YC_OK);
+    ck_assert_int_eq(yc_image_save(&im, yc_harness_tmp("t3.webp"), 0), YC_OK);
+    char *paths[3] = {strdup(yc_harness_tmp("t1.jpg")), strdup(yc_harness_tmp("t2.png")),
+                      strdup(yc_harness_tmp("t3.webp"))};
     thread_job jobs[4];
     pthread_t th[4];
     for (int i = 0; i < 4; i++) {
@@ -1309,7 +1291,7 @@ START_TEST(test_speed)
     yc_image im = YC_IMAGE_INIT;
     pattern_image(&im, 480, 640);
     for (int i = 0; i < 8; i++) {
-        snprintf(paths[i], sizeof paths[i], "%s/speed%d.jpg", tmpdir, i);
+        snprintf(paths[i], sizeof paths[i], "%s/speed%d.jpg", yc_harness_tmpdir(), i);
         yc_image_save(&im, paths[i], 0);
         fl.paths[i] = paths[i];
     }
@@ -1427,19 +1409,5 @@ int main(void)
         return yc_test_skip(YC_TEST_NEEDS_SHARED, "%s not found (coco128 and PyTorch's inputs)",
                             missing);
 #endif
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/yc_augment_XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    SRunner *sr = srunner_create(augment_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmpdir);
-    return failed ? 1 : 0;
+    return yc_harness_main(augment_suite(), "augment");
 }

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "model.h"
 #include "rng.h"
+#include "harness.h"
 #include "yctest.h"
 
 /* YOLOv5's P5 anchors in pixels (docs/YOLOV5.md 1.7). */
@@ -92,34 +93,10 @@ static void hand_model(yc_model *m, const double *px, const float *strides)
 
 static const float STRIDES[3] = {8, 16, 32};
 
-/* Captures stdout into a temporary file between capture_start and capture_end (heap text). */
-typedef struct capture {
-    FILE *f;
-    int saved;
-} capture;
-
-static void capture_start(capture *c)
+/* What was printed to stdout since yc_harness_capture_start(c, 1), printed again (heap text). */
+static char *capture_end(yc_harness_capture *c)
 {
-    fflush(stdout);
-    c->f = tmpfile();
-    ck_assert_ptr_nonnull(c->f);
-    c->saved = dup(STDOUT_FILENO);
-    ck_assert_int_ge(c->saved, 0);
-    ck_assert_int_ge(dup2(fileno(c->f), STDOUT_FILENO), 0);
-}
-
-static char *capture_end(capture *c)
-{
-    fflush(stdout);
-    ck_assert_int_ge(dup2(c->saved, STDOUT_FILENO), 0);
-    close(c->saved);
-    long n = ftell(c->f);
-    ck_assert_int_ge(n, 0);
-    char *s = calloc((size_t)n + 1, 1);
-    ck_assert_ptr_nonnull(s);
-    rewind(c->f);
-    ck_assert_uint_eq(fread(s, 1, (size_t)n, c->f), (size_t)n);
-    fclose(c->f);
+    char *s = yc_harness_capture_end(c);
     fputs(s, stdout);
     return s;
 }
@@ -292,8 +269,8 @@ START_TEST(good_fit_kept)
     float before[18];
     memcpy(before, m.anchors, sizeof before);
     yc_anchor_check rep;
-    capture c;
-    capture_start(&c);
+    yc_harness_capture c;
+    yc_harness_capture_start(&c, 1);
     int st = yc_check_anchors_report(&h.ds, &m, 4.0, 640, 0, &rep);
     char *out = capture_end(&c);
     ck_assert_msg(st == YC_OK, "%s", yc_last_error());
@@ -323,8 +300,8 @@ START_TEST(poor_fit_reported)
     yc_model m;
     hand_model(&m, P5_PX, STRIDES);
     yc_anchor_check rep;
-    capture c;
-    capture_start(&c);
+    yc_harness_capture c;
+    yc_harness_capture_start(&c, 1);
     int st = yc_check_anchors_report(&h.ds, &m, 4.0, 640, 0, &rep);
     char *out = capture_end(&c);
     ck_assert_msg(st == YC_OK, "%s", yc_last_error());
@@ -385,8 +362,8 @@ START_TEST(elongated_replaced)
     yc_model m;
     hand_model(&m, P5_PX, STRIDES);
     yc_anchor_check rep;
-    capture c;
-    capture_start(&c);
+    yc_harness_capture c;
+    yc_harness_capture_start(&c, 1);
     double t0 = now_s();
     int st = yc_check_anchors_report(&h.ds, &m, 4.0, 640, 5, &rep);
     double dt = now_s() - t0;
@@ -422,7 +399,7 @@ START_TEST(elongated_replaced)
 
     /* a second check on the new anchors keeps them */
     bool changed = true;
-    capture_start(&c);
+    yc_harness_capture_start(&c, 1);
     ck_assert_int_eq(yc_check_anchors(&h.ds, &m, 4.0, 640, 6, &changed), YC_OK);
     free(capture_end(&c));
     ck_assert(!changed);
@@ -441,8 +418,8 @@ START_TEST(levels_follow_strides)
         memcpy(px0 + l * 6, P5_PX + (2 - l) * 6, 6 * sizeof *px0);
     yc_model m;
     hand_model(&m, px0, rev);
-    capture c;
-    capture_start(&c);
+    yc_harness_capture c;
+    yc_harness_capture_start(&c, 1);
     bool changed = false;
     int st = yc_check_anchors(&h.ds, &m, 4.0, 640, 5, &changed);
     char *out = capture_end(&c);
@@ -498,8 +475,8 @@ START_TEST(few_and_degenerate_labels)
     const double pw[4] = {5, 6, 7, 8}, ph[4] = {150, 170, 190, 210};
     hd_image(&h, 640, 640, 4, pw, ph);
     double k[18];
-    capture c;
-    capture_start(&c);
+    yc_harness_capture c;
+    yc_harness_capture_start(&c, 1);
     int st = yc_kmean_anchors(&h.ds, 9, 640, 4.0, 100, 3, true, k);
     char *out = capture_end(&c);
     ck_assert_msg(st == YC_OK, "%s", yc_last_error());
@@ -514,7 +491,7 @@ START_TEST(few_and_degenerate_labels)
     yc_model m;
     hand_model(&m, P5_PX, STRIDES);
     bool changed;
-    capture_start(&c);
+    yc_harness_capture_start(&c, 1);
     st = yc_check_anchors(&h.ds, &m, 4.0, 640, 3, &changed);
     free(capture_end(&c));
     ck_assert_msg(st == YC_OK, "%s", yc_last_error());
@@ -528,7 +505,7 @@ START_TEST(few_and_degenerate_labels)
     const double sw[6] = {50, 50, 50, 50, 1, 2.5}, sh[6] = {50, 50, 50, 50, 1, 2.5};
     for (int i = 0; i < 3; i++)
         hd_image(&h, 640, 640, 6, sw, sh);
-    capture_start(&c);
+    yc_harness_capture_start(&c, 1);
     st = yc_kmean_anchors(&h.ds, 3, 640, 4.0, 10, 3, false, k);
     out = capture_end(&c);
     ck_assert_msg(st == YC_OK, "%s", yc_last_error());
@@ -543,7 +520,7 @@ START_TEST(few_and_degenerate_labels)
     hd_image(&h, 640, 640, 0, NULL, NULL);
     hand_model(&m, P5_PX, STRIDES);
     yc_anchor_check rep;
-    capture_start(&c);
+    yc_harness_capture_start(&c, 1);
     st = yc_check_anchors_report(&h.ds, &m, 4.0, 640, 3, &rep);
     out = capture_end(&c);
     ck_assert_int_eq(st, YC_OK);
@@ -586,8 +563,8 @@ START_TEST(coco128)
         yc_model m;
         hand_model(&m, P5_PX, STRIDES);
         yc_anchor_check rep;
-        capture c;
-        capture_start(&c);
+        yc_harness_capture c;
+        yc_harness_capture_start(&c, 1);
         int st = yc_check_anchors_report(&ds, &m, 4.0, 640, seed, &rep);
         char *out = capture_end(&c);
         ck_assert_msg(st == YC_OK, "%s", yc_last_error());
@@ -661,9 +638,5 @@ int main(void)
     if (!yc_test_have_shared(ref_files, missing, sizeof missing))
         return yc_test_skip(YC_TEST_NEEDS_SHARED, "%s not found (coco128)", missing);
 #endif
-    SRunner *sr = srunner_create(autoanchor_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return yc_harness_run(autoanchor_suite(), false);
 }

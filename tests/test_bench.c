@@ -13,28 +13,8 @@
 #include "model.h"
 #include "modelcfg.h"
 #include "opprofile.h"
+#include "harness.h"
 #include "yctest.h"
-
-static const char *tiny_yaml(void)
-{
-    static char path[1024];
-    const char *d = getenv("YOLOCL_TEST_DATA");
-    snprintf(path, sizeof path, "%s/tiny/yolov5n-tiny.yaml", d ? d : "tests/data");
-    return path;
-}
-
-/* The tiny model with YOLOv5's random init on a 2-thread CPU backend. */
-static yc_model *tiny_model(yc_backend **be)
-{
-    yc_model_cfg *cfg = NULL;
-    yc_model *m = NULL;
-    ck_assert_msg(yc_backend_cpu_new(be, 2) == YC_OK, "%s", yc_last_error());
-    ck_assert_msg(yc_model_cfg_load(&cfg, tiny_yaml(), 0) == YC_OK, "%s", yc_last_error());
-    ck_assert_msg(yc_model_new(&m, cfg) == YC_OK, "%s", yc_last_error());
-    ck_assert_msg(yc_model_alloc(m, *be) == YC_OK, "%s", yc_last_error());
-    ck_assert_msg(yc_model_init_weights(m, 0) == YC_OK, "%s", yc_last_error());
-    return m;
-}
 
 static double total_seconds(const yc_graph *g)
 {
@@ -47,7 +27,8 @@ static double total_seconds(const yc_graph *g)
 START_TEST(graph_profiling_times_only_while_on)
 {
     yc_backend *be = NULL;
-    yc_model *m = tiny_model(&be);
+    ck_assert_msg(yc_backend_cpu_new(&be, 2) == YC_OK, "%s", yc_last_error());
+    yc_model *m = yc_harness_tiny_model(be, 0, 0);
     yc_graph *g = NULL;
     ck_assert_int_eq(yc_graph_new(&g, m, 2, 64, 64, YC_GRAPH_TRAIN), YC_OK);
     ck_assert_msg(yc_graph_alloc(g) == YC_OK, "%s", yc_last_error());
@@ -133,8 +114,8 @@ START_TEST(bench_one_configuration)
 {
     yc_backend *be = NULL;
     ck_assert_int_eq(yc_backend_cpu_new(&be, 2), YC_OK);
-    yc_bench_config c = {.cfg_path = tiny_yaml(), .batch = 2, .img = 64, .warmup = 1, .iters = 3,
-                         .profile = true};
+    yc_bench_config c = {.cfg_path = yc_harness_tiny_cfg(), .batch = 2, .img = 64, .warmup = 1,
+                         .iters = 3, .profile = true};
     yc_bench_result r;
     ck_assert_msg(yc_bench_run(&c, be, &r) == YC_OK, "%s", yc_last_error());
     ck_assert_str_eq(r.model, "YOLOv5n-tiny");
@@ -180,9 +161,5 @@ int main(void)
     tcase_add_test(tc, graph_profiling_times_only_while_on);
     tcase_add_test(tc, bench_one_configuration);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return yc_harness_run(s, false);
 }

@@ -43,6 +43,7 @@
 #include "loader.h"
 #include "log.h"
 #include "util.h"
+#include "harness.h"
 #include "yctest.h"
 
 /* The huge image: 12000 x 12000 RGB, 432 MB decoded. */
@@ -58,9 +59,8 @@
  * about 60-80 MB; decoding the huge image whole would take 432 MB more. */
 #define PEAK_LIMIT (HUGE_DECODED / 4)
 
-static char tmpdir[256];
-/* tmpdir/demo/demo3.yaml: the demo dataset (16 train, 4 val images, its classes folded into the
- * tiny model's 3) with huge.jpg and bomb.png added to both splits */
+/* <scratch directory>/demo/demo3.yaml: the demo dataset (16 train, 4 val images, its classes
+ * folded into the tiny model's 3) with huge.jpg and bomb.png added to both splits */
 static char yaml[512];
 
 /* ---- generated files ------------------------------------------------------------------------ */
@@ -177,16 +177,17 @@ static void write_text(const char *path, const char *text)
 static void add_big(const char *split, const char *file, const char *image)
 {
     char dst[800], lbl[800], stem[128];
-    snprintf(dst, sizeof dst, "%s/demo/images/%s/%s", tmpdir, split, file);
+    snprintf(dst, sizeof dst, "%s/demo/images/%s/%s", yc_harness_tmpdir(), split, file);
     REQUIRE(link(image, dst) == 0 || errno == EEXIST, "link %s: %s", dst, strerror(errno));
     snprintf(stem, sizeof stem, "%.*s", (int)(strrchr(file, '.') - file), file);
-    snprintf(lbl, sizeof lbl, "%s/demo/labels/%s/%s.txt", tmpdir, split, stem);
+    snprintf(lbl, sizeof lbl, "%s/demo/labels/%s/%s.txt", yc_harness_tmpdir(), split, stem);
     write_text(lbl, "0 0.5 0.5 0.25 0.25\n");
 }
 
 /* The fixture of the whole program, made once in a child process (libvips' threads and buffers
  * must not be in the parent, whose resident pages a forked child's ru_maxrss would count):
- * tmpdir/huge.jpg, tmpdir/mid.jpg, tmpdir/bomb.png and the demo dataset with the two added. */
+ * huge.jpg, mid.jpg, bomb.png and the demo dataset with the two added, in the scratch
+ * directory. */
 static void make_files(void)
 {
     char p[600];
@@ -196,19 +197,19 @@ static void make_files(void)
     opt.n_val = 4;
     opt.min_side = 64;
     opt.max_side = 96;
-    snprintf(p, sizeof p, "%s/demo", tmpdir);
+    snprintf(p, sizeof p, "%s/demo", yc_harness_tmpdir());
     REQUIRE(yc_demo_write(p, &opt) == YC_OK, "%s", yc_last_error());
-    snprintf(p, sizeof p, "%s/huge.jpg", tmpdir);
+    snprintf(p, sizeof p, "%s/huge.jpg", yc_harness_tmpdir());
     write_black_jpeg(p, HUGE_SIDE, HUGE_SIDE);
-    snprintf(p, sizeof p, "%s/mid.jpg", tmpdir);
+    snprintf(p, sizeof p, "%s/mid.jpg", yc_harness_tmpdir());
     write_black_jpeg(p, MID_W, MID_H);
-    snprintf(p, sizeof p, "%s/bomb.png", tmpdir);
+    snprintf(p, sizeof p, "%s/bomb.png", yc_harness_tmpdir());
     write_bomb(p, BOMB_SIDE);
     /* the tiny model has 3 classes, the demo 4: its class 3 becomes 2 and demo3.yaml says 3 */
     for (int split = 0; split < 2; split++)
         for (int i = 0; i < (split ? opt.n_val : opt.n_train); i++) {
             char lp[700], *text = NULL;
-            snprintf(lp, sizeof lp, "%s/demo/labels/%s/shapes_%05d.txt", tmpdir,
+            snprintf(lp, sizeof lp, "%s/demo/labels/%s/shapes_%05d.txt", yc_harness_tmpdir(),
                      split ? "val" : "train", i);
             size_t n;
             REQUIRE(yc_read_file(lp, &text, &n) == YC_OK, "%s", yc_last_error());
@@ -218,13 +219,13 @@ static void make_files(void)
             write_text(lp, text);
             free(text);
         }
-    snprintf(p, sizeof p, "%s/demo/demo3.yaml", tmpdir);
+    snprintf(p, sizeof p, "%s/demo/demo3.yaml", yc_harness_tmpdir());
     write_text(p, "path: .\ntrain: images/train\nval: images/val\nnames: [a, b, c]\n");
     const char *splits[2] = {"train", "val"};
     for (int s = 0; s < 2; s++) {
-        snprintf(p, sizeof p, "%s/huge.jpg", tmpdir);
+        snprintf(p, sizeof p, "%s/huge.jpg", yc_harness_tmpdir());
         add_big(splits[s], "huge.jpg", p);
-        snprintf(p, sizeof p, "%s/bomb.png", tmpdir);
+        snprintf(p, sizeof p, "%s/bomb.png", yc_harness_tmpdir());
         add_big(splits[s], "bomb.png", p);
     }
 }
@@ -237,35 +238,14 @@ typedef struct run_result {
     char *out, *err; /* what it printed */
 } run_result;
 
-static char *slurp(const char *path)
-{
-    size_t n = 0;
-    char *s = NULL;
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    char buf[4096];
-    size_t k;
-    while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
-        s = realloc(s, n + k + 1);
-        ck_assert_ptr_nonnull(s);
-        memcpy(s + n, buf, k);
-        n += k;
-    }
-    fclose(f);
-    if (!s)
-        s = calloc(1, 1);
-    s[n] = 0;
-    return s;
-}
-
 /* Runs $YOLOCL with the NULL-terminated arguments, its output in files, and collects its exit
  * status and peak resident memory (wait4: the child's own rusage, not the largest child's). */
 static run_result run_yolocl(const char *const *args)
 {
     const char *bin = getenv("YOLOCL");
     char outp[400], errp[400];
-    snprintf(outp, sizeof outp, "%s/out.txt", tmpdir);
-    snprintf(errp, sizeof errp, "%s/err.txt", tmpdir);
+    snprintf(outp, sizeof outp, "%s/out.txt", yc_harness_tmpdir());
+    snprintf(errp, sizeof errp, "%s/err.txt", yc_harness_tmpdir());
     const char *argv[64];
     int n = 0;
     argv[n++] = "yolocl";
@@ -293,8 +273,8 @@ static run_result run_yolocl(const char *const *args)
     run_result r;
     r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
     r.peak = (size_t)ru.ru_maxrss * 1024;
-    r.out = slurp(outp);
-    r.err = slurp(errp);
+    r.out = yc_harness_read(outp, NULL);
+    r.err = yc_harness_read(errp, NULL);
     return r;
 }
 
@@ -310,16 +290,6 @@ static bool have_yolocl(void)
     return bin && access(bin, X_OK) == 0;
 }
 
-static const char *tiny_path(const char *file)
-{
-    static char buf[2][1024];
-    static int k;
-    const char *d = getenv("YOLOCL_TEST_DATA");
-    k ^= 1;
-    snprintf(buf[k], sizeof buf[k], "%s/tiny/%s", d ? d : "tests/data", file);
-    return buf[k];
-}
-
 /* What a command printed, for failure messages. */
 #define SHOW(r) "status %d, peak %.1f MB\nstdout:\n%.3000s\nstderr:\n%.3000s", (r).status, \
     (r).peak / 1e6, (r).out, (r).err
@@ -329,9 +299,9 @@ static const char *tiny_path(const char *file)
 START_TEST(train_skips_the_bomb_and_reads_the_huge_image_reduced)
 {
     char project[400];
-    snprintf(project, sizeof project, "%s/runs", tmpdir);
-    const char *w = tiny_path("weights.safetensors");
-    const char *cfg = tiny_path("yolov5n-tiny.yaml");
+    snprintf(project, sizeof project, "%s/runs", yc_harness_tmpdir());
+    const char *w = yc_harness_test_data(YC_HARNESS_TINY_WEIGHTS);
+    const char *cfg = yc_harness_tiny_cfg();
     const char *args[] = {"train", "--data", yaml, "--weights", w, "--cfg", cfg, "--img", "64",
                           "--batch", "4", "--epochs", "1", "--device", "cpu", "--workers", "1",
                           "--project", project, "--name", "train", "--exist-ok", NULL};
@@ -351,9 +321,9 @@ END_TEST
 START_TEST(val_leaves_the_bomb_out_and_reads_the_huge_image_reduced)
 {
     char project[400];
-    snprintf(project, sizeof project, "%s/runs", tmpdir);
-    const char *w = tiny_path("weights.safetensors");
-    const char *cfg = tiny_path("yolov5n-tiny.yaml");
+    snprintf(project, sizeof project, "%s/runs", yc_harness_tmpdir());
+    const char *w = yc_harness_test_data(YC_HARNESS_TINY_WEIGHTS);
+    const char *cfg = yc_harness_tiny_cfg();
     const char *args[] = {"val", "--data", yaml, "--weights", w, "--cfg", cfg, "--img", "64",
                           "--batch", "4", "--device", "cpu", "--workers", "1", "--project",
                           project, "--name", "val", "--exist-ok", NULL};
@@ -372,10 +342,10 @@ END_TEST
 START_TEST(detect_skips_the_bomb_and_reads_the_huge_image_shrunk)
 {
     char project[400], source[600];
-    snprintf(project, sizeof project, "%s/runs", tmpdir);
-    snprintf(source, sizeof source, "%s/demo/images/val", tmpdir);
-    const char *w = tiny_path("weights.safetensors");
-    const char *cfg = tiny_path("yolov5n-tiny.yaml");
+    snprintf(project, sizeof project, "%s/runs", yc_harness_tmpdir());
+    snprintf(source, sizeof source, "%s/demo/images/val", yc_harness_tmpdir());
+    const char *w = yc_harness_test_data(YC_HARNESS_TINY_WEIGHTS);
+    const char *cfg = yc_harness_tiny_cfg();
     const char *args[] = {"detect", "--weights", w, "--cfg", cfg, "--source", source, "--img",
                           "64", "--device", "cpu", "--nosave", "--save-txt", "--conf-thres",
                           "0.001", "--project", project, "--name", "det", "--exist-ok", NULL};
@@ -392,7 +362,7 @@ START_TEST(detect_skips_the_bomb_and_reads_the_huge_image_shrunk)
     /* the huge image alone: read at 1/8 scale (1500 x 1500, 6.75 MB), so the peak stays far
      * below its 432 MB decoded size: under a quarter, with the process's own ~70 MB */
     char huge[600];
-    snprintf(huge, sizeof huge, "%s/huge.jpg", tmpdir);
+    snprintf(huge, sizeof huge, "%s/huge.jpg", yc_harness_tmpdir());
     const char *a2[] = {"detect", "--weights", w, "--cfg", cfg, "--source", huge, "--img", "64",
                         "--device", "cpu", "--nosave", "--project", project, "--name", "huge",
                         "--exist-ok", NULL};
@@ -406,13 +376,13 @@ END_TEST
 START_TEST(detect_fails_when_no_image_can_be_read)
 {
     char project[400], dir[600], p[700];
-    snprintf(project, sizeof project, "%s/runs", tmpdir);
-    snprintf(dir, sizeof dir, "%s/bombonly", tmpdir);
+    snprintf(project, sizeof project, "%s/runs", yc_harness_tmpdir());
+    snprintf(dir, sizeof dir, "%s/bombonly", yc_harness_tmpdir());
     ck_assert_int_eq(mkdir(dir, 0755) == 0 || errno == EEXIST, 1);
     snprintf(p, sizeof p, "%s/bomb.png", dir);
     write_bomb(p, BOMB_SIDE);
-    const char *w = tiny_path("weights.safetensors");
-    const char *cfg = tiny_path("yolov5n-tiny.yaml");
+    const char *w = yc_harness_test_data(YC_HARNESS_TINY_WEIGHTS);
+    const char *cfg = yc_harness_tiny_cfg();
     const char *args[] = {"detect", "--weights", w, "--cfg", cfg, "--source", dir, "--img", "64",
                           "--device", "cpu", "--project", project, "--name", "bomb",
                           "--exist-ok", NULL};
@@ -426,7 +396,7 @@ START_TEST(detect_fails_when_no_image_can_be_read)
 
     /* --max-pixels counts the pixels decoded: mid.jpg read at 1/8 scale decodes 525 x 513 */
     char mid[600];
-    snprintf(mid, sizeof mid, "%s/mid.jpg", tmpdir);
+    snprintf(mid, sizeof mid, "%s/mid.jpg", yc_harness_tmpdir());
     const char *a2[] = {"detect", "--weights", w, "--cfg", cfg, "--source", mid, "--img", "64",
                         "--device", "cpu", "--max-pixels", "100000", "--project", project,
                         "--name", "mid", "--exist-ok", NULL};
@@ -442,10 +412,10 @@ END_TEST
 START_TEST(detect_annotates_a_reduced_image_at_full_size)
 {
     char project[400], mid[600], saved[800];
-    snprintf(project, sizeof project, "%s/runs", tmpdir);
-    snprintf(mid, sizeof mid, "%s/mid.jpg", tmpdir);
-    const char *w = tiny_path("weights.safetensors");
-    const char *cfg = tiny_path("yolov5n-tiny.yaml");
+    snprintf(project, sizeof project, "%s/runs", yc_harness_tmpdir());
+    snprintf(mid, sizeof mid, "%s/mid.jpg", yc_harness_tmpdir());
+    const char *w = yc_harness_test_data(YC_HARNESS_TINY_WEIGHTS);
+    const char *cfg = yc_harness_tiny_cfg();
     const char *args[] = {"detect", "--weights", w, "--cfg", cfg, "--source", mid, "--img", "64",
                           "--device", "cpu", "--project", project, "--name", "ann", "--exist-ok",
                           NULL};
@@ -468,7 +438,7 @@ END_TEST
 START_TEST(huge_jpeg_is_read_at_one_eighth_and_the_bomb_refused_from_its_header)
 {
     char p[600];
-    snprintf(p, sizeof p, "%s/huge.jpg", tmpdir);
+    snprintf(p, sizeof p, "%s/huge.jpg", yc_harness_tmpdir());
     yc_image out = YC_IMAGE_INIT;
     yc_load_info li;
     yc_read_info ri;
@@ -484,7 +454,7 @@ START_TEST(huge_jpeg_is_read_at_one_eighth_and_the_bomb_refused_from_its_header)
     for (size_t i = 0; i < (size_t)out.w * out.h * 3; i++)
         ck_assert_int_le(out.data[i], 2);
     /* the bomb: nothing decoded, the file and its size named */
-    snprintf(p, sizeof p, "%s/bomb.png", tmpdir);
+    snprintf(p, sizeof p, "%s/bomb.png", yc_harness_tmpdir());
     ck_assert_int_eq(yc_load_image_limited(p, 640, false, NULL, NULL, &out, &li, &ri),
                      YC_EFORMAT);
     ck_assert(ri.too_large);
@@ -510,7 +480,7 @@ static void write_prefix(const char *src, const char *dst, size_t keep_num, size
 /* Occurrences of `needle` in the file at path. */
 static int count_in(const char *path, const char *needle)
 {
-    char *text = slurp(path);
+    char *text = yc_harness_read(path, NULL);
     int k = 0;
     for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
         k++;
@@ -523,11 +493,11 @@ static int count_in(const char *path, const char *needle)
 START_TEST(damaged_images_are_reported_once_per_file)
 {
     char mid[600], small[600], cut_mid[600], cut_small[600], log[600];
-    snprintf(mid, sizeof mid, "%s/mid.jpg", tmpdir);
-    snprintf(small, sizeof small, "%s/demo/images/train/shapes_00000.jpg", tmpdir);
-    snprintf(cut_mid, sizeof cut_mid, "%s/cut_mid.jpg", tmpdir);
-    snprintf(cut_small, sizeof cut_small, "%s/cut_small.jpg", tmpdir);
-    snprintf(log, sizeof log, "%s/damaged.log", tmpdir);
+    snprintf(mid, sizeof mid, "%s/mid.jpg", yc_harness_tmpdir());
+    snprintf(small, sizeof small, "%s/demo/images/train/shapes_00000.jpg", yc_harness_tmpdir());
+    snprintf(cut_mid, sizeof cut_mid, "%s/cut_mid.jpg", yc_harness_tmpdir());
+    snprintf(cut_small, sizeof cut_small, "%s/cut_small.jpg", yc_harness_tmpdir());
+    snprintf(log, sizeof log, "%s/damaged.log", yc_harness_tmpdir());
     write_prefix(mid, cut_mid, 1, 2);
     write_prefix(small, cut_small, 1, 2);
     fflush(stderr);
@@ -553,7 +523,7 @@ START_TEST(damaged_images_are_reported_once_per_file)
         ck_assert_int_eq(st_small[epoch], YC_OK);
     }
     ck_assert(reduced);
-    char *text = slurp(log);
+    char *text = yc_harness_read(log, NULL);
     ck_assert_msg(count_in(log, "cut_mid.jpg") == 1 && count_in(log, "cut_small.jpg") == 1,
                   "warnings:\n%s", text);
     free(text);
@@ -618,7 +588,7 @@ static void load_split(yc_data_yaml *y, yc_split split, yc_dataset *ds)
 START_TEST(cache_ram_and_disk_give_the_same_batches_as_no_cache)
 {
     char dir[400], yml[500];
-    snprintf(dir, sizeof dir, "%s/cachedemo", tmpdir);
+    snprintf(dir, sizeof dir, "%s/cachedemo", yc_harness_tmpdir());
     yc_demo_options opt;
     yc_demo_options_default(&opt);
     opt.n_train = 16;
@@ -689,13 +659,6 @@ END_TEST
 
 /* ---- main --------------------------------------------------------------------------------------- */
 
-static int remove_tree(const char *dir)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd);
-}
-
 static Suite *suite(bool cli)
 {
     Suite *s = suite_create("bigimage");
@@ -720,13 +683,9 @@ static Suite *suite(bool cli)
 
 int main(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "%s/yolocl-test-bigimage-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        fprintf(stderr, "test_bigimage: cannot create %s: %s\n", tmpdir, strerror(errno));
+    if (!yc_harness_tmpdir_make("bigimage"))
         return YC_TEST_HARD_ERROR;
-    }
-    snprintf(yaml, sizeof yaml, "%s/demo/demo3.yaml", tmpdir);
+    snprintf(yaml, sizeof yaml, "%s/demo/demo3.yaml", yc_harness_tmpdir());
     /* the files, made in a child so that libvips' memory is not this process's */
     fflush(NULL);
     pid_t pid = fork();
@@ -736,25 +695,20 @@ int main(void)
     }
     int ws = 0;
     if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
-        fprintf(stderr, "test_bigimage: generating the images in %s failed\n", tmpdir);
-        remove_tree(tmpdir);
+        fprintf(stderr, "test_bigimage: generating the images in %s failed\n",
+                yc_harness_tmpdir());
+        yc_harness_tmpdir_remove();
         return YC_TEST_HARD_ERROR;
     }
     bool cli = have_yolocl();
     if (!cli && yc_test_required(YC_TEST_NEEDS_OTHER)) {
-        remove_tree(tmpdir);
+        yc_harness_tmpdir_remove();
         return yc_test_skip(YC_TEST_NEEDS_OTHER, "YOLOCL does not name an executable yolocl");
     }
     if (!cli)
         printf("test_bigimage: YOLOCL does not name an executable yolocl: the train, val and "
                "detect cases are skipped\n");
-    SRunner *r = srunner_create(suite(cli));
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    if (!getenv("YOLOCL_TEST_KEEP"))
-        remove_tree(tmpdir);
-    else
-        printf("test_bigimage: files kept in %s\n", tmpdir);
-    return failed ? 1 : 0;
+    int st = yc_harness_run(suite(cli), false);
+    yc_harness_tmpdir_remove();
+    return st;
 }

@@ -23,8 +23,9 @@
  *
  * OpenCL objects are created inside the tests only (Check forks each test, and a forked child of
  * a process that has started the OpenCL platform hangs); main counts the devices in a child
- * process.  Without any OpenCL device (or in a build without OpenCL) only part 1 runs, and the
- * program exits 77 (skipped) when that passes, 99 with YOLOCL_REQUIRE_OPENCL=1.
+ * process (yc_harness_opencl_devices).  Without any OpenCL device (or in a build without OpenCL)
+ * only part 1 runs, and the program exits 77 (skipped) when that passes, 99 with
+ * YOLOCL_REQUIRE_OPENCL=1.
  *
  * test_cl_ref (YC_TEST_SHARED) runs ../shared/ref's YOLOv5n at 320 on OpenCL against PyTorch
  * with the same tolerances; it exits 77 without ../shared or an OpenCL device. */
@@ -37,7 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -55,6 +55,7 @@
 #include "util.h"
 #include "val.h"
 #include "golden.h"
+#include "harness.h"
 #include "yctest.h"
 
 #ifdef YC_HAVE_OPENCL
@@ -204,34 +205,15 @@ END_TEST
 /* A fresh temporary directory as XDG_CACHE_HOME (cache on); returns the cache directory. */
 static char *fresh_cache(char *tmp, size_t len)
 {
-    snprintf(tmp, len, "/tmp/yolocl-test-cl-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmp));
+    const char *made = yc_harness_tmpdir_make("cl");
+    ck_assert_ptr_nonnull(made);
+    snprintf(tmp, len, "%s", made);
     setenv("XDG_CACHE_HOME", tmp, 1);
     unsetenv("YOLOCL_CL_CACHE");
     unsetenv("YOLOCL_CL_KERNELS");
     char *dir = yc_cl_cache_dir();
     ck_assert_ptr_nonnull(dir);
     return dir;
-}
-
-/* Removes a directory tree made by the tests (two levels of files at most). */
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d) {
-        unlink(path);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char *p = yc_path_join(path, e->d_name);
-        remove_tree(p);
-        free(p);
-    }
-    closedir(d);
-    rmdir(path);
 }
 
 /* Entries of a directory other than . and .. */
@@ -295,7 +277,7 @@ static yc_cl_program_stats fill_once(float value, float want, bool expect_ok, in
 
 START_TEST(cache_miss_then_hit)
 {
-    char tmp[64];
+    char tmp[512];
     char *dir = fresh_cache(tmp, sizeof tmp);
     ck_assert_msg(strstr(dir, tmp) == dir && strstr(dir, "/yolocl/cl") != NULL, "%s", dir);
     yc_cl_program_stats s = fill_once(1.5f, 1.5f, true, NULL);
@@ -312,13 +294,13 @@ START_TEST(cache_miss_then_hit)
     /* no temporary files left behind */
     ck_assert_int_eq(count_entries(dir), 1);
     free(dir);
-    remove_tree(tmp);
+    yc_harness_tmpdir_remove();
 }
 END_TEST
 
 START_TEST(cache_disabled)
 {
-    char tmp[64];
+    char tmp[512];
     char *dir = fresh_cache(tmp, sizeof tmp);
     setenv("YOLOCL_CL_CACHE", "0", 1);
     ck_assert_ptr_null(yc_cl_cache_dir());
@@ -341,7 +323,7 @@ START_TEST(cache_disabled)
     free(home);
     free(again);
     free(dir);
-    remove_tree(tmp);
+    yc_harness_tmpdir_remove();
 }
 END_TEST
 
@@ -362,7 +344,7 @@ static void damage(const char *path, long at)
 
 START_TEST(cache_corrupt_rebuilt)
 {
-    char tmp[64];
+    char tmp[512];
     char *dir = fresh_cache(tmp, sizeof tmp);
     fill_once(1.0f, 1.0f, true, NULL);
     char *entry = first_entry(dir);
@@ -387,7 +369,7 @@ START_TEST(cache_corrupt_rebuilt)
     ck_assert_int_eq(yc_count_files(dir, ".bin"), 1);
     free(entry);
     free(dir);
-    remove_tree(tmp);
+    yc_harness_tmpdir_remove();
 }
 END_TEST
 
@@ -431,7 +413,7 @@ static void broken(char *text, size_t cap)
 
 START_TEST(kernels_from_directory)
 {
-    char tmp[64];
+    char tmp[512];
     char *dir = fresh_cache(tmp, sizeof tmp);
     fill_once(1.0f, 1.0f, true, NULL);
     ck_assert_int_eq(yc_count_files(dir, ".bin"), 1);
@@ -477,7 +459,7 @@ START_TEST(kernels_from_directory)
     free(empty);
     free(src);
     free(dir);
-    remove_tree(tmp);
+    yc_harness_tmpdir_remove();
 }
 END_TEST
 
@@ -828,8 +810,8 @@ END_TEST
  * the next backend on the device reads and uses. */
 START_TEST(tune_round_trip)
 {
-    char dir[] = "/tmp/yolocl-test-tune-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    const char *dir = yc_harness_tmpdir_make("tune");
+    ck_assert_ptr_nonnull(dir);
     ck_assert_int_eq(setenv("XDG_CACHE_HOME", dir, 1), 0);
     ck_assert_int_eq(unsetenv("YOLOCL_CL_CACHE"), 0);
     yc_backend *be = NULL;
@@ -920,6 +902,7 @@ START_TEST(tune_round_trip)
         yc_buffer_free(be, ts[i]->buf);
     yc_backend_free(be);
     free(path);
+    yc_harness_tmpdir_remove();
 }
 END_TEST
 
@@ -1381,34 +1364,6 @@ END_TEST
 
 
 
-/* The number of OpenCL devices, counted in a child process (see the top of the file). */
-static int count_opencl_devices(void)
-{
-#ifdef YC_HAVE_OPENCL
-    int fd[2], n = 0;
-    if (pipe(fd) != 0)
-        return 0;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        yc_device_info *devs = NULL;
-        int count = 0;
-        if (yc_cl_list_devices(&devs, &count) != YC_OK)
-            count = 0;
-        _exit(write(fd[1], &count, sizeof count) == (ssize_t)sizeof count ? 0 : 1);
-    }
-    close(fd[1]);
-    if (pid < 0 || read(fd[0], &n, sizeof n) != (ssize_t)sizeof n)
-        n = 0;
-    close(fd[0]);
-    if (pid > 0)
-        waitpid(pid, NULL, 0);
-    return n;
-#else
-    return 0;
-#endif
-}
-
 int main(void)
 {
 #ifdef YC_TEST_SHARED
@@ -1419,7 +1374,7 @@ int main(void)
         return yc_test_skip(YC_TEST_NEEDS_SHARED,
                             "%s not found (the PyTorch reference dumps live in ../shared)",
                             missing);
-    if ((cl_devices = count_opencl_devices()) == 0)
+    if ((cl_devices = yc_harness_opencl_devices()) == 0)
         return yc_test_skip(YC_TEST_NEEDS_OPENCL, "no OpenCL device");
     Suite *s = suite_create("opencl_ref");
     TCase *gold = tcase_create("golden");
@@ -1430,7 +1385,7 @@ int main(void)
     return yc_test_skip(YC_TEST_NEEDS_OPENCL, "built without OpenCL (./configure --disable-opencl)");
 #endif
 #else
-    cl_devices = count_opencl_devices();
+    cl_devices = yc_harness_opencl_devices();
     Suite *s = suite_create("opencl");
     TCase *sel = tcase_create("device_selection");
     tcase_set_timeout(sel, 120);
@@ -1468,10 +1423,7 @@ int main(void)
 #endif
 #endif
 #if !defined(YC_TEST_SHARED) || defined(YC_HAVE_OPENCL)
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = yc_harness_run(s, false);
     if (failed)
         return EXIT_FAILURE;
     if (cl_devices == 0)

@@ -16,17 +16,7 @@
 #include "log.h"
 #include "safetensors.h"
 #include "util.h"
-
-/* Scratch directory for the files the tests write (created in main, removed at the end). */
-static char tmpdir[512];
-
-/* tmpdir/name into a static buffer (one per test is enough: tests do not keep two at once). */
-static const char *tmp_path(const char *name)
-{
-    static char buf[1024];
-    snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
-    return buf;
-}
+#include "harness.h"
 
 /* Parses a NUL-terminated text; returns the root (or NULL) and the status through *st. */
 static yc_json *parse(const char *text, int *st)
@@ -470,7 +460,7 @@ static void put_le(unsigned char *p, uint64_t v, int bytes)
 
 START_TEST(st_roundtrip)
 {
-    const char *path = tmp_path("roundtrip.safetensors");
+    const char *path = yc_harness_tmp("roundtrip.safetensors");
     float f32[6] = {1.0f, -2.5f, 3.25f, 0.0f, -0.0f, 1e-30f};
     unsigned char f16[8], bf16[4], f64[24], i64[24], i32[12], i16[6];
     put_le(f16, 0x3c00, 2);     /* 1 */
@@ -660,7 +650,7 @@ static double half_ref(unsigned h)
 
 START_TEST(st_f16_all)
 {
-    const char *path = tmp_path("f16.safetensors");
+    const char *path = yc_harness_tmp("f16.safetensors");
     unsigned char *data = malloc(65536 * 2);
     float *out = malloc(65536 * sizeof(float));
     ck_assert(data && out);
@@ -791,7 +781,7 @@ static const struct {
 START_TEST(st_malformed)
 {
     unsigned char data[16] = {0};
-    const char *path = tmp_path("bad.safetensors");
+    const char *path = yc_harness_tmp("bad.safetensors");
     for (size_t i = 0; i < sizeof bad_st / sizeof bad_st[0]; i++) {
         if (strcmp(bad_st[i].label, "NUL padding") == 0) {
             FILE *fp = fopen(path, "wb");
@@ -816,14 +806,14 @@ END_TEST
 
 START_TEST(st_bad_length)
 {
-    const char *path = tmp_path("len.safetensors");
+    const char *path = yc_harness_tmp("len.safetensors");
     yc_st_file *f;
     const char *hdr = "{}      ";
     /* missing, short and empty files */
-    ck_assert_int_eq(yc_st_open(&f, tmp_path("does-not-exist")), YC_EIO);
+    ck_assert_int_eq(yc_st_open(&f, yc_harness_tmp("does-not-exist")), YC_EIO);
     ck_assert_ptr_null(f);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "does-not-exist"));
-    ck_assert_int_eq(yc_st_open(&f, tmpdir), YC_EIO);
+    ck_assert_int_eq(yc_st_open(&f, yc_harness_tmpdir()), YC_EIO);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "not a regular file"));
     for (size_t n = 0; n < 8; n++) {
         FILE *fp = fopen(path, "wb");
@@ -874,17 +864,9 @@ static char *small_file(const char *path, size_t *size)
     return raw;
 }
 
-static void write_bytes(const char *path, const char *bytes, size_t n)
-{
-    FILE *fp = fopen(path, "wb");
-    ck_assert_ptr_nonnull(fp);
-    ck_assert_uint_eq(fwrite(bytes, 1, n, fp), n);
-    ck_assert_int_eq(fclose(fp), 0);
-}
-
 START_TEST(st_truncated)
 {
-    const char *path = tmp_path("trunc.safetensors");
+    const char *path = yc_harness_tmp("trunc.safetensors");
     size_t size;
     char *raw = small_file(path, &size);
     yc_st_file *f;
@@ -893,7 +875,7 @@ START_TEST(st_truncated)
     /* every truncation of the file is caught: the header no longer fits or a tensor runs past
      * the end of the data */
     for (size_t n = 0; n < size; n++) {
-        write_bytes(path, raw, n);
+        yc_harness_write(path, raw, n);
         f = (yc_st_file *)1;
         ck_assert_msg(yc_st_open(&f, path) != YC_OK, "file truncated to %zu bytes accepted", n);
         ck_assert_ptr_null(f);
@@ -904,7 +886,7 @@ END_TEST
 
 START_TEST(st_fuzz)
 {
-    const char *path = tmp_path("fuzz.safetensors");
+    const char *path = yc_harness_tmp("fuzz.safetensors");
     size_t size;
     char *raw = small_file(path, &size);
     char *buf = malloc(size);
@@ -923,7 +905,7 @@ START_TEST(st_fuzz)
             if (pos < size)
                 buf[pos] = c;
         }
-        write_bytes(path, buf, size);
+        yc_harness_write(path, buf, size);
         yc_st_file *f;
         if (yc_st_open(&f, path) != YC_OK) {
             ck_assert_ptr_null(f);
@@ -949,7 +931,7 @@ START_TEST(st_accepted_oddities)
 {
     /* gaps between tensors, trailing data, an empty tensor inside another's range, whitespace,
      * unknown keys in an entry, and an empty __metadata__ are all valid */
-    const char *path = tmp_path("odd.safetensors");
+    const char *path = yc_harness_tmp("odd.safetensors");
     unsigned char data[32] = {0};
     data[4] = 1;
     write_st(path,
@@ -1011,14 +993,14 @@ START_TEST(st_writer_errors)
 
     /* a directory that does not exist: EIO naming the path, nothing left behind */
     char bad[600];
-    snprintf(bad, sizeof bad, "%s/no/such/dir/w.safetensors", tmpdir);
+    snprintf(bad, sizeof bad, "%s/no/such/dir/w.safetensors", yc_harness_tmpdir());
     ck_assert_int_eq(yc_st_writer_write(w, bad), YC_EIO);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "no/such/dir/w.safetensors"));
     yc_st_writer_free(w);
     yc_st_writer_free(NULL);
 
     /* the tensors written are exactly the ones accepted */
-    const char *path = tmp_path("many.safetensors");
+    const char *path = yc_harness_tmp("many.safetensors");
     w = yc_st_writer_new();
     for (int i = 0; i < 3000; i++) {
         snprintf(name, sizeof name, "t.%d", i);
@@ -1033,7 +1015,7 @@ START_TEST(st_writer_errors)
     ck_assert_uint_eq(yc_st_find(f, "t.1234")->begin, 1234 * 8);
     yc_st_close(f);
     /* no temporary files remain in the scratch directory */
-    DIR *d = opendir(tmpdir);
+    DIR *d = opendir(yc_harness_tmpdir());
     ck_assert_ptr_nonnull(d);
     struct dirent *e;
     while ((e = readdir(d)))
@@ -1160,36 +1142,7 @@ static Suite *core_suite(void)
     return s;
 }
 
-/* Removes the scratch directory and the files in it. */
-static void remove_tmpdir(void)
-{
-    DIR *d = opendir(tmpdir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char p[1024];
-        snprintf(p, sizeof p, "%s/%s", tmpdir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(tmpdir);
-}
-
 int main(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/yc_test_core.XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 99;
-    }
-    SRunner *sr = srunner_create(core_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    remove_tmpdir();
-    return failed ? 1 : 0;
+    return yc_harness_main(core_suite(), "core");
 }

@@ -4,10 +4,7 @@
  * test_dataset_ref (this file built with YC_TEST_SHARED) scans COCO128 from ../shared and exits 77
  * without it. */
 #include <check.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,54 +18,10 @@
 #include "image.h"
 #include "log.h"
 #include "util.h"
+#include "harness.h"
 #include "yctest.h"
 
-/* Scratch directory for everything the tests write (created in main, removed at the end). */
-static char tmpdir[512];
-
 #ifndef YC_TEST_SHARED
-/* tmpdir/rel into a rotating set of static buffers (a test may hold a few at once). */
-static const char *tp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *tp(const char *fmt, ...)
-{
-    static char bufs[8][1200];
-    static int next;
-    char rel[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rel, sizeof rel, fmt, ap);
-    va_end(ap);
-    char *b = bufs[next++ % 8];
-    snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, rel);
-    return b;
-}
-
-static void mkdirs_for(const char *path)
-{
-    char *d = yc_path_dirname(path);
-    ck_assert_ptr_nonnull(d);
-    ck_assert_int_eq(yc_mkdirs(d), YC_OK);
-    free(d);
-}
-
-static void write_text(const char *path, const char *text)
-{
-    mkdirs_for(path);
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "cannot create %s", path);
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
-static void write_bytes(const char *path, const void *data, size_t n)
-{
-    mkdirs_for(path);
-    FILE *f = fopen(path, "wb");
-    ck_assert_msg(f != NULL, "cannot create %s", path);
-    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
 static void test_vips(void)
 {
     ck_assert_msg(yc_vips_init() == YC_OK, "%s", yc_last_error());
@@ -78,7 +31,7 @@ static void test_vips(void)
 static void make_image(const char *path, int w, int h, int orientation)
 {
     test_vips();
-    mkdirs_for(path);
+    yc_harness_make_parent(path);
     VipsImage *noise = NULL, *img = NULL, *cast = NULL;
     ck_assert_int_eq(vips_gaussnoise(&noise, w, h, "mean", 128.0, "sigma", 40.0, NULL), 0);
     ck_assert_int_eq(vips_cast_uchar(noise, &cast, NULL), 0);
@@ -93,44 +46,6 @@ static void make_image(const char *path, int w, int h, int orientation)
 }
 
 #endif
-
-/* Redirects a file descriptor (1 or 2) into a file until capture_end. */
-typedef struct capture {
-    /* descriptor captured */
-    int fd;
-    /* its saved original */
-    int saved;
-    /* the file it goes to */
-    char path[1024];
-} capture;
-
-static void capture_start(capture *c, int fd)
-{
-    static int count;
-    fflush(stdout);
-    fflush(stderr);
-    c->fd = fd;
-    snprintf(c->path, sizeof c->path, "%s/capture.%d.%d", tmpdir, (int)getpid(), count++);
-    int f = open(c->path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-    ck_assert_int_ge(f, 0);
-    c->saved = dup(fd);
-    ck_assert_int_ge(c->saved, 0);
-    ck_assert_int_ge(dup2(f, fd), 0);
-    close(f);
-}
-
-/* Restores the descriptor; returns what was written (heap). */
-static char *capture_end(capture *c)
-{
-    fflush(stdout);
-    fflush(stderr);
-    ck_assert_int_ge(dup2(c->saved, c->fd), 0);
-    close(c->saved);
-    char *text = NULL;
-    ck_assert_int_eq(yc_read_file(c->path, &text, NULL), YC_OK);
-    unlink(c->path);
-    return text;
-}
 
 static yc_dataset_options opts(int nc)
 {
@@ -180,27 +95,30 @@ static const char *find_note(const yc_dataset *ds, const char *suffix, yc_note_k
 /* y/ds: images/{train,val}, labels, train.txt; yaml files next to ds. */
 static void make_yaml_tree(void)
 {
-    make_image(tp("y/ds/images/train/a.jpg"), 32, 24, 0);
-    make_image(tp("y/ds/images/train/b.jpg"), 32, 24, 0);
-    make_image(tp("y/ds/images/val/c.jpg"), 24, 32, 0);
-    make_image(tp("y/ds/images/extra/d.png"), 20, 20, 0);
-    write_text(tp("y/ds/labels/train/a.txt"), "0 0.5 0.5 0.2 0.2\n");
-    write_text(tp("y/ds/labels/train/b.txt"), "1 0.5 0.5 0.2 0.2\n1 0.2 0.2 0.1 0.1\n");
-    write_text(tp("y/ds/labels/val/c.txt"), "1 0.5 0.5 0.5 0.5\n");
-    write_text(tp("y/ds/extra.txt"), "./images/extra/d.png\n");
+    make_image(yc_harness_tmp("y/ds/images/train/a.jpg"), 32, 24, 0);
+    make_image(yc_harness_tmp("y/ds/images/train/b.jpg"), 32, 24, 0);
+    make_image(yc_harness_tmp("y/ds/images/val/c.jpg"), 24, 32, 0);
+    make_image(yc_harness_tmp("y/ds/images/extra/d.png"), 20, 20, 0);
+    yc_harness_write_text(yc_harness_tmp("y/ds/labels/train/a.txt"), "0 0.5 0.5 0.2 0.2\n");
+    yc_harness_write_text(yc_harness_tmp("y/ds/labels/train/b.txt"),
+                          "1 0.5 0.5 0.2 0.2\n1 0.2 0.2 0.1 0.1\n");
+    yc_harness_write_text(yc_harness_tmp("y/ds/labels/val/c.txt"), "1 0.5 0.5 0.5 0.5\n");
+    yc_harness_write_text(yc_harness_tmp("y/ds/extra.txt"), "./images/extra/d.png\n");
 }
 
 START_TEST(yaml_names_list_and_dir)
 {
     make_yaml_tree();
-    write_text(tp("y/list.yaml"), "path: ds\ntrain: images/train\nval: images/val\ntest:\n"
-                                  "names: [cat, dog]\n");
+    yc_harness_write_text(yc_harness_tmp("y/list.yaml"),
+                          "path: ds\ntrain: images/train\nval: images/val\ntest:\n"
+                          "names: [cat, dog]\n");
     yc_data_yaml y;
-    ck_assert_msg(yc_data_yaml_load(tp("y/list.yaml"), &y) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_data_yaml_load(yc_harness_tmp("y/list.yaml"), &y) == YC_OK, "%s",
+                  yc_last_error());
     ck_assert_int_eq(y.nc, 2);
     ck_assert_str_eq(y.names[0], "cat");
     ck_assert_str_eq(y.names[1], "dog");
-    char *root = realpath(tp("y/ds"), NULL);
+    char *root = realpath(yc_harness_tmp("y/ds"), NULL);
     ck_assert_ptr_nonnull(root);
     ck_assert_str_eq(y.root, root);
     ck_assert_int_eq(y.n_entries[YC_SPLIT_TRAIN], 1);
@@ -233,16 +151,17 @@ START_TEST(yaml_names_dict_txt_and_lists)
     make_yaml_tree();
     /* names as a mapping in any order, train as a list mixing a directory and a .txt list, val as
      * a .txt, test as a missing path (only an error when test is loaded); an absolute path key */
-    char *root = realpath(tp("y/ds"), NULL);
+    char *root = realpath(yc_harness_tmp("y/ds"), NULL);
     ck_assert_ptr_nonnull(root);
     char text[2048];
     snprintf(text, sizeof text,
              "path: %s\ntrain:\n  - images/train\n  - extra.txt\nval: extra.txt\n"
              "test: images/nothing\nnames:\n  1: dog\n  0: cat\n  2: 'bird'\n",
              root);
-    write_text(tp("y/dict.yaml"), text);
+    yc_harness_write_text(yc_harness_tmp("y/dict.yaml"), text);
     yc_data_yaml y;
-    ck_assert_msg(yc_data_yaml_load(tp("y/dict.yaml"), &y) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_data_yaml_load(yc_harness_tmp("y/dict.yaml"), &y) == YC_OK, "%s",
+                  yc_last_error());
     ck_assert_int_eq(y.nc, 3);
     ck_assert_str_eq(y.names[0], "cat");
     ck_assert_str_eq(y.names[1], "dog");
@@ -283,25 +202,29 @@ START_TEST(yaml_relative_and_retry)
     make_yaml_tree();
     /* no path: entries are relative to the yaml's directory; ../ds/... does not exist from y/ so
      * it is retried as ds/... (YOLOv5's rule) */
-    write_text(tp("y/retry.yaml"), "train: ../ds/images/train\nval: ds/images/val\n"
-                                   "names: {0: a, 1: b}\n");
+    yc_harness_write_text(yc_harness_tmp("y/retry.yaml"),
+                          "train: ../ds/images/train\nval: ds/images/val\n"
+                          "names: {0: a, 1: b}\n");
     yc_data_yaml y;
-    ck_assert_msg(yc_data_yaml_load(tp("y/retry.yaml"), &y) == YC_OK, "%s", yc_last_error());
-    char *want = realpath(tp("y/ds/images/train"), NULL);
+    ck_assert_msg(yc_data_yaml_load(yc_harness_tmp("y/retry.yaml"), &y) == YC_OK, "%s",
+                  yc_last_error());
+    char *want = realpath(yc_harness_tmp("y/ds/images/train"), NULL);
     ck_assert_ptr_nonnull(want);
     ck_assert_str_eq(y.entries[YC_SPLIT_TRAIN][0], want);
     free(want);
     yc_data_yaml_free(&y);
 
     /* a relative path: key is resolved against the yaml's directory, not the CWD */
-    write_text(tp("y/sub/rel.yaml"), "path: ../ds\ntrain: images/train\nval: images/val\n"
-                                     "names: [a, b]\n");
+    yc_harness_write_text(yc_harness_tmp("y/sub/rel.yaml"),
+                          "path: ../ds\ntrain: images/train\nval: images/val\n"
+                          "names: [a, b]\n");
     char *cwd = getcwd(NULL, 0);
     ck_assert_int_eq(chdir("/"), 0);
-    ck_assert_msg(yc_data_yaml_load(tp("y/sub/rel.yaml"), &y) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_data_yaml_load(yc_harness_tmp("y/sub/rel.yaml"), &y) == YC_OK, "%s",
+                  yc_last_error());
     ck_assert_int_eq(chdir(cwd), 0);
     free(cwd);
-    char *root = realpath(tp("y/ds"), NULL);
+    char *root = realpath(yc_harness_tmp("y/ds"), NULL);
     ck_assert_str_eq(y.root, root);
     free(root);
     yc_data_yaml_free(&y);
@@ -312,9 +235,9 @@ END_TEST
 static void expect_yaml_error(const char *name, const char *text, const char *want1,
                               const char *want2)
 {
-    write_text(tp("y/%s", name), text);
+    yc_harness_write_text(yc_harness_tmp("y/%s", name), text);
     yc_data_yaml y;
-    ck_assert_msg(yc_data_yaml_load(tp("y/%s", name), &y) != YC_OK, "%s loaded", name);
+    ck_assert_msg(yc_data_yaml_load(yc_harness_tmp("y/%s", name), &y) != YC_OK, "%s loaded", name);
     const char *e = yc_last_error();
     ck_assert_msg(strstr(e, name) != NULL, "message does not name the file: %s", e);
     ck_assert_msg(strstr(e, want1) != NULL, "expected '%s' in: %s", want1, e);
@@ -358,15 +281,16 @@ END_TEST
 START_TEST(yaml_nc_mismatch_and_download)
 {
     make_yaml_tree();
-    write_text(tp("y/nc.yaml"), "path: ds\ntrain: images/train\nval: images/val\nnc: 3\n"
-                                "names: [a, b]\ndownload: https://example.com/x.zip\n");
-    capture err, out;
-    capture_start(&err, 2);
-    capture_start(&out, 1);
+    yc_harness_write_text(yc_harness_tmp("y/nc.yaml"),
+                          "path: ds\ntrain: images/train\nval: images/val\nnc: 3\n"
+                          "names: [a, b]\ndownload: https://example.com/x.zip\n");
+    yc_harness_capture err, out;
+    yc_harness_capture_start(&err, 2);
+    yc_harness_capture_start(&out, 1);
     yc_data_yaml y;
-    int st = yc_data_yaml_load(tp("y/nc.yaml"), &y);
-    char *o = capture_end(&out);
-    char *e = capture_end(&err);
+    int st = yc_data_yaml_load(yc_harness_tmp("y/nc.yaml"), &y);
+    char *o = yc_harness_capture_end(&out);
+    char *e = yc_harness_capture_end(&err);
     ck_assert_msg(st == YC_OK, "%s", yc_last_error());
     ck_assert_int_eq(y.nc, 2);
     ck_assert_msg(strstr(e, "nc.yaml: nc: 3 differs from the 2 names; using nc = 2") != NULL,
@@ -377,11 +301,12 @@ START_TEST(yaml_nc_mismatch_and_download)
     yc_data_yaml_free(&y);
 
     /* a matching nc is silent */
-    write_text(tp("y/nc2.yaml"), "path: ds\ntrain: images/train\nval: images/val\nnc: 2\n"
-                                 "names: [a, b]\n");
-    capture_start(&err, 2);
-    st = yc_data_yaml_load(tp("y/nc2.yaml"), &y);
-    e = capture_end(&err);
+    yc_harness_write_text(yc_harness_tmp("y/nc2.yaml"),
+                          "path: ds\ntrain: images/train\nval: images/val\nnc: 2\n"
+                          "names: [a, b]\n");
+    yc_harness_capture_start(&err, 2);
+    st = yc_data_yaml_load(yc_harness_tmp("y/nc2.yaml"), &y);
+    e = yc_harness_capture_end(&err);
     ck_assert_int_eq(st, YC_OK);
     ck_assert_str_eq(e, "");
     free(e);
@@ -423,39 +348,39 @@ END_TEST
 
 START_TEST(image_lists)
 {
-    write_text(tp("l/imgs/b.jpg"), "x");
-    write_text(tp("l/imgs/A.JPG"), "x");
-    write_text(tp("l/imgs/sub/deep/c.png"), "x");
-    write_text(tp("l/imgs/.hidden.jpg"), "x");
-    write_text(tp("l/imgs/.cache/e.jpg"), "x");
-    write_text(tp("l/imgs/notes.txt"), "x");
-    write_text(tp("l/imgs/anim.gif"), "x");
-    ck_assert_int_eq(symlink(".", tp("l/imgs/sub/loop")), 0);
-    write_text(tp("l/other/z.webp"), "x");
+    yc_harness_write_text(yc_harness_tmp("l/imgs/b.jpg"), "x");
+    yc_harness_write_text(yc_harness_tmp("l/imgs/A.JPG"), "x");
+    yc_harness_write_text(yc_harness_tmp("l/imgs/sub/deep/c.png"), "x");
+    yc_harness_write_text(yc_harness_tmp("l/imgs/.hidden.jpg"), "x");
+    yc_harness_write_text(yc_harness_tmp("l/imgs/.cache/e.jpg"), "x");
+    yc_harness_write_text(yc_harness_tmp("l/imgs/notes.txt"), "x");
+    yc_harness_write_text(yc_harness_tmp("l/imgs/anim.gif"), "x");
+    ck_assert_int_eq(symlink(".", yc_harness_tmp("l/imgs/sub/loop")), 0);
+    yc_harness_write_text(yc_harness_tmp("l/other/z.webp"), "x");
     char list[2048];
     snprintf(list, sizeof list,
              "./imgs/b.jpg\n  imgs/sub/deep/c.png  \r\n\n%s\n./imgs/readme.md\n"
              "imgs/missing.jpg\n",
-             tp("l/other/z.webp"));
-    write_text(tp("l/list.txt"), list);
-    const char *entries[] = {tp("l/imgs"), tp("l/list.txt")};
+             yc_harness_tmp("l/other/z.webp"));
+    yc_harness_write_text(yc_harness_tmp("l/list.txt"), list);
+    const char *entries[] = {yc_harness_tmp("l/imgs"), yc_harness_tmp("l/list.txt")};
     yc_path_list pl;
     ck_assert_msg(yc_image_list(entries, 2, &pl) == YC_OK, "%s", yc_last_error());
     const char *want[] = {"l/imgs/A.JPG", "l/imgs/b.jpg", "l/imgs/missing.jpg",
                           "l/imgs/sub/deep/c.png", "l/other/z.webp"};
     ck_assert_uint_eq(pl.n, 5);
     for (size_t i = 0; i < 5; i++)
-        ck_assert_str_eq(pl.paths[i], tp("%s", want[i]));
+        ck_assert_str_eq(pl.paths[i], yc_harness_tmp("%s", want[i]));
     yc_path_list_free(&pl);
 
     /* a relative line that exists only from the current directory is taken from there */
-    write_text(tp("l/cwdlist/list.txt"), "other/z.webp\n");
+    yc_harness_write_text(yc_harness_tmp("l/cwdlist/list.txt"), "other/z.webp\n");
     char *cwd = getcwd(NULL, 0);
-    ck_assert_int_eq(chdir(tp("l")), 0);
-    const char *e2[] = {tp("l/cwdlist/list.txt")};
+    ck_assert_int_eq(chdir(yc_harness_tmp("l")), 0);
+    const char *e2[] = {yc_harness_tmp("l/cwdlist/list.txt")};
     ck_assert_int_eq(yc_image_list(e2, 1, &pl), YC_OK);
     ck_assert_uint_eq(pl.n, 1);
-    char *want2 = realpath(tp("l/other/z.webp"), NULL);
+    char *want2 = realpath(yc_harness_tmp("l/other/z.webp"), NULL);
     char *got2 = realpath(pl.paths[0], NULL);
     ck_assert_ptr_nonnull(got2);
     ck_assert_str_eq(got2, want2);
@@ -465,7 +390,7 @@ START_TEST(image_lists)
     free(cwd);
     yc_path_list_free(&pl);
 
-    const char *bad[] = {tp("l/nowhere")};
+    const char *bad[] = {yc_harness_tmp("l/nowhere")};
     ck_assert_int_ne(yc_image_list(bad, 1, &pl), YC_OK);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "l/nowhere does not exist"));
 }
@@ -502,21 +427,22 @@ static void make_broken_tree(void)
         {"rot", "jpg", 40, 20, 6, "0 0.5 0.5 0.2 0.2\r\n"},
     };
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        make_image(tp("b/images/%s.%s", files[i].stem, files[i].ext), files[i].w, files[i].h,
-                   files[i].orientation);
+        make_image(yc_harness_tmp("b/images/%s.%s", files[i].stem, files[i].ext), files[i].w,
+                   files[i].h, files[i].orientation);
         if (files[i].label)
-            write_text(tp("b/labels/%s.txt", files[i].stem), files[i].label);
+            yc_harness_write_text(yc_harness_tmp("b/labels/%s.txt", files[i].stem), files[i].label);
     }
     /* not an image at all, and a JPEG signature followed by garbage */
-    write_text(tp("b/images/garbage.jpg"), "this is not an image at all\n");
-    write_text(tp("b/labels/garbage.txt"), "0 0.5 0.5 0.2 0.2\n");
-    write_bytes(tp("b/images/badjpeg.jpg"), "\xff\xd8\xff\xe0\x00\x10JFIF\x00garbage", 18);
+    yc_harness_write_text(yc_harness_tmp("b/images/garbage.jpg"), "this is not an image at all\n");
+    yc_harness_write_text(yc_harness_tmp("b/labels/garbage.txt"), "0 0.5 0.5 0.2 0.2\n");
+    yc_harness_write(yc_harness_tmp("b/images/badjpeg.jpg"),
+                     "\xff\xd8\xff\xe0\x00\x10JFIF\x00garbage", 18);
     /* a JPEG cut short: header intact, end marker missing */
     char *data;
     size_t len;
-    ck_assert_int_eq(yc_read_file(tp("b/images/trunc.jpg"), &data, &len), YC_OK);
+    ck_assert_int_eq(yc_read_file(yc_harness_tmp("b/images/trunc.jpg"), &data, &len), YC_OK);
     ck_assert_uint_gt(len, 400);
-    write_bytes(tp("b/images/trunc.jpg"), data, len - 100);
+    yc_harness_write(yc_harness_tmp("b/images/trunc.jpg"), data, len - 100);
     free(data);
 }
 
@@ -527,12 +453,12 @@ START_TEST(broken_files)
     o.quiet = false;
     o.prefix = "train: ";
     yc_dataset ds;
-    capture out, err;
-    capture_start(&out, 1);
-    capture_start(&err, 2);
-    int st = load1(tp("b/images"), &o, &ds);
-    char *e = capture_end(&err);
-    char *so = capture_end(&out);
+    yc_harness_capture out, err;
+    yc_harness_capture_start(&out, 1);
+    yc_harness_capture_start(&err, 2);
+    int st = load1(yc_harness_tmp("b/images"), &o, &ds);
+    char *e = yc_harness_capture_end(&err);
+    char *so = yc_harness_capture_end(&out);
     ck_assert_msg(st == YC_OK, "%s", yc_last_error());
 
     /* corrupt: excluded, with the exact reason */
@@ -556,8 +482,9 @@ START_TEST(broken_files)
         ck_assert_msg(r != NULL, "no reason for %s", corrupt[i].file);
         ck_assert_str_eq(r, corrupt[i].reason);
         char line[1200];
-        snprintf(line, sizeof line, "yolocl: warning: train: %s: ignoring corrupt image/label: %s\n",
-                 tp("b/images/%s", corrupt[i].file), corrupt[i].reason);
+        snprintf(line, sizeof line,
+                 "yolocl: warning: train: %s: ignoring corrupt image/label: %s\n",
+                 yc_harness_tmp("b/images/%s", corrupt[i].file), corrupt[i].reason);
         ck_assert_msg(strstr(e, line) != NULL, "missing line %s in:\n%s", line, e);
     }
     const char *bj = find_note(&ds, "badjpeg.jpg", YC_NOTE_CORRUPT);
@@ -576,7 +503,7 @@ START_TEST(broken_files)
     const yc_box *b = yc_dataset_boxes(&ds, (size_t)i);
     ck_assert_int_eq(b[0].cls, 2);
     ck_assert(b[0].x == 0.5f && b[0].y == 0.5f && b[0].w == 0.25f && b[0].h == 0.125f);
-    ck_assert_str_eq(ds.samples[i].label, tp("b/labels/good.txt"));
+    ck_assert_str_eq(ds.samples[i].label, yc_harness_tmp("b/labels/good.txt"));
 
     i = find_sample(&ds, "trunc.jpg");
     ck_assert_int_ge(i, 0);
@@ -622,7 +549,7 @@ START_TEST(broken_files)
     ck_assert_uint_eq(ds.class_counts[2], 1);
     char line[1200];
     snprintf(line, sizeof line, "train: Scanning %s... 7 images, 2 backgrounds, 11 corrupt\n",
-             tp("b/labels"));
+             yc_harness_tmp("b/labels"));
     ck_assert_msg(strstr(so, line) != NULL, "expected %s in:\n%s", line, so);
     ck_assert_ptr_nonnull(strstr(e, "dup.jpg: 2 duplicate labels removed\n"));
     free(e);
@@ -633,7 +560,7 @@ START_TEST(broken_files)
     o = opts(1);
     o.single_cls = true;
     o.no_cache = true;
-    ck_assert_int_eq(load1(tp("b/images"), &o, &ds), YC_OK);
+    ck_assert_int_eq(load1(yc_harness_tmp("b/images"), &o, &ds), YC_OK);
     ck_assert_uint_eq(ds.n, 8);
     i = find_sample(&ds, "cls.jpg");
     ck_assert_int_ge(i, 0);
@@ -646,13 +573,13 @@ END_TEST
 
 START_TEST(all_corrupt_and_empty)
 {
-    write_text(tp("c/images/a.jpg"), "nope");
+    yc_harness_write_text(yc_harness_tmp("c/images/a.jpg"), "nope");
     yc_dataset_options o = opts(1);
     yc_dataset ds;
-    ck_assert_int_ne(load1(tp("c/images"), &o, &ds), YC_OK);
+    ck_assert_int_ne(load1(yc_harness_tmp("c/images"), &o, &ds), YC_OK);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "all 1 listed images are corrupt"));
-    ck_assert_int_eq(yc_mkdirs(tp("c/none")), YC_OK);
-    ck_assert_int_ne(load1(tp("c/none"), &o, &ds), YC_OK);
+    ck_assert_int_eq(yc_mkdirs(yc_harness_tmp("c/none")), YC_OK);
+    ck_assert_int_ne(load1(yc_harness_tmp("c/none"), &o, &ds), YC_OK);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "no images found in"));
 }
 END_TEST
@@ -664,8 +591,9 @@ END_TEST
 static void make_cache_tree(void)
 {
     for (int i = 0; i < 4; i++) {
-        make_image(tp("k/images/train/%d.jpg", i), 24, 16, 0);
-        write_text(tp("k/labels/train/%d.txt", i), "0 0.5 0.5 0.2 0.2\n1 0.3 0.3 0.1 0.1\n");
+        make_image(yc_harness_tmp("k/images/train/%d.jpg", i), 24, 16, 0);
+        yc_harness_write_text(yc_harness_tmp("k/labels/train/%d.txt", i),
+                              "0 0.5 0.5 0.2 0.2\n1 0.3 0.3 0.1 0.1\n");
     }
 }
 
@@ -691,23 +619,23 @@ START_TEST(cache_create_reuse_invalidate)
     make_cache_tree();
     yc_dataset_options o = opts(2);
     yc_dataset first, ds;
-    ck_assert_int_eq(load1(tp("k/images/train"), &o, &first), YC_OK);
+    ck_assert_int_eq(load1(yc_harness_tmp("k/images/train"), &o, &first), YC_OK);
     ck_assert_uint_eq(first.n_verified, 4);
-    ck_assert_str_eq(first.cache_path, tp("k/labels/train.yolocl.cache"));
-    ck_assert(yc_file_exists(tp("k/labels/train.yolocl.cache")));
+    ck_assert_str_eq(first.cache_path, yc_harness_tmp("k/labels/train.yolocl.cache"));
+    ck_assert(yc_file_exists(yc_harness_tmp("k/labels/train.yolocl.cache")));
 
     /* reuse: nothing verified, same result, and the summary names the cache */
     o.quiet = false;
-    capture out;
-    capture_start(&out, 1);
-    ck_assert_int_eq(load1(tp("k/images/train"), &o, &ds), YC_OK);
-    char *so = capture_end(&out);
+    yc_harness_capture out;
+    yc_harness_capture_start(&out, 1);
+    ck_assert_int_eq(load1(yc_harness_tmp("k/images/train"), &o, &ds), YC_OK);
+    char *so = yc_harness_capture_end(&out);
     o.quiet = true;
     ck_assert_uint_eq(ds.n_verified, 0);
     assert_same(&first, &ds);
     char line[1200];
     snprintf(line, sizeof line, "Scanning %s... 4 images, 0 backgrounds, 0 corrupt\n",
-             tp("k/labels/train.yolocl.cache"));
+             yc_harness_tmp("k/labels/train.yolocl.cache"));
     ck_assert_msg(strstr(so, line) != NULL, "%s", so);
     free(so);
     yc_dataset_free(&ds);
@@ -715,39 +643,40 @@ START_TEST(cache_create_reuse_invalidate)
     /* a changed label file is verified again, alone (same size: only the times differ, and
      * file times have the kernel's tick as granularity, hence the pause) */
     usleep(50000);
-    write_text(tp("k/labels/train/2.txt"), "1 0.5 0.5 0.2 0.2\n1 0.3 0.3 0.1 0.1\n");
-    ck_assert_int_eq(load1(tp("k/images/train"), &o, &ds), YC_OK);
+    yc_harness_write_text(yc_harness_tmp("k/labels/train/2.txt"),
+                          "1 0.5 0.5 0.2 0.2\n1 0.3 0.3 0.1 0.1\n");
+    ck_assert_int_eq(load1(yc_harness_tmp("k/images/train"), &o, &ds), YC_OK);
     ck_assert_uint_eq(ds.n_verified, 1);
     ck_assert_uint_eq(ds.class_counts[0], 3);
     ck_assert_uint_eq(ds.class_counts[1], 5);
     yc_dataset_free(&ds);
-    ck_assert_int_eq(load1(tp("k/images/train"), &o, &ds), YC_OK);
+    ck_assert_int_eq(load1(yc_harness_tmp("k/images/train"), &o, &ds), YC_OK);
     ck_assert_uint_eq(ds.n_verified, 0);
     ck_assert_uint_eq(ds.class_counts[1], 5);
     yc_dataset_free(&ds);
 
     /* a removed label file: that image becomes a background */
-    ck_assert_int_eq(unlink(tp("k/labels/train/3.txt")), 0);
-    ck_assert_int_eq(load1(tp("k/images/train"), &o, &ds), YC_OK);
+    ck_assert_int_eq(unlink(yc_harness_tmp("k/labels/train/3.txt")), 0);
+    ck_assert_int_eq(load1(yc_harness_tmp("k/images/train"), &o, &ds), YC_OK);
     ck_assert_uint_eq(ds.n_verified, 1);
     ck_assert_uint_eq(ds.n_missing, 1);
     yc_dataset_free(&ds);
 
     /* a new image is verified alone; a removed one just leaves the cache */
-    make_image(tp("k/images/train/9.jpg"), 24, 16, 0);
-    ck_assert_int_eq(load1(tp("k/images/train"), &o, &ds), YC_OK);
+    make_image(yc_harness_tmp("k/images/train/9.jpg"), 24, 16, 0);
+    ck_assert_int_eq(load1(yc_harness_tmp("k/images/train"), &o, &ds), YC_OK);
     ck_assert_uint_eq(ds.n_verified, 1);
     ck_assert_uint_eq(ds.n, 5);
     yc_dataset_free(&ds);
-    ck_assert_int_eq(unlink(tp("k/images/train/9.jpg")), 0);
-    ck_assert_int_eq(load1(tp("k/images/train"), &o, &ds), YC_OK);
+    ck_assert_int_eq(unlink(yc_harness_tmp("k/images/train/9.jpg")), 0);
+    ck_assert_int_eq(load1(yc_harness_tmp("k/images/train"), &o, &ds), YC_OK);
     ck_assert_uint_eq(ds.n_verified, 0);
     ck_assert_uint_eq(ds.n, 4);
     yc_dataset_free(&ds);
 
     /* the class check is applied after the cache: another nc needs no scan */
     o.nc = 1;
-    ck_assert_int_eq(load1(tp("k/images/train"), &o, &ds), YC_OK);
+    ck_assert_int_eq(load1(yc_harness_tmp("k/images/train"), &o, &ds), YC_OK);
     ck_assert_uint_eq(ds.n_verified, 0);
     ck_assert_uint_eq(ds.n_corrupt, 3);
     ck_assert_str_eq(find_note(&ds, "/0.jpg", YC_NOTE_CORRUPT),
@@ -757,7 +686,7 @@ START_TEST(cache_create_reuse_invalidate)
     /* no_cache neither reads nor writes */
     o.nc = 2;
     o.no_cache = true;
-    ck_assert_int_eq(load1(tp("k/images/train"), &o, &ds), YC_OK);
+    ck_assert_int_eq(load1(yc_harness_tmp("k/images/train"), &o, &ds), YC_OK);
     ck_assert_uint_eq(ds.n_verified, 4);
     ck_assert_ptr_null(ds.cache_path);
     yc_dataset_free(&ds);
@@ -768,19 +697,19 @@ END_TEST
 /* Rewrites the cache with `mutate` applied, loads, expects a warning and a full rescan. */
 static void expect_cache_rejected(const char *what, void (*mutate)(char *data, size_t *len))
 {
-    const char *cp = tp("k/labels/train.yolocl.cache");
+    const char *cp = yc_harness_tmp("k/labels/train.yolocl.cache");
     char *data;
     size_t len;
     ck_assert_int_eq(yc_read_file(cp, &data, &len), YC_OK);
     mutate(data, &len);
-    write_bytes(cp, data, len);
+    yc_harness_write(cp, data, len);
     free(data);
     yc_dataset_options o = opts(2);
     yc_dataset ds;
-    capture err;
-    capture_start(&err, 2);
-    int st = load1(tp("k/images/train"), &o, &ds);
-    char *e = capture_end(&err);
+    yc_harness_capture err;
+    yc_harness_capture_start(&err, 2);
+    int st = load1(yc_harness_tmp("k/images/train"), &o, &ds);
+    char *e = yc_harness_capture_end(&err);
     ck_assert_msg(st == YC_OK, "%s: %s", what, yc_last_error());
     ck_assert_msg(ds.n_verified == 4, "%s: %zu verified", what, ds.n_verified);
     ck_assert_msg(strstr(e, "ignoring the scan cache") != NULL, "%s: %s", what, e);
@@ -788,7 +717,7 @@ static void expect_cache_rejected(const char *what, void (*mutate)(char *data, s
     free(e);
     yc_dataset_free(&ds);
     /* rebuilt: the next load uses it */
-    ck_assert_int_eq(load1(tp("k/images/train"), &o, &ds), YC_OK);
+    ck_assert_int_eq(load1(yc_harness_tmp("k/images/train"), &o, &ds), YC_OK);
     ck_assert_uint_eq(ds.n_verified, 0);
     yc_dataset_free(&ds);
 }
@@ -834,7 +763,7 @@ START_TEST(cache_corrupt_files)
     make_cache_tree();
     yc_dataset_options o = opts(2);
     yc_dataset ds;
-    ck_assert_int_eq(load1(tp("k/images/train"), &o, &ds), YC_OK);
+    ck_assert_int_eq(load1(yc_harness_tmp("k/images/train"), &o, &ds), YC_OK);
     yc_dataset_free(&ds);
     expect_cache_rejected("flipped byte", flip_middle);
     expect_cache_rejected("truncated", truncate_cache);
@@ -847,13 +776,13 @@ END_TEST
 START_TEST(cache_unwritable)
 {
     /* labels never existed, so the cache's directory (k2/labels) does not exist either */
-    make_image(tp("u/images/train/a.jpg"), 24, 16, 0);
+    make_image(yc_harness_tmp("u/images/train/a.jpg"), 24, 16, 0);
     yc_dataset_options o = opts(1);
     yc_dataset ds;
-    capture err;
-    capture_start(&err, 2);
-    int st = load1(tp("u/images/train"), &o, &ds);
-    char *e = capture_end(&err);
+    yc_harness_capture err;
+    yc_harness_capture_start(&err, 2);
+    int st = load1(yc_harness_tmp("u/images/train"), &o, &ds);
+    char *e = yc_harness_capture_end(&err);
     ck_assert_msg(st == YC_OK, "%s", yc_last_error());
     ck_assert_msg(strstr(e, "cache directory is not writeable") != NULL, "%s", e);
     ck_assert_uint_eq(ds.n_missing, 1);
@@ -861,13 +790,13 @@ START_TEST(cache_unwritable)
     yc_dataset_free(&ds);
     if (geteuid() != 0) {
         /* a read-only labels parent (root ignores permissions, so only checked as a user) */
-        make_image(tp("r/images/train/a.jpg"), 24, 16, 0);
-        write_text(tp("r/labels/train/a.txt"), "0 0.5 0.5 0.1 0.1\n");
-        ck_assert_int_eq(chmod(tp("r/labels"), 0555), 0);
-        capture_start(&err, 2);
-        st = load1(tp("r/images/train"), &o, &ds);
-        e = capture_end(&err);
-        chmod(tp("r/labels"), 0755);
+        make_image(yc_harness_tmp("r/images/train/a.jpg"), 24, 16, 0);
+        yc_harness_write_text(yc_harness_tmp("r/labels/train/a.txt"), "0 0.5 0.5 0.1 0.1\n");
+        ck_assert_int_eq(chmod(yc_harness_tmp("r/labels"), 0555), 0);
+        yc_harness_capture_start(&err, 2);
+        st = load1(yc_harness_tmp("r/images/train"), &o, &ds);
+        e = yc_harness_capture_end(&err);
+        chmod(yc_harness_tmp("r/labels"), 0755);
         ck_assert_int_eq(st, YC_OK);
         ck_assert_msg(strstr(e, "cache directory is not writeable") != NULL, "%s", e);
         free(e);
@@ -925,12 +854,12 @@ START_TEST(rect_shapes)
     ck_assert_int_ne(yc_rect_batches_make(w3, h3, 1, 0, 320, 32, 0.0, &rb), YC_OK);
 
     /* over a dataset */
-    make_image(tp("rect/images/a.jpg"), 64, 48, 0);
-    make_image(tp("rect/images/b.jpg"), 48, 64, 0);
+    make_image(yc_harness_tmp("rect/images/a.jpg"), 64, 48, 0);
+    make_image(yc_harness_tmp("rect/images/b.jpg"), 48, 64, 0);
     yc_dataset_options o = opts(1);
     o.no_cache = true;
     yc_dataset ds;
-    ck_assert_int_eq(load1(tp("rect/images"), &o, &ds), YC_OK);
+    ck_assert_int_eq(load1(yc_harness_tmp("rect/images"), &o, &ds), YC_OK);
     ck_assert(yc_dataset_aspect(&ds, 0) == 0.75);
     ck_assert_int_eq(yc_dataset_rect_batches(&ds, 1, 64, 32, 0.5, &rb), YC_OK);
     ck_assert_uint_eq(rb.order[0], 0);
@@ -965,12 +894,12 @@ START_TEST(coco128)
     o.no_cache = true; /* never write into the shared tree */
     o.quiet = false;
     yc_dataset ds;
-    capture out;
-    capture_start(&out, 1);
+    yc_harness_capture out;
+    yc_harness_capture_start(&out, 1);
     double t0 = yc_now();
     int st = yc_dataset_load_split(&y, YC_SPLIT_TRAIN, &o, &ds);
     double dt = yc_now() - t0;
-    char *so = capture_end(&out);
+    char *so = yc_harness_capture_end(&out);
     ck_assert_msg(st == YC_OK, "%s", yc_last_error());
     ck_assert_uint_eq(ds.n, 128);
     ck_assert_uint_eq(yc_dataset_backgrounds(&ds), 2);
@@ -1035,14 +964,6 @@ static Suite *dataset_suite(void)
     return s;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 int main(void)
 {
 #ifdef YC_TEST_SHARED
@@ -1050,16 +971,5 @@ int main(void)
     if (!yc_test_have_shared(ref_files, missing, sizeof missing))
         return yc_test_skip(YC_TEST_NEEDS_SHARED, "%s not found (coco128)", missing);
 #endif
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/yc_test_dataset.XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 99;
-    }
-    SRunner *sr = srunner_create(dataset_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return failed ? 1 : 0;
+    return yc_harness_main(dataset_suite(), "dataset");
 }

@@ -2,8 +2,6 @@
  * detection of a half-written directory) and of the drawing and plotting code (boxes, text,
  * labels, encoding, results.csv parsing and the plots). */
 #include <check.h>
-#include <dirent.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,16 +18,7 @@
 #include "log.h"
 #include "util.h"
 #include "yamltree.h"
-
-/* Scratch directory for the files the tests write (created in main, removed at the end). */
-static char tmpdir[512];
-
-/* tmpdir/name in a caller buffer. */
-static const char *tmp_path(char *buf, size_t len, const char *name)
-{
-    snprintf(buf, len, "%s/%s", tmpdir, name);
-    return buf;
-}
+#include "harness.h"
 
 /* Small options for the tests that write several datasets. */
 static yc_demo_options small_options(uint64_t seed)
@@ -40,35 +29,6 @@ static yc_demo_options small_options(uint64_t seed)
     o.n_train = 12;
     o.n_val = 4;
     return o;
-}
-
-/* Number of directory entries whose names end with `suffix`. */
-static int count_files(const char *dir, const char *suffix)
-{
-    DIR *d = opendir(dir);
-    ck_assert_msg(d != NULL, "cannot open %s", dir);
-    int n = 0;
-    struct dirent *e;
-    size_t ls = strlen(suffix);
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (l >= ls && !strcmp(e->d_name + l - ls, suffix))
-            n++;
-    }
-    closedir(d);
-    return n;
-}
-
-/* Reads a whole file (the test fails when it cannot). */
-static char *slurp(const char *path, size_t *size)
-{
-    char *data = NULL;
-    size_t n = 0;
-    int st = yc_read_file(path, &data, &n);
-    ck_assert_msg(st == YC_OK, "cannot read %s: %s", path, yc_last_error());
-    if (size)
-        *size = n;
-    return data;
 }
 
 /* Decodes an image with libvips into RGB bytes. */
@@ -112,7 +72,7 @@ static int chroma(const uint8_t *rgb, int w, int x, int y)
 START_TEST(demo_layout)
 {
     char dir[1024], path[1200];
-    tmp_path(dir, sizeof dir, "demo_default");
+    snprintf(dir, sizeof dir, "%s/demo_default", yc_harness_tmpdir());
     double t0 = yc_now();
     ck_assert_msg(yc_demo_write(dir, NULL) == YC_OK, "%s", yc_last_error());
     double secs = yc_now() - t0;
@@ -124,8 +84,8 @@ START_TEST(demo_layout)
     const int want[4] = {320, 80, 320, 80};
     for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, sub[i]);
-        ck_assert_int_eq(count_files(path, ext[i]), want[i]);
-        ck_assert_int_eq(count_files(path, ".tmp"), 0);
+        ck_assert_int_eq(yc_harness_count_files(path, ext[i]), want[i]);
+        ck_assert_int_eq(yc_harness_count_files(path, ".tmp"), 0);
     }
 
     yc_yaml_node *root = NULL;
@@ -149,7 +109,7 @@ START_TEST(demo_layout)
         for (int i = 0; i < want[s]; i++) {
             snprintf(path, sizeof path, "%s/labels/%s/shapes_%05d.txt", dir, s ? "val" : "train",
                      i);
-            char *text = slurp(path, NULL);
+            char *text = yc_harness_read(path, NULL);
             int rows = 0;
             for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
                 int cls, used = 0;
@@ -199,7 +159,7 @@ START_TEST(demo_boxes_enclose_shapes)
 {
     yc_demo_options o = small_options(3);
     char dir[1024], path[1200];
-    tmp_path(dir, sizeof dir, "demo_boxes");
+    snprintf(dir, sizeof dir, "%s/demo_boxes", yc_harness_tmpdir());
     ck_assert_msg(yc_demo_write(dir, &o) == YC_OK, "%s", yc_last_error());
     int checked_sides = 0;
     for (int i = 0; i < 12; i++) {
@@ -256,7 +216,7 @@ START_TEST(demo_boxes_enclose_shapes)
         ck_assert_int_eq(w, s.w);
         ck_assert_int_eq(h, s.h);
         snprintf(path, sizeof path, "%s/labels/train/shapes_%05d.txt", dir, i);
-        char *text = slurp(path, NULL);
+        char *text = yc_harness_read(path, NULL);
         int k = 0;
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"), k++) {
             int cls;
@@ -294,7 +254,7 @@ static void assert_same_tree(const char *a, const char *b, int n_train, int n_va
         snprintf(pa, sizeof pa, "%s/%s", a, files[i]);
         snprintf(pb, sizeof pb, "%s/%s", b, files[i]);
         size_t na, nb;
-        char *da = slurp(pa, &na), *db = slurp(pb, &nb);
+        char *da = yc_harness_read(pa, &na), *db = yc_harness_read(pb, &nb);
         ck_assert_uint_eq(na, nb);
         ck_assert(memcmp(da, db, na) == 0);
         free(da);
@@ -307,7 +267,7 @@ static void assert_same_tree(const char *a, const char *b, int n_train, int n_va
                 snprintf(pa, sizeof pa, fmt, a, s ? "val" : "train", i);
                 snprintf(pb, sizeof pb, fmt, b, s ? "val" : "train", i);
                 size_t na, nb;
-                char *da = slurp(pa, &na), *db = slurp(pb, &nb);
+                char *da = yc_harness_read(pa, &na), *db = yc_harness_read(pb, &nb);
                 ck_assert_msg(na == nb && memcmp(da, db, na) == 0, "%s and %s differ", pa, pb);
                 free(da);
                 free(db);
@@ -320,9 +280,9 @@ START_TEST(demo_deterministic)
 {
     yc_demo_options o = small_options(7);
     char a[1024], b[1024], c[1024], pa[1200], pc[1200];
-    tmp_path(a, sizeof a, "demo_det_a");
-    tmp_path(b, sizeof b, "demo_det_b");
-    tmp_path(c, sizeof c, "demo_det_c");
+    snprintf(a, sizeof a, "%s/demo_det_a", yc_harness_tmpdir());
+    snprintf(b, sizeof b, "%s/demo_det_b", yc_harness_tmpdir());
+    snprintf(c, sizeof c, "%s/demo_det_c", yc_harness_tmpdir());
     ck_assert_msg(yc_demo_write(a, &o) == YC_OK, "%s", yc_last_error());
     ck_assert_msg(yc_demo_write(b, &o) == YC_OK, "%s", yc_last_error());
     assert_same_tree(a, b, o.n_train, o.n_val);
@@ -333,7 +293,7 @@ START_TEST(demo_deterministic)
     snprintf(pa, sizeof pa, "%s/images/train/shapes_00000.jpg", a);
     snprintf(pc, sizeof pc, "%s/images/train/shapes_00000.jpg", c);
     size_t na, nc;
-    char *da = slurp(pa, &na), *dc = slurp(pc, &nc);
+    char *da = yc_harness_read(pa, &na), *dc = yc_harness_read(pc, &nc);
     ck_assert(na != nc || memcmp(da, dc, na) != 0);
     free(da);
     free(dc);
@@ -356,8 +316,8 @@ START_TEST(demo_incomplete_detected)
 {
     yc_demo_options o = small_options(11);
     char dir[1024], ref[1024], path[1200], user[1200], stale[1200];
-    tmp_path(dir, sizeof dir, "demo_incomplete");
-    tmp_path(ref, sizeof ref, "demo_incomplete_ref");
+    snprintf(dir, sizeof dir, "%s/demo_incomplete", yc_harness_tmpdir());
+    snprintf(ref, sizeof ref, "%s/demo_incomplete_ref", yc_harness_tmpdir());
     ck_assert_msg(yc_demo_write(ref, &o) == YC_OK, "%s", yc_last_error());
 
     /* nothing there yet */
@@ -371,7 +331,7 @@ START_TEST(demo_incomplete_detected)
     ck_assert_int_eq(yc_write_file_atomic(path, "0 0.5 0.5 0.1 0.1\n", 18), YC_OK);
     ck_assert_int_eq(yc_demo_ensure_opts(dir, &o), YC_OK);
     size_t n;
-    char *text = slurp(path, &n);
+    char *text = yc_harness_read(path, &n);
     ck_assert_str_eq(text, "0 0.5 0.5 0.1 0.1\n");
     free(text);
 
@@ -407,7 +367,7 @@ START_TEST(demo_options_and_dirs)
 {
     yc_demo_options o = small_options(0);
     char dir[1024];
-    tmp_path(dir, sizeof dir, "demo_bad");
+    snprintf(dir, sizeof dir, "%s/demo_bad", yc_harness_tmpdir());
     o.n_train = 0;
     ck_assert_int_eq(yc_demo_write(dir, &o), YC_EUSAGE);
     ck_assert(strstr(yc_last_error(), "train") != NULL);
@@ -439,12 +399,15 @@ START_TEST(demo_options_and_dirs)
 
     /* the default cache directory is used when none is given */
     char cache[1024], yaml[1200];
-    tmp_path(cache, sizeof cache, "xdg");
+    snprintf(cache, sizeof cache, "%s/xdg", yc_harness_tmpdir());
     setenv("XDG_CACHE_HOME", cache, 1);
-    ck_assert_msg(yc_demo_ensure_opts(NULL, &(yc_demo_options){.seed = 1, .n_train = 2, .n_val = 1,
-                                                                .min_side = 64, .max_side = 96,
-                                                                .max_objects = 2, .quality = 80}) ==
-                      YC_OK,
+    ck_assert_msg(yc_demo_ensure_opts(NULL, &(yc_demo_options){.seed = 1,
+                                                               .n_train = 2,
+                                                               .n_val = 1,
+                                                               .min_side = 64,
+                                                               .max_side = 96,
+                                                               .max_objects = 2,
+                                                               .quality = 80}) == YC_OK,
                   "%s", yc_last_error());
     snprintf(yaml, sizeof yaml, "%s/yolocl/demo/%s", cache, YC_DEMO_YAML);
     ck_assert(yc_file_exists(yaml));
@@ -604,9 +567,9 @@ END_TEST
 START_TEST(draw_save_roundtrip)
 {
     char png[1200], jpg[1200], bad[1200];
-    tmp_path(png, sizeof png, "canvas.png");
-    tmp_path(jpg, sizeof jpg, "canvas.jpg");
-    tmp_path(bad, sizeof bad, "canvas.gif");
+    snprintf(png, sizeof png, "%s/canvas.png", yc_harness_tmpdir());
+    snprintf(jpg, sizeof jpg, "%s/canvas.jpg", yc_harness_tmpdir());
+    snprintf(bad, sizeof bad, "%s/canvas.gif", yc_harness_tmpdir());
     yc_canvas c;
     ck_assert_int_eq(yc_canvas_init(&c, 64, 48, (yc_rgb){10, 20, 30}), YC_OK);
     yc_draw_fill_rect(&c, 8, 8, 40, 30, (yc_rgb){200, 100, 50});
@@ -660,8 +623,8 @@ static void write_results(const char *path, int rows)
 START_TEST(results_csv_and_plot)
 {
     char csv[1200], out[1200];
-    tmp_path(csv, sizeof csv, "results.csv");
-    tmp_path(out, sizeof out, "results.png");
+    snprintf(csv, sizeof csv, "%s/results.csv", yc_harness_tmpdir());
+    snprintf(out, sizeof out, "%s/results.png", yc_harness_tmpdir());
     write_results(csv, 7);
     yc_results r;
     ck_assert_msg(yc_results_read(csv, &r) == YC_OK, "%s", yc_last_error());
@@ -692,11 +655,12 @@ START_TEST(results_csv_and_plot)
 }
 END_TEST
 
-/* Writes `text` to tmpdir/name and returns yc_results_read's status, the message in `msg`. */
+/* Writes `text` to <scratch directory>/name and returns yc_results_read's status, the message in
+ * `msg`. */
 static int read_bad(const char *name, const char *text, char *msg, size_t len)
 {
     char path[1200];
-    tmp_path(path, sizeof path, name);
+    snprintf(path, sizeof path, "%s/%s", yc_harness_tmpdir(), name);
     ck_assert_int_eq(yc_write_file_atomic(path, text, strlen(text)), YC_OK);
     yc_results r;
     int st = yc_results_read(path, &r);
@@ -728,13 +692,13 @@ START_TEST(results_csv_errors)
     ck_assert_int_eq(read_bad("crlf.csv", text, msg, sizeof msg), YC_OK);
 
     /* the plot needs YOLOv5's columns and at least one epoch, and names what is missing */
-    tmp_path(out, sizeof out, "bad.png");
-    tmp_path(path, sizeof path, "bad5.csv");
+    snprintf(out, sizeof out, "%s/bad.png", yc_harness_tmpdir());
+    snprintf(path, sizeof path, "%s/bad5.csv", yc_harness_tmpdir());
     snprintf(text, sizeof text, "%s0, 0.1, 0.2\n", hdr);
     ck_assert_int_eq(yc_write_file_atomic(path, text, strlen(text)), YC_OK);
     ck_assert_int_eq(yc_plot_results(path, out), YC_EFORMAT);
     ck_assert_msg(strstr(yc_last_error(), "train/obj_loss"), "%s", yc_last_error());
-    tmp_path(path, sizeof path, "missing.csv");
+    snprintf(path, sizeof path, "%s/missing.csv", yc_harness_tmpdir());
     ck_assert_int_ne(yc_plot_results(path, out), YC_OK);
     ck_assert_msg(strstr(yc_last_error(), "missing.csv"), "%s", yc_last_error());
     ck_assert(!yc_file_exists(out));
@@ -763,7 +727,7 @@ START_TEST(plot_batch_labels_curves_confusion)
         {1, 2, 0.3f, 0.3f, 0.2f, 0.2f, 0.9f},
         {2, 1, 0.5f, 0.5f, 0.2f, 0.2f, 0.1f},
     };
-    tmp_path(out, sizeof out, "train_batch0.jpg");
+    snprintf(out, sizeof out, "%s/train_batch0.jpg", yc_harness_tmpdir());
     ck_assert_msg(yc_plot_batch(out, ims, 3, boxes, 3, yc_demo_names, YC_DEMO_NC) == YC_OK, "%s",
                   yc_last_error());
     int w, h;
@@ -803,7 +767,7 @@ START_TEST(plot_batch_labels_curves_confusion)
         }
         yc_demo_sample_free(&s);
     }
-    tmp_path(out, sizeof out, "labels.jpg");
+    snprintf(out, sizeof out, "%s/labels.jpg", yc_harness_tmpdir());
     ck_assert_msg(yc_plot_labels(out, labels, n, yc_demo_names, YC_DEMO_NC) == YC_OK, "%s",
                   yc_last_error());
     p = decode(out, &w, &h);
@@ -826,7 +790,7 @@ START_TEST(plot_batch_labels_curves_confusion)
     const char *series[4] = {"circle 0.9", "square 0.8", "triangle 0.7", "star 0.6"};
     yc_curve_plot cp = {"Precision-Recall Curve", "Recall", "Precision", NP, x, 4, y, series,
                         mean, "all classes 0.750 mAP@0.5", 0, 1, 0, 1};
-    tmp_path(out, sizeof out, "PR_curve.png");
+    snprintf(out, sizeof out, "%s/PR_curve.png", yc_harness_tmpdir());
     ck_assert_msg(yc_plot_curves(out, &cp) == YC_OK, "%s", yc_last_error());
     p = decode(out, &w, &h);
     ck_assert_int_eq(w, YC_CURVE_PLOT_W);
@@ -841,7 +805,7 @@ START_TEST(plot_batch_labels_curves_confusion)
 
     /* confusion matrix, normalised and raw */
     float cm[25] = {50, 2, 0, 1, 3, 1, 40, 3, 0, 2, 0, 1, 45, 0, 4, 0, 0, 2, 38, 1, 5, 4, 6, 2, 0};
-    tmp_path(out, sizeof out, "confusion_matrix.png");
+    snprintf(out, sizeof out, "%s/confusion_matrix.png", yc_harness_tmpdir());
     ck_assert_msg(yc_plot_confusion(out, cm, 4, yc_demo_names, true) == YC_OK, "%s",
                   yc_last_error());
     p = decode(out, &w, &h);
@@ -877,27 +841,8 @@ static Suite *demo_suite(void)
     return s;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 int main(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/yc_test_demo.XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 99;
-    }
     yc_verbosity = 0;
-    SRunner *sr = srunner_create(demo_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return failed ? 1 : 0;
+    return yc_harness_main(demo_suite(), "demo");
 }

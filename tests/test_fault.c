@@ -31,37 +31,7 @@
 #include "safetensors.h"
 #include "train.h"
 #include "util.h"
-
-static char tmpdir[256];
-
-static void make_tmpdir(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/yolocl-test-fault-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-/* A demo dataset of 16 training and 8 validation images of 64-96 px in tmpdir/name. */
-static void make_demo(const char *name, char *yaml, size_t len)
-{
-    char dir[400];
-    snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
-    yc_demo_options opt;
-    yc_demo_options_default(&opt);
-    opt.n_train = 16;
-    opt.n_val = 8;
-    opt.min_side = 64;
-    opt.max_side = 96;
-    ck_assert_msg(yc_demo_write(dir, &opt) == YC_OK, "%s", yc_last_error());
-    snprintf(yaml, len, "%s/%s", dir, YC_DEMO_YAML);
-}
-
-static const char *tiny_cfg(void)
-{
-    static char path[1024];
-    const char *d = getenv("YOLOCL_TEST_DATA");
-    snprintf(path, sizeof path, "%s/tiny/yolov5n-tiny.yaml", d ? d : "tests/data");
-    return path;
-}
+#include "harness.h"
 
 static bool err_has(const char *s)
 {
@@ -81,18 +51,11 @@ static int count_tmp(const char *dir)
     return n;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-    char *data = NULL;
-    ck_assert_msg(yc_read_file(path, &data, len) == YC_OK, "%s", yc_last_error());
-    return data;
-}
-
 /* Occurrences of `needle` in the file at path. */
 static int count_in_file(const char *path, const char *needle)
 {
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = yc_harness_read(path, &len);
     int n = 0;
     for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
         n++;
@@ -136,18 +99,6 @@ static void no_fsize_limit(void)
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
 }
 
-static yc_model *tiny_model(yc_backend **be)
-{
-    yc_model_cfg *cfg = NULL;
-    yc_model *m = NULL;
-    ck_assert_msg(yc_model_cfg_load(&cfg, tiny_cfg(), 4) == YC_OK, "%s", yc_last_error());
-    ck_assert_int_eq(yc_model_new(&m, cfg), YC_OK);
-    ck_assert_int_eq(yc_device_open("cpu", 0, false, be), YC_OK);
-    ck_assert_int_eq(yc_model_alloc(m, *be), YC_OK);
-    ck_assert_int_eq(yc_model_init_weights(m, 1), YC_OK);
-    return m;
-}
-
 /* ---- checkpoints ----------------------------------------------------------------------------- */
 
 /* A checkpoint write cut short by a file size limit (EFBIG, as ENOSPC would): a message naming
@@ -155,22 +106,23 @@ static yc_model *tiny_model(yc_backend **be)
  * are not finite are refused the same way. */
 START_TEST(failed_checkpoint_write_keeps_the_previous_one)
 {
-    make_tmpdir();
+    ck_assert_ptr_nonnull(yc_harness_tmpdir_make("fault"));
     signal(SIGXFSZ, SIG_IGN);
     yc_backend *be = NULL;
-    yc_model *m = tiny_model(&be);
+    yc_harness_cpu(&be, 0);
+    yc_model *m = yc_harness_tiny_model(be, 4, 1);
     yc_optim *o = NULL;
     yc_ema *e = NULL;
     ck_assert_int_eq(yc_optim_new(&o, m, YC_OPTIM_SGD, 0.01, 0.9, 5e-4, NULL), YC_OK);
     ck_assert_int_eq(yc_ema_new(&e, m, 0), YC_OK);
     char path[512];
-    snprintf(path, sizeof path, "%s/last.safetensors", tmpdir);
+    snprintf(path, sizeof path, "%s/last.safetensors", yc_harness_tmpdir());
     yc_ckpt_meta meta = {.epoch = 4, .last_opt_step = 9,
                          .names_json = "[\"a\", \"b\", \"c\", \"d\"]",
                          .opt_json = "{\"epochs\": 9}", .hyp_json = "{\"lr0\": 0.01}"};
     ck_assert_msg(yc_checkpoint_save(path, e->ema, m, o, &meta) == YC_OK, "%s", yc_last_error());
     size_t len0;
-    char *before = slurp(path, &len0);
+    char *before = yc_harness_read(path, &len0);
 
     /* the next save of other weights, into a file system that takes 64 KiB per file */
     ck_assert_int_eq(yc_ema_update(e, m), YC_OK);
@@ -181,10 +133,10 @@ START_TEST(failed_checkpoint_write_keeps_the_previous_one)
     ck_assert_int_eq(st, YC_EIO);
     ck_assert_msg(err_has(path) && err_has("File too large"), "%s", yc_last_error());
     size_t len1;
-    char *after = slurp(path, &len1);
+    char *after = yc_harness_read(path, &len1);
     ck_assert_uint_eq(len0, len1);
     ck_assert_msg(memcmp(before, after, len0) == 0, "the previous checkpoint changed");
-    ck_assert_int_eq(count_tmp(tmpdir), 0);
+    ck_assert_int_eq(count_tmp(yc_harness_tmpdir()), 0);
     yc_ckpt_meta back;
     ck_assert_int_eq(yc_checkpoint_read_meta(path, &back), YC_OK);
     ck_assert_int_eq(back.epoch, 4);
@@ -200,10 +152,10 @@ START_TEST(failed_checkpoint_write_keeps_the_previous_one)
     ck_assert_msg(err_has(m->params[2].name) && err_has("not finite") && err_has(path), "%s",
                   yc_last_error());
     free(after);
-    after = slurp(path, &len1);
+    after = yc_harness_read(path, &len1);
     ck_assert_msg(len0 == len1 && memcmp(before, after, len0) == 0, "the previous checkpoint "
                   "changed");
-    ck_assert_int_eq(count_tmp(tmpdir), 0);
+    ck_assert_int_eq(count_tmp(yc_harness_tmpdir()), 0);
     free(before);
     free(after);
     yc_optim_free(o);
@@ -217,7 +169,7 @@ END_TEST
  * a live process's (ours) and other names are left alone. */
 START_TEST(stale_temporary_files_are_removed)
 {
-    make_tmpdir();
+    ck_assert_ptr_nonnull(yc_harness_tmpdir_make("fault"));
     pid_t child = fork();
     ck_assert(child >= 0);
     if (child == 0)
@@ -229,13 +181,13 @@ START_TEST(stale_temporary_files_are_removed)
     for (int i = 0; i < 4; i++) {
         char name[128], path[512];
         snprintf(name, sizeof name, names[i], pids[i]);
-        snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+        snprintf(path, sizeof path, "%s/%s", yc_harness_tmpdir(), name);
         ck_assert_int_eq(yc_write_file_atomic(path, "x", 1), YC_OK);
     }
-    ck_assert_int_eq(count_tmp(tmpdir), 3);
-    ck_assert_int_eq(yc_atomic_remove_stale(tmpdir), 2);
-    ck_assert_int_eq(count_tmp(tmpdir), 1);
-    ck_assert_int_eq(yc_count_files(tmpdir, ".safetensors"), 1);
+    ck_assert_int_eq(count_tmp(yc_harness_tmpdir()), 3);
+    ck_assert_int_eq(yc_atomic_remove_stale(yc_harness_tmpdir()), 2);
+    ck_assert_int_eq(count_tmp(yc_harness_tmpdir()), 1);
+    ck_assert_int_eq(yc_count_files(yc_harness_tmpdir(), ".safetensors"), 1);
 }
 END_TEST
 
@@ -243,21 +195,21 @@ END_TEST
  * torn header gets a whole one back. */
 START_TEST(results_csv_torn_rows_are_dropped)
 {
-    make_tmpdir();
+    ck_assert_ptr_nonnull(yc_harness_tmpdir_make("fault"));
     char csv[512];
-    snprintf(csv, sizeof csv, "%s/results.csv", tmpdir);
+    snprintf(csv, sizeof csv, "%s/results.csv", yc_harness_tmpdir());
     double row[YC_RESULTS_NCOLS] = {0};
     for (int ep = 0; ep < 2; ep++)
         ck_assert_int_eq(yc_results_append(csv, ep, row), YC_OK);
     size_t len;
-    char *whole = slurp(csv, &len);
+    char *whole = yc_harness_read(csv, &len);
     FILE *f = fopen(csv, "a");
     ck_assert_ptr_nonnull(f);
     fputs("                   2,             0.1", f);
     fclose(f);
     ck_assert_int_eq(yc_results_truncate(csv, 3), YC_OK);
     size_t len2;
-    char *cut = slurp(csv, &len2);
+    char *cut = yc_harness_read(csv, &len2);
     ck_assert_uint_eq(len, len2);
     ck_assert(memcmp(whole, cut, len) == 0);
     free(cut);
@@ -268,7 +220,7 @@ START_TEST(results_csv_torn_rows_are_dropped)
     fclose(f);
     ck_assert_int_eq(yc_results_truncate(csv, 0), YC_OK);
     ck_assert_int_eq(yc_results_append(csv, 0, row), YC_OK);
-    cut = slurp(csv, &len2);
+    cut = yc_harness_read(csv, &len2);
     ck_assert_msg(strncmp(cut, whole, strchr(whole, '\n') - whole + 1) == 0, "no header: %s", cut);
     ck_assert_int_eq(count_in_file(csv, "epoch"), 1);
     free(cut);
@@ -296,7 +248,7 @@ static void train_opts(yc_train_opts *o, const char *yaml, const char *name)
 {
     yc_train_opts_defaults(o);
     o->data = yaml;
-    o->cfg = tiny_cfg();
+    o->cfg = yc_harness_tiny_cfg();
     o->epochs = 2;
     o->batch = 4;
     o->imgsz = 64;
@@ -304,7 +256,7 @@ static void train_opts(yc_train_opts *o, const char *yaml, const char *name)
     o->noplots = true;
     o->noautoanchor = true;
     o->exist_ok = true;
-    o->project = tmpdir;
+    o->project = yc_harness_tmpdir();
     o->name = name;
     o->device = "cpu";
 }
@@ -325,10 +277,11 @@ static int train_quiet(const yc_train_opts *o)
  * room finishes the run with one results.csv row per epoch. */
 START_TEST(full_disk_stops_training_and_keeps_the_last_checkpoint)
 {
-    make_tmpdir();
+    ck_assert_ptr_nonnull(yc_harness_tmpdir_make("fault"));
     signal(SIGXFSZ, SIG_IGN);
     char yaml[512];
-    make_demo("demo", yaml, sizeof yaml);
+    ck_assert_msg(yc_harness_demo(yc_harness_tmp("demo"), NULL, yaml, sizeof yaml) == YC_OK, "%s",
+                  yc_last_error());
     yc_train_opts o;
     train_opts(&o, yaml, "full");
     fsize_trigger trig = {1, 64 * 1024};
@@ -338,7 +291,7 @@ START_TEST(full_disk_stops_training_and_keeps_the_last_checkpoint)
     no_fsize_limit();
     ck_assert_int_eq(st, YC_EIO);
     char run[400], last[500], wdir[450], csv[450];
-    snprintf(run, sizeof run, "%s/full", tmpdir);
+    snprintf(run, sizeof run, "%s/full", yc_harness_tmpdir());
     snprintf(wdir, sizeof wdir, "%s/weights", run);
     snprintf(last, sizeof last, "%s/last.safetensors", wdir);
     snprintf(csv, sizeof csv, "%s/results.csv", run);
@@ -370,10 +323,11 @@ END_TEST
  * which stays on disk with finite weights; --resume loads it and stops at the same step. */
 START_TEST(nan_loss_stops_and_keeps_the_last_good_checkpoint)
 {
-    make_tmpdir();
+    ck_assert_ptr_nonnull(yc_harness_tmpdir_make("fault"));
     char yaml[512], hyp[512];
-    make_demo("demo", yaml, sizeof yaml);
-    snprintf(hyp, sizeof hyp, "%s/hyp.nan.yaml", tmpdir);
+    ck_assert_msg(yc_harness_demo(yc_harness_tmp("demo"), NULL, yaml, sizeof yaml) == YC_OK, "%s",
+                  yc_last_error());
+    snprintf(hyp, sizeof hyp, "%s/hyp.nan.yaml", yc_harness_tmpdir());
     const char *text = "lr0: 0.01\nlrf: 1.0e+20\n";
     ck_assert_int_eq(yc_write_file_atomic(hyp, text, strlen(text)), YC_OK);
     yc_train_opts o;
@@ -383,7 +337,7 @@ START_TEST(nan_loss_stops_and_keeps_the_last_good_checkpoint)
     int st = train_quiet(&o);
     ck_assert_int_ne(st, YC_OK);
     char last[500], msg[2048];
-    snprintf(last, sizeof last, "%s/nan/weights/last.safetensors", tmpdir);
+    snprintf(last, sizeof last, "%s/nan/weights/last.safetensors", yc_harness_tmpdir());
     snprintf(msg, sizeof msg, "%s", yc_last_error());
     ck_assert_msg((err_has("the loss is") || err_has("gradients are not finite")) &&
                       err_has("epoch 1, batch") && err_has("(step ") &&
@@ -409,7 +363,7 @@ START_TEST(nan_loss_stops_and_keeps_the_last_good_checkpoint)
     free(v);
     yc_st_close(f);
     size_t len0;
-    char *before = slurp(last, &len0);
+    char *before = yc_harness_read(last, &len0);
 
     yc_train_opts r;
     train_opts(&r, yaml, "nan");
@@ -419,7 +373,7 @@ START_TEST(nan_loss_stops_and_keeps_the_last_good_checkpoint)
     ck_assert_msg(strcmp(msg, yc_last_error()) == 0, "first: %s\nresumed: %s", msg,
                   yc_last_error());
     size_t len1;
-    char *after = slurp(last, &len1);
+    char *after = yc_harness_read(last, &len1);
     ck_assert_msg(len0 == len1 && memcmp(before, after, len0) == 0, "last.safetensors changed");
     free(before);
     free(after);
@@ -461,9 +415,10 @@ static uint8_t *train_epoch(const yc_dataset *ds, const yc_hyp *hyp, int workers
  * and validation leaves the two out. */
 START_TEST(vanished_and_corrupt_images_are_skipped)
 {
-    make_tmpdir();
+    ck_assert_ptr_nonnull(yc_harness_tmpdir_make("fault"));
     char yaml[512];
-    make_demo("demo", yaml, sizeof yaml);
+    ck_assert_msg(yc_harness_demo(yc_harness_tmp("demo"), NULL, yaml, sizeof yaml) == YC_OK, "%s",
+                  yc_last_error());
     yc_data_yaml y;
     yc_dataset ds, vds;
     ck_assert_int_eq(yc_data_yaml_load(yaml, &y), YC_OK);
@@ -481,14 +436,14 @@ START_TEST(vanished_and_corrupt_images_are_skipped)
     ck_assert_int_eq(yc_write_file_atomic(ds.samples[banned[1]].image, garbage, strlen(garbage)),
                      YC_OK);
     char log[512];
-    snprintf(log, sizeof log, "%s/stderr.txt", tmpdir);
+    snprintf(log, sizeof log, "%s/stderr.txt", yc_harness_tmpdir());
     int saved = stderr_to(log);
     uint8_t *two = train_epoch(&ds, &hyp, 2, 0, banned, 2);
     stderr_back(saved);
     for (int j = 0; j < 2; j++)
         ck_assert_msg(count_in_file(log, ds.samples[banned[j]].image) >= 1 &&
                           count_in_file(log, "skipping ") == 2,
-                      "warnings: %s", slurp(log, &(size_t){0}));
+                      "warnings: %s", yc_harness_read(log, &(size_t){0}));
     ck_assert_int_eq(count_in_file(log, "replacement samples take its place"), 2);
     saved = stderr_to(log);
     uint8_t *one = train_epoch(&ds, &hyp, 1, 0, banned, 2);
@@ -527,22 +482,11 @@ START_TEST(vanished_and_corrupt_images_are_skipped)
 }
 END_TEST
 
-static void remove_tmpdir(void)
-{
-    if (!tmpdir[0])
-        return;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "test_fault: could not remove %s\n", tmpdir);
-    tmpdir[0] = '\0';
-}
-
 static Suite *suite(void)
 {
     Suite *s = suite_create("fault");
     TCase *tc = tcase_create("files");
-    tcase_add_checked_fixture(tc, NULL, remove_tmpdir);
+    tcase_add_checked_fixture(tc, NULL, yc_harness_tmpdir_remove);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, failed_checkpoint_write_keeps_the_previous_one);
     tcase_add_test(tc, stale_temporary_files_are_removed);
@@ -550,7 +494,7 @@ static Suite *suite(void)
     tcase_add_test(tc, vanished_and_corrupt_images_are_skipped);
     suite_add_tcase(s, tc);
     tc = tcase_create("runs");
-    tcase_add_checked_fixture(tc, NULL, remove_tmpdir);
+    tcase_add_checked_fixture(tc, NULL, yc_harness_tmpdir_remove);
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, full_disk_stops_training_and_keeps_the_last_checkpoint);
     tcase_add_test(tc, nan_loss_stops_and_keeps_the_last_good_checkpoint);
@@ -560,9 +504,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return yc_harness_run(suite(), false);
 }

@@ -28,6 +28,7 @@
 #include "safetensors.h"
 #include "step.h"
 #include "util.h"
+#include "harness.h"
 #include "yctest.h"
 
 #define TOL_OUT 1e-4
@@ -350,9 +351,5 @@ int main(void)
     tcase_add_test(tc, p6_gradients_match_finite_differences);
 #endif
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return yc_harness_run(s, false);
 }

@@ -18,6 +18,7 @@
 #include "rng.h"
 #include "safetensors.h"
 #include "util.h"
+#include "harness.h"
 #include "yctest.h"
 
 /* YOLOv5 P5 anchors in grid units (docs/YOLOV5.md 1.7). */
@@ -1086,9 +1087,5 @@ int main(void)
         return yc_test_skip(YC_TEST_NEEDS_SHARED, "%s not found (PyTorch's reference step)",
                             missing);
 #endif
-    SRunner *sr = srunner_create(loss_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return yc_harness_run(loss_suite(), false);
 }

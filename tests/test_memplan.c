@@ -16,6 +16,7 @@
 #include "memplan.h"
 #include "model.h"
 #include "modelcfg.h"
+#include "harness.h"
 
 #define NOMINAL 64
 #define BATCH 16
@@ -424,9 +425,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return yc_harness_run(suite(), false);
 }

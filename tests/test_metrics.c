@@ -20,6 +20,7 @@
 #include "nms.h"
 #include "safetensors.h"
 #include "util.h"
+#include "harness.h"
 #include "yctest.h"
 
 #ifndef YC_TEST_SHARED
@@ -1065,9 +1066,5 @@ int main(void)
                             "%s not found (PyTorch's decoding and NMS of the released YOLOv5n)",
                             missing);
 #endif
-    SRunner *sr = srunner_create(metrics_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return yc_harness_run(metrics_suite(), false);
 }

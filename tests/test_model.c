@@ -14,6 +14,7 @@
 #include "modelcfg.h"
 #include "safetensors.h"
 #include "yamltree.h"
+#include "harness.h"
 
 static const char *test_data(void)
 {
@@ -500,9 +501,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return yc_harness_run(suite(), false);
 }

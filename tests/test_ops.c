@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -49,6 +48,7 @@
 #include "ref_ops.h"
 #include "rng.h"
 #include "winograd.h"
+#include "harness.h"
 #include "yctest.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -89,32 +89,17 @@ static int nbackends = 2;
 #define NBACKENDS nbackends
 
 /* Appends every OpenCL device to `backends` (none when YOLOCL_TEST_OPENCL=0, only device N with
- * YOLOCL_TEST_OPENCL_DEVICE=N).  The devices are
- * counted in a child process: listing them starts the OpenCL platform (PoCL starts threads), and
- * Check's forked tests hang when their parent has done that. */
+ * YOLOCL_TEST_OPENCL_DEVICE=N).  The devices are counted in a child process
+ * (yc_harness_opencl_devices): Check's forked tests hang when their parent has started the OpenCL
+ * platform. */
 static void add_opencl_backends(void)
 {
 #ifdef YC_HAVE_OPENCL
     static char names[MAX_CL_BACKENDS][16];
     const char *env = getenv("YOLOCL_TEST_OPENCL");
-    int fd[2], n = 0;
-    if ((env && strcmp(env, "0") == 0) || pipe(fd) != 0)
+    if (env && strcmp(env, "0") == 0)
         return;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        yc_device_info *devs = NULL;
-        int count = 0;
-        if (yc_cl_list_devices(&devs, &count) != YC_OK)
-            count = 0;
-        _exit(write(fd[1], &count, sizeof count) == (ssize_t)sizeof count ? 0 : 1);
-    }
-    close(fd[1]);
-    if (pid < 0 || read(fd[0], &n, sizeof n) != (ssize_t)sizeof n)
-        n = 0;
-    close(fd[0]);
-    if (pid > 0)
-        waitpid(pid, NULL, 0);
+    int n = yc_harness_opencl_devices();
     const char *only = getenv("YOLOCL_TEST_OPENCL_DEVICE");
     for (int i = 0; i < n && i < MAX_CL_BACKENDS; i++) {
         if (only && *only && atoi(only) != i)
@@ -3278,9 +3263,5 @@ int main(void)
 {
     build_cases();
     add_opencl_backends();
-    SRunner *sr = srunner_create(ops_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return yc_harness_run(ops_suite(), false);
 }

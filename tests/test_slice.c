@@ -8,7 +8,6 @@
  * the model test runs the tiny YOLOv5 of tests/data (YOLOCL_TEST_DATA) and checks that the three
  * ways of reading give the same detections. */
 #include <check.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,61 +25,34 @@
 #include "slice_image.h"
 #include "tile.h"
 #include "util.h"
-
-/* Scratch directory (created in main, removed at the end). */
-static char tmpdir[512];
+#include "harness.h"
 
 enum { IMG_W = 1500, IMG_H = 1100 };
 
 /* The synthetic image: a pattern that differs at every pixel and a few solid rectangles. */
 static void make_pixels(yc_image *im)
 {
-    ck_assert_int_eq(yc_image_reserve(im, IMG_H, IMG_W), YC_OK);
-    for (int y = 0; y < IMG_H; y++)
-        for (int x = 0; x < IMG_W; x++) {
-            uint8_t *p = im->data + ((size_t)y * IMG_W + x) * 3;
-            p[0] = (uint8_t)(x * 3 + y);
-            p[1] = (uint8_t)(x ^ y);
-            p[2] = (uint8_t)((x * y) >> 4);
-        }
-    static const int rects[][7] = {
-        {100, 80, 300, 260, 230, 40, 40},   {600, 500, 760, 700, 30, 200, 60},
-        {1200, 900, 1499, 1099, 20, 40, 220}, {0, 1000, 90, 1099, 250, 250, 250},
+    static const yc_harness_rect rects[] = {
+        {100, 80, 300, 260, 230, 40, 40},
+        {600, 500, 760, 700, 30, 200, 60},
+        {1200, 900, 1499, 1099, 20, 40, 220},
+        {0, 1000, 90, 1099, 250, 250, 250},
     };
-    for (size_t r = 0; r < sizeof rects / sizeof rects[0]; r++)
-        for (int y = rects[r][1]; y <= rects[r][3]; y++)
-            for (int x = rects[r][0]; x <= rects[r][2]; x++) {
-                uint8_t *p = im->data + ((size_t)y * IMG_W + x) * 3;
-                p[0] = (uint8_t)rects[r][4];
-                p[1] = (uint8_t)rects[r][5];
-                p[2] = (uint8_t)rects[r][6];
-            }
+    yc_harness_pattern(im, IMG_H, IMG_W, 0);
+    yc_harness_paint(im, rects, sizeof rects / sizeof rects[0]);
 }
 
-/* tmpdir/name, written from the synthetic pixels when it does not exist yet (tests run in forked
- * processes: each writes what it needs).  Suffixes: .png, .jpg, .tif (tiled, 128 x 128 tiles,
- * uncompressed), _strip.tif (striped, deflate). */
+/* <scratch directory>/name, written from the synthetic pixels when it does not exist yet (tests run
+ * in forked processes: each writes what it needs).  Suffixes: .png, .jpg, .tif (tiled, 128 x 128
+ * tiles, uncompressed), _strip.tif (striped, deflate). */
 static const char *fixture(const char *name, char *path, size_t len)
 {
-    snprintf(path, len, "%s/%s", tmpdir, name);
+    snprintf(path, len, "%s/%s", yc_harness_tmpdir(), name);
     if (yc_file_exists(path))
         return path;
     yc_image im = YC_IMAGE_INIT;
     make_pixels(&im);
-    ck_assert_int_eq(yc_vips_init(), YC_OK);
-    VipsImage *v = vips_image_new_from_memory(im.data, (size_t)IMG_W * IMG_H * 3, IMG_W, IMG_H, 3,
-                                              VIPS_FORMAT_UCHAR);
-    ck_assert_ptr_nonnull(v);
-    int r;
-    size_t l = strlen(name);
-    if (l > 10 && !strcmp(name + l - 10, "_strip.tif"))
-        r = vips_tiffsave(v, path, "compression", VIPS_FOREIGN_TIFF_COMPRESSION_DEFLATE, NULL);
-    else if (l > 4 && !strcmp(name + l - 4, ".tif"))
-        r = vips_tiffsave(v, path, "tile", TRUE, "tile_width", 128, "tile_height", 128, NULL);
-    else
-        r = vips_image_write_to_file(v, path, NULL);
-    ck_assert_msg(r == 0, "writing %s: %s", path, vips_error_buffer());
-    g_object_unref(v);
+    yc_harness_write_image(path, &im);
     yc_image_free(&im);
     return path;
 }
@@ -197,9 +169,9 @@ START_TEST(test_window_errors)
     ck_assert_int_eq(yc_slice_source_read(s, (yc_tile_window){1180, 780, 320, 320}, &im), YC_OK);
     yc_slice_source_free(s);
     ck_assert_int_eq(yc_slice_source_open(&s, p, 0, 0), YC_EUSAGE);
-    snprintf(p, sizeof p, "%s/missing.png", tmpdir);
+    snprintf(p, sizeof p, "%s/missing.png", yc_harness_tmpdir());
     ck_assert_int_eq(yc_slice_source_open(&s, p, 0, 320), YC_EIO);
-    snprintf(p, sizeof p, "%s/junk.jpg", tmpdir);
+    snprintf(p, sizeof p, "%s/junk.jpg", yc_harness_tmpdir());
     ck_assert_int_eq(yc_write_file_atomic(p, "not an image", 12), YC_OK);
     ck_assert_int_eq(yc_slice_source_open(&s, p, 0, 320), YC_EFORMAT);
     ck_assert_ptr_null(s);
@@ -214,7 +186,7 @@ START_TEST(test_windows_exif)
     yc_image im = YC_IMAGE_INIT, dec = YC_IMAGE_INIT, got = YC_IMAGE_INIT, want = YC_IMAGE_INIT;
     make_pixels(&im);
     char p[700];
-    snprintf(p, sizeof p, "%s/rotated.jpg", tmpdir);
+    snprintf(p, sizeof p, "%s/rotated.jpg", yc_harness_tmpdir());
     ck_assert_int_eq(yc_image_save(&im, p, 6), YC_OK);
     ck_assert_int_eq(yc_image_decode(p, &dec, NULL, NULL), YC_OK);
     ck_assert_int_eq(dec.w, IMG_H);
@@ -426,7 +398,7 @@ START_TEST(test_annotate_strips)
     yc_detect_draw(&cv, 0, 0, d, n, &style);
 
     /* lossless PNG through the strip-by-strip writer: the same pixels */
-    snprintf(out, sizeof out, "%s/annotated.png", tmpdir);
+    snprintf(out, sizeof out, "%s/annotated.png", yc_harness_tmpdir());
     ck_assert_msg(yc_slice_write_annotated(p, draw_cb, &ds, out, YC_ANNOTATED_SUFFIX) == YC_OK,
                   "%s", yc_last_error());
     ck_assert_int_eq(yc_image_decode(out, &got, NULL, NULL), YC_OK);
@@ -435,7 +407,7 @@ START_TEST(test_annotate_strips)
     ck_assert(!memcmp(got.data, whole.data, (size_t)IMG_W * IMG_H * 3));
 
     /* the pyramidal TIFF: tiled, several levels, the full level close to the reference (JPEG) */
-    snprintf(out, sizeof out, "%s/annotated.tif", tmpdir);
+    snprintf(out, sizeof out, "%s/annotated.tif", yc_harness_tmpdir());
     ck_assert_msg(yc_slice_write_annotated(p, draw_cb, &ds, out, YC_ANNOTATED_PYRAMID) == YC_OK,
                   "%s", yc_last_error());
     VipsImage *t = vips_image_new_from_file(out, NULL);
@@ -450,7 +422,7 @@ START_TEST(test_annotate_strips)
     /* the same bytes as libvips writes from the reference drawn whole with the same settings:
      * the strips computed lazily hold exactly the reference pixels */
     char ref[800];
-    snprintf(ref, sizeof ref, "%s/reference.tif", tmpdir);
+    snprintf(ref, sizeof ref, "%s/reference.tif", yc_harness_tmpdir());
     VipsImage *v = vips_image_new_from_memory(whole.data, (size_t)IMG_W * IMG_H * 3, IMG_W, IMG_H,
                                               3, VIPS_FORMAT_UCHAR);
     ck_assert_ptr_nonnull(v);
@@ -471,7 +443,7 @@ START_TEST(test_annotate_strips)
                   "%d %d %d", px[0], px[1], px[2]);
 
     /* errors name the file */
-    snprintf(out, sizeof out, "%s/no-such-dir/annotated.png", tmpdir);
+    snprintf(out, sizeof out, "%s/no-such-dir/annotated.png", yc_harness_tmpdir());
     ck_assert_int_eq(yc_slice_write_annotated(p, draw_cb, &ds, out, YC_ANNOTATED_SUFFIX),
                      YC_EFORMAT);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "annotated.png"));
@@ -484,19 +456,6 @@ END_TEST
  * One image through a model
  * ---------------------------------------------------------------------------------------------- */
 
-/* The tiny YOLOv5 of tests/data ($YOLOCL_TEST_DATA, else tests/data) on the CPU. */
-static void tiny_model(yc_backend **be, yc_infer_model *im)
-{
-    const char *td = getenv("YOLOCL_TEST_DATA");
-    char w[1024], cfg[1024];
-    snprintf(w, sizeof w, "%s/tiny/weights.safetensors", td && td[0] ? td : "tests/data");
-    snprintf(cfg, sizeof cfg, "%s/tiny/yolov5n-tiny.yaml", td && td[0] ? td : "tests/data");
-    ck_assert_msg(yc_file_exists(w) && yc_file_exists(cfg),
-                  "%s not found (set YOLOCL_TEST_DATA to the source tree's tests/data)", w);
-    ck_assert_int_eq(yc_device_open("cpu", 1, false, be), YC_OK);
-    ck_assert_msg(yc_infer_model_load(im, w, cfg, *be) == YC_OK, "%s", yc_last_error());
-}
-
 /* The same image read whole, through the band (PNG) and through random regions (uncompressed
  * tiled TIFF) gives the same pixels, hence the same detections; the full pass adds one pass. */
 START_TEST(test_detect_image_modes)
@@ -504,7 +463,7 @@ START_TEST(test_detect_image_modes)
     yc_backend *be = NULL;
     yc_infer_model im;
     memset(&im, 0, sizeof im);
-    tiny_model(&be, &im);
+    yc_harness_tiny_infer(&be, &im);
     yc_detect_options o;
     yc_detect_options_default(&o);
     o.img_h = o.img_w = 320;
@@ -604,26 +563,7 @@ static Suite *slice_suite(void)
     return s;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 int main(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/yolocl-test-slice-XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    SRunner *sr = srunner_create(slice_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return failed ? 1 : 0;
+    return yc_harness_main(slice_suite(), "slice");
 }

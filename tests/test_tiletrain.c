@@ -10,7 +10,6 @@
  * (0,0) (512,0) (860,0) (0,260) (512,260) (860,260); b.png, smaller than a tile, is tile 6, the
  * whole image. */
 #include <check.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,51 +27,18 @@
 #include "tile_reader.h"
 #include "tileset.h"
 #include "util.h"
-
-static char tmpdir[512];
+#include "harness.h"
 
 enum { A_W = 1500, A_H = 900, B_W = 500, B_H = 400 };
 
-/* Pixel (x, y) of image `which` (0: a, 1: b). */
-static void pattern(int which, int x, int y, uint8_t *p)
-{
-    p[0] = (uint8_t)(x * 3 + y + which * 50);
-    p[1] = (uint8_t)(x ^ y);
-    p[2] = (uint8_t)((x * y) >> 4);
-}
-
-/* Writes tmpdir/<sub>/name (w x h, the pattern) with libvips: PNG, or a tiled TIFF (.tif). */
+/* Writes <scratch directory>/<sub>/name: w x h pixels of yc_harness_pattern `which` (0: a, 1: b),
+ * PNG or, for .tif, a tiled TIFF. */
 static void write_image(const char *sub, const char *name, int which, int w, int h)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, sub);
-    ck_assert_int_eq(yc_mkdirs(path), YC_OK);
-    snprintf(path, sizeof path, "%s/%s/%s", tmpdir, sub, name);
-    uint8_t *px = malloc((size_t)w * h * 3);
-    ck_assert_ptr_nonnull(px);
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++)
-            pattern(which, x, y, px + ((size_t)y * w + x) * 3);
-    ck_assert_int_eq(yc_vips_init(), YC_OK);
-    VipsImage *v = vips_image_new_from_memory(px, (size_t)w * h * 3, w, h, 3, VIPS_FORMAT_UCHAR);
-    ck_assert_ptr_nonnull(v);
-    size_t l = strlen(name);
-    int r = l > 4 && !strcmp(name + l - 4, ".tif")
-                ? vips_tiffsave(v, path, "tile", TRUE, "tile_width", 128, "tile_height", 128, NULL)
-                : vips_image_write_to_file(v, path, NULL);
-    ck_assert_msg(r == 0, "writing %s: %s", path, vips_error_buffer());
-    g_object_unref(v);
-    free(px);
-}
-
-static void write_text(const char *rel, const char *text)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
+    yc_image im = YC_IMAGE_INIT;
+    yc_harness_pattern(&im, h, w, which);
+    yc_harness_write_image(yc_harness_tmp("%s/%s", sub, name), &im);
+    yc_image_free(&im);
 }
 
 /* A label line from a pixel box of a w x h image. */
@@ -83,7 +49,8 @@ static void box_line(char *buf, size_t len, int cls, double x1, double y1, doubl
              (x2 - x1) / w, (y2 - y1) / h);
 }
 
-/* The dataset under tmpdir/<sub> (images/a.<a_ext>, images/b.png, labels/...), scanned. */
+/* The dataset under <scratch directory>/<sub> (images/a.<a_ext>, images/b.png, labels/...),
+ * scanned. */
 static void make_dataset_as(const char *sub, const char *a_ext, yc_dataset *ds)
 {
     char dir[600], line[128], text[1024] = "", a_name[16];
@@ -91,7 +58,7 @@ static void make_dataset_as(const char *sub, const char *a_ext, yc_dataset *ds)
     snprintf(a_name, sizeof a_name, "a.%s", a_ext);
     write_image(dir, a_name, 0, A_W, A_H);
     write_image(dir, "b.png", 1, B_W, B_H);
-    snprintf(dir, sizeof dir, "%s/%s/labels", tmpdir, sub);
+    snprintf(dir, sizeof dir, "%s/%s/labels", yc_harness_tmpdir(), sub);
     ck_assert_int_eq(yc_mkdirs(dir), YC_OK);
     /* a.png: box 1 (class 0) in tile (0,0), and 40 of its 200 rows in the tiles of row 260;
      * box 2 (class 1) across four tiles; box 3 (class 0) in the bottom-right corner; box 4
@@ -104,13 +71,11 @@ static void make_dataset_as(const char *sub, const char *a_ext, yc_dataset *ds)
     strcat(text, line);
     box_line(line, sizeof line, 1, 635, 10, 700, 50, A_W, A_H);
     strcat(text, line);
-    snprintf(dir, sizeof dir, "%s/labels/a.txt", sub);
-    write_text(dir, text);
+    yc_harness_write_text(yc_harness_tmp("%s/labels/a.txt", sub), text);
     box_line(line, sizeof line, 0, 50, 50, 150, 100, B_W, B_H);
-    snprintf(dir, sizeof dir, "%s/labels/b.txt", sub);
-    write_text(dir, line);
+    yc_harness_write_text(yc_harness_tmp("%s/labels/b.txt", sub), line);
     char images[800];
-    snprintf(images, sizeof images, "%s/%s/images", tmpdir, sub);
+    snprintf(images, sizeof images, "%s/%s/images", yc_harness_tmpdir(), sub);
     const char *entries[] = {images};
     yc_dataset_options o = {.nc = 2, .no_cache = true, .threads = 1, .quiet = true};
     ck_assert_msg(yc_dataset_load(entries, 1, &o, ds) == YC_OK, "%s", yc_last_error());
@@ -264,35 +229,41 @@ END_TEST
 START_TEST(test_yaml_keys)
 {
     char dir[600], yaml[700];
-    snprintf(dir, sizeof dir, "%s/yaml/images", tmpdir);
+    snprintf(dir, sizeof dir, "%s/yaml/images", yc_harness_tmpdir());
     ck_assert_int_eq(yc_mkdirs(dir), YC_OK);
-    snprintf(yaml, sizeof yaml, "%s/yaml/d.yaml", tmpdir);
+    snprintf(yaml, sizeof yaml, "%s/yaml/d.yaml", yc_harness_tmpdir());
     yc_data_yaml y;
-    write_text("yaml/d.yaml", "train: images\nval: images\nnames: [a]\n");
+    yc_harness_write_text(yc_harness_tmp("yaml/d.yaml"),
+                          "train: images\nval: images\nnames: [a]\n");
     ck_assert_msg(yc_data_yaml_load(yaml, &y) == YC_OK, "%s", yc_last_error());
     ck_assert_int_eq(y.tile, 0);
     ck_assert_double_eq(y.tile_overlap, 0.2);
     ck_assert_double_eq(y.tile_min_area, 0.1);
     yc_data_yaml_free(&y);
-    write_text("yaml/d.yaml", "train: images\nval: images\nnames: [a]\ntile: 512\n"
-                              "tile_overlap: 0.25\ntile_min_area: 0.3\n");
+    yc_harness_write_text(yc_harness_tmp("yaml/d.yaml"),
+                          "train: images\nval: images\nnames: [a]\ntile: 512\n"
+                          "tile_overlap: 0.25\ntile_min_area: 0.3\n");
     ck_assert_msg(yc_data_yaml_load(yaml, &y) == YC_OK, "%s", yc_last_error());
     ck_assert_int_eq(y.tile, 512);
     ck_assert_double_eq(y.tile_overlap, 0.25);
     ck_assert_double_eq(y.tile_min_area, 0.3);
     yc_data_yaml_free(&y);
-    write_text("yaml/d.yaml", "train: images\nval: images\nnames: [a]\ntile: null\n");
+    yc_harness_write_text(yc_harness_tmp("yaml/d.yaml"),
+                          "train: images\nval: images\nnames: [a]\ntile: null\n");
     ck_assert_int_eq(yc_data_yaml_load(yaml, &y), YC_OK);
     ck_assert_int_eq(y.tile, 0);
     yc_data_yaml_free(&y);
-    write_text("yaml/d.yaml", "train: images\nval: images\nnames: [a]\ntile: 8\n");
+    yc_harness_write_text(yc_harness_tmp("yaml/d.yaml"),
+                          "train: images\nval: images\nnames: [a]\ntile: 8\n");
     ck_assert_int_eq(yc_data_yaml_load(yaml, &y), YC_EFORMAT);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "tile: must be"));
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "line 4"));
-    write_text("yaml/d.yaml", "train: images\nval: images\nnames: [a]\ntile_overlap: 1\n");
+    yc_harness_write_text(yc_harness_tmp("yaml/d.yaml"),
+                          "train: images\nval: images\nnames: [a]\ntile_overlap: 1\n");
     ck_assert_int_eq(yc_data_yaml_load(yaml, &y), YC_EFORMAT);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "tile_overlap"));
-    write_text("yaml/d.yaml", "train: images\nval: images\nnames: [a]\ntile_min_area: x\n");
+    yc_harness_write_text(yc_harness_tmp("yaml/d.yaml"),
+                          "train: images\nval: images\nnames: [a]\ntile_min_area: x\n");
     ck_assert_int_eq(yc_data_yaml_load(yaml, &y), YC_EFORMAT);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "tile_min_area"));
 }
@@ -360,8 +331,8 @@ START_TEST(test_reader_modes)
     write_image("reader", "a.png", 0, A_W, A_H);
     write_image("reader", "a.tif", 0, A_W, A_H);
     char png[1024], tif[1024];
-    snprintf(png, sizeof png, "%s/reader/a.png", tmpdir);
-    snprintf(tif, sizeof tif, "%s/reader/a.tif", tmpdir);
+    snprintf(png, sizeof png, "%s/reader/a.png", yc_harness_tmpdir());
+    snprintf(tif, sizeof tif, "%s/reader/a.tif", yc_harness_tmpdir());
     /* decoded whole (the training default for images up to 4096 pixels) */
     check_reader(png, YC_SLICE_DECODE_MAX, YC_SLICE_DECODED, 1);
     /* PNG larger than decode_max: one top-to-bottom band */
@@ -374,9 +345,9 @@ START_TEST(test_reader_modes)
     yc_image got = YC_IMAGE_INIT;
     yc_tile_window w = {0, 0, 640, 640};
     char bad[1024];
-    snprintf(bad, sizeof bad, "%s/reader/bad.png", tmpdir);
+    snprintf(bad, sizeof bad, "%s/reader/bad.png", yc_harness_tmpdir());
     ck_assert_int_eq(yc_tile_reader_read(r, bad, A_W, A_H, w, &got), YC_EIO);
-    write_text("reader/bad.png", "not a png at all");
+    yc_harness_write_text(yc_harness_tmp("reader/bad.png"), "not a png at all");
     ck_assert_int_eq(yc_tile_reader_read(r, bad, A_W, A_H, w, &got), YC_EFORMAT);
     ck_assert_ptr_nonnull(strstr(yc_last_error(), "bad.png"));
     ck_assert_int_eq(yc_tile_reader_read(r, tif, A_W, A_H, w, &got), YC_OK);
@@ -683,7 +654,7 @@ START_TEST(test_corrupt_skipped)
     yc_tileset ts;
     make_dataset("corrupt", &ds);
     make_tiles(&ds, &ts);
-    write_text("corrupt/images/a.png", "\x89PNG but not really");
+    yc_harness_write_text(yc_harness_tmp("corrupt/images/a.png"), "\x89PNG but not really");
     yc_hyp hyp;
     yc_hyp_defaults(&hyp);
     yc_loader *l = tile_loader(&ds, &ts, &hyp, false, 4, 1, 0, 0);
@@ -719,27 +690,7 @@ static Suite *tiletrain_suite(void)
     return s;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 int main(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/yolocl-test-tiletrain-XXXXXX",
-             base && base[0] ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    SRunner *sr = srunner_create(tiletrain_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return failed ? 1 : 0;
+    return yc_harness_main(tiletrain_suite(), "tiletrain");
 }

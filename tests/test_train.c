@@ -26,8 +26,10 @@
 #include "train.h"
 #include "train_opts.h"
 #include "util.h"
+#include "harness.h"
 
-static char tmpdir[256];
+/* the scratch directory, made with the demo dataset by make_demo */
+static const char *tmpdir;
 static char demo_yaml[512];
 
 /* A small demo dataset (16 training and 8 validation images of 64-96 px), made once. */
@@ -35,33 +37,17 @@ static void make_demo(void)
 {
     if (demo_yaml[0])
         return;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/yolocl-test-train-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-    char dir[400];
-    snprintf(dir, sizeof dir, "%s/demo", tmpdir);
-    yc_demo_options opt;
-    yc_demo_options_default(&opt);
-    opt.n_train = 16;
-    opt.n_val = 8;
-    opt.min_side = 64;
-    opt.max_side = 96;
-    ck_assert_msg(yc_demo_write(dir, &opt) == YC_OK, "%s", yc_last_error());
-    snprintf(demo_yaml, sizeof demo_yaml, "%s/%s", dir, YC_DEMO_YAML);
+    ck_assert_ptr_nonnull(tmpdir = yc_harness_tmpdir_make("train"));
+    const char *dir = yc_harness_tmp("demo");
+    ck_assert_msg(yc_harness_demo(dir, NULL, demo_yaml, sizeof demo_yaml) == YC_OK, "%s",
+                  yc_last_error());
 }
 
+/* The tiny YOLOv5 with 4 classes, seed 1, on the CPU backend opened into *be. */
 static yc_model *tiny_model(yc_backend **be)
 {
-    char path[1024];
-    const char *d = getenv("YOLOCL_TEST_DATA");
-    snprintf(path, sizeof path, "%s/tiny/yolov5n-tiny.yaml", d ? d : "tests/data");
-    yc_model_cfg *cfg = NULL;
-    yc_model *m = NULL;
-    ck_assert_msg(yc_model_cfg_load(&cfg, path, 4) == YC_OK, "%s", yc_last_error());
-    ck_assert_int_eq(yc_model_new(&m, cfg), YC_OK);
-    ck_assert_int_eq(yc_device_open("cpu", 0, false, be), YC_OK);
-    ck_assert_int_eq(yc_model_alloc(m, *be), YC_OK);
-    ck_assert_int_eq(yc_model_init_weights(m, 1), YC_OK);
-    return m;
+    yc_harness_cpu(be, 0);
+    return yc_harness_tiny_model(*be, 4, 1);
 }
 
 /* ---- formulas ----------------------------------------------------------------------------- */
@@ -494,13 +480,6 @@ static bool tiny_run(const char *name, const char *cfg, const char *weights, int
     return interrupted;
 }
 
-static char *read_text(const char *path, size_t *len)
-{
-    char *text = NULL;
-    ck_assert_msg(yc_read_file(path, &text, len) == YC_OK, "%s", yc_last_error());
-    return text;
-}
-
 /* The run straight, and the same run interrupted at epoch 1, batch `batch` then resumed with
  * --resume alone (its weights file deleted first): the same final weights, bit for bit, and the
  * same results.csv, byte for byte (the interrupted epoch's training losses included).  With 4
@@ -551,7 +530,7 @@ static void check_resume_inside(const char *name, const char *cfg, const char *w
     snprintf(fa, sizeof fa, "%s/%s/results.csv", tmpdir, sname);
     snprintf(fb, sizeof fb, "%s/results.csv", dir);
     size_t la, lb;
-    char *ca = read_text(fa, &la), *cb = read_text(fb, &lb);
+    char *ca = yc_harness_read(fa, &la), *cb = yc_harness_read(fb, &lb);
     ck_assert_msg(la == lb && memcmp(ca, cb, la) == 0, "%s: results.csv differs:\n%s\nresumed:\n%s",
                   name, ca, cb);
     free(ca);
@@ -560,8 +539,7 @@ static void check_resume_inside(const char *name, const char *cfg, const char *w
 
 static const char *tiny_file(const char *file, char *buf, size_t len)
 {
-    const char *d = getenv("YOLOCL_TEST_DATA");
-    snprintf(buf, len, "%s/tiny/%s", d ? d : "tests/data", file);
+    snprintf(buf, len, "%s", yc_harness_test_data("tiny/%s", file));
     return buf;
 }
 
@@ -934,5 +912,6 @@ int main(void)
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    yc_harness_tmpdir_remove();
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

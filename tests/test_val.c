@@ -8,7 +8,6 @@
  * exits 77 without ../shared. */
 #include <check.h>
 #include <dirent.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,10 +32,8 @@
 #include "step.h"
 #include "util.h"
 #include "val.h"
+#include "harness.h"
 #include "yctest.h"
-
-/* Scratch directory (created in main, removed at the end). */
-static char tmpdir[512];
 
 /* The synthetic dataset (written once in main): 6 validation images of 4 classes. */
 static char demo_dir[600], demo_yaml[700];
@@ -58,23 +55,6 @@ static const char *shared_dir(void)
     return NULL;
 }
 #endif
-
-static int count_files(const char *dir, const char *suffix)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    size_t ls = strlen(suffix);
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (l >= ls && !strcmp(e->d_name + l - ls, suffix))
-            n++;
-    }
-    closedir(d);
-    return n;
-}
 
 static bool file_nonempty(const char *path)
 {
@@ -331,7 +311,7 @@ START_TEST(test_val_loss_and_files)
     ck_assert_int_eq(nb, 2);
 
     char save_dir[700];
-    snprintf(save_dir, sizeof save_dir, "%s/val_demo", tmpdir);
+    snprintf(save_dir, sizeof save_dir, "%s/val_demo", yc_harness_tmpdir());
     yc_val_options o;
     yc_val_options_default(&o);
     o.print = false;
@@ -365,7 +345,7 @@ START_TEST(test_val_loss_and_files)
     snprintf(path, sizeof path, "%s/predictions.json", save_dir);
     ck_assert(file_nonempty(path));
     snprintf(path, sizeof path, "%s/labels", save_dir);
-    ck_assert_int_eq(count_files(path, ".txt"), res.n_label_files);
+    ck_assert_int_eq(yc_harness_count_files(path, ".txt"), res.n_label_files);
     ck_assert(res.n_label_files > 0);
 
     /* every label line: class x y w h conf, normalised, conf above the threshold */
@@ -562,7 +542,7 @@ START_TEST(test_detect_files)
     ck_assert_int_eq(yc_detector_new(&det, &im, &o), YC_OK);
 
     char save_dir[700];
-    snprintf(save_dir, sizeof save_dir, "%s/detect", tmpdir);
+    snprintf(save_dir, sizeof save_dir, "%s/detect", yc_harness_tmpdir());
     yc_detect_save sv = {.save_dir = save_dir, .save_img = true, .save_txt = true,
                          .save_crop = true, .line_thickness = 3};
     yc_detect_summary sum;
@@ -570,11 +550,11 @@ START_TEST(test_detect_files)
                   yc_last_error());
     ck_assert_int_eq(sum.images, 2);
     ck_assert(sum.detections > 0);
-    ck_assert_int_eq(count_files(save_dir, ".jpg"), 2);
+    ck_assert_int_eq(yc_harness_count_files(save_dir, ".jpg"), 2);
     char path[1400];
     snprintf(path, sizeof path, "%s/labels", save_dir);
-    ck_assert(count_files(path, ".txt") >= 1);
-    ck_assert_int_eq(count_files(path, ".txt"), sum.n_label_files);
+    ck_assert(yc_harness_count_files(path, ".txt") >= 1);
+    ck_assert_int_eq(yc_harness_count_files(path, ".txt"), sum.n_label_files);
     snprintf(path, sizeof path, "%s/crops", save_dir);
     ck_assert(yc_is_dir(path));
     for (size_t i = 0; i < files.n; i++) {
@@ -721,7 +701,7 @@ START_TEST(test_coco128)
     ck_assert_uint_eq(ds.n, 128);
     yc_loader *l = val_loader(&ds, 320, 32);
     char save_dir[700];
-    snprintf(save_dir, sizeof save_dir, "%s/val_coco", tmpdir);
+    snprintf(save_dir, sizeof save_dir, "%s/val_coco", yc_harness_tmpdir());
     yc_val_options o;
     yc_val_options_default(&o);
     o.imgsz = 320;
@@ -780,9 +760,9 @@ static int run_yolocl(const char *args, char *err, size_t len)
 {
     const char *bin = getenv("YOLOCL");
     char cmd[2048], errf[700];
-    snprintf(errf, sizeof errf, "%s/cli.err", tmpdir);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >/dev/null 2>'%s' </dev/null", tmpdir, bin,
-             args, errf);
+    snprintf(errf, sizeof errf, "%s/cli.err", yc_harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >/dev/null 2>'%s' </dev/null",
+             yc_harness_tmpdir(), bin, args, errf);
     int rc = system(cmd);
     err[0] = 0;
     FILE *f = fopen(errf, "r");
@@ -840,14 +820,6 @@ END_TEST
 
 #endif /* !YC_TEST_SHARED */
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static Suite *val_suite(void)
 {
     Suite *s = suite_create("val");
@@ -888,13 +860,9 @@ int main(void)
                             "%s not found (the released YOLOv5n, coco128, PyTorch's detections)",
                             missing);
 #endif
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/yolocl-test-val-XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    snprintf(demo_dir, sizeof demo_dir, "%s/demo", tmpdir);
+    if (!yc_harness_tmpdir_make("val"))
+        return YC_TEST_HARD_ERROR;
+    snprintf(demo_dir, sizeof demo_dir, "%s/demo", yc_harness_tmpdir());
     snprintf(demo_yaml, sizeof demo_yaml, "%s/%s", demo_dir, YC_DEMO_YAML);
     yc_demo_options d;
     yc_demo_options_default(&d);
@@ -915,12 +883,10 @@ int main(void)
     int ws = 0;
     if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
         fprintf(stderr, "the synthetic dataset could not be written\n");
+        yc_harness_tmpdir_remove();
         return 1;
     }
-    SRunner *sr = srunner_create(val_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return failed ? 1 : 0;
+    int st = yc_harness_run(val_suite(), false);
+    yc_harness_tmpdir_remove();
+    return st;
 }

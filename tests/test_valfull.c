@@ -13,7 +13,6 @@
  *     that changed size since the scan fails naming it.
  * Expected values are worked out in the comments. */
 #include <check.h>
-#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -32,9 +31,7 @@
 #include "util.h"
 #include "val.h"
 #include "val_full.h"
-
-/* Scratch directory (created in main, removed at the end). */
-static char tmpdir[512];
+#include "harness.h"
 
 /* ------------------------------------------------------------------------------------------------
  * Perfect window detections through the merge
@@ -166,51 +163,22 @@ END_TEST
 
 enum { MW = 520, MH = 360, MTILE = 160 };
 
-/* The tiny YOLOv5 of tests/data ($YOLOCL_TEST_DATA, else tests/data) on the CPU. */
-static void tiny_model(yc_backend **be, yc_infer_model *im)
-{
-    const char *td = getenv("YOLOCL_TEST_DATA");
-    char w[1024], cfg[1024];
-    snprintf(w, sizeof w, "%s/tiny/weights.safetensors", td && td[0] ? td : "tests/data");
-    snprintf(cfg, sizeof cfg, "%s/tiny/yolov5n-tiny.yaml", td && td[0] ? td : "tests/data");
-    ck_assert_msg(yc_file_exists(w) && yc_file_exists(cfg),
-                  "%s not found (set YOLOCL_TEST_DATA to the source tree's tests/data)", w);
-    ck_assert_int_eq(yc_device_open("cpu", 1, false, be), YC_OK);
-    ck_assert_msg(yc_infer_model_load(im, w, cfg, *be) == YC_OK, "%s", yc_last_error());
-}
-
-/* tmpdir/NAME/images/val/a.jpg: a MW x MH pattern with solid rectangles, and an empty label
- * file; returns the image path in img. */
+/* <scratch directory>/NAME/images/val/a.jpg: a MW x MH pattern with solid rectangles, and an
+ * empty labels/val folder; returns the image path in img. */
 static void write_image(const char *name, char *img, size_t len)
 {
+    static const yc_harness_rect rects[] = {{40, 30, 90, 70, 230, 40, 40},
+                                            {150, 200, 210, 250, 30, 200, 60},
+                                            {300, 120, 380, 180, 20, 40, 220},
+                                            {450, 290, 500, 340, 250, 250, 250}};
     char dir[700];
-    snprintf(dir, sizeof dir, "%s/%s/images/val", tmpdir, name);
-    ck_assert_int_eq(yc_mkdirs(dir), YC_OK);
-    snprintf(dir, sizeof dir, "%s/%s/labels/val", tmpdir, name);
+    snprintf(dir, sizeof dir, "%s/%s/labels/val", yc_harness_tmpdir(), name);
     ck_assert_int_eq(yc_mkdirs(dir), YC_OK);
     yc_image im = YC_IMAGE_INIT;
-    ck_assert_int_eq(yc_image_reserve(&im, MH, MW), YC_OK);
-    for (int y = 0; y < MH; y++)
-        for (int x = 0; x < MW; x++) {
-            uint8_t *p = im.data + ((size_t)y * MW + x) * 3;
-            p[0] = (uint8_t)(x * 3 + y);
-            p[1] = (uint8_t)(x ^ y);
-            p[2] = (uint8_t)((x * y) >> 4);
-        }
-    static const int rects[][7] = {{40, 30, 90, 70, 230, 40, 40},
-                                   {150, 200, 210, 250, 30, 200, 60},
-                                   {300, 120, 380, 180, 20, 40, 220},
-                                   {450, 290, 500, 340, 250, 250, 250}};
-    for (size_t r = 0; r < sizeof rects / sizeof rects[0]; r++)
-        for (int y = rects[r][1]; y <= rects[r][3]; y++)
-            for (int x = rects[r][0]; x <= rects[r][2]; x++) {
-                uint8_t *p = im.data + ((size_t)y * MW + x) * 3;
-                p[0] = (uint8_t)rects[r][4];
-                p[1] = (uint8_t)rects[r][5];
-                p[2] = (uint8_t)rects[r][6];
-            }
-    snprintf(img, len, "%s/%s/images/val/a.jpg", tmpdir, name);
-    ck_assert_int_eq(yc_image_save(&im, img, 0), YC_OK);
+    yc_harness_pattern(&im, MH, MW, 0);
+    yc_harness_paint(&im, rects, sizeof rects / sizeof rects[0]);
+    snprintf(img, len, "%s/%s/images/val/a.jpg", yc_harness_tmpdir(), name);
+    yc_harness_write_image(img, &im);
     yc_image_free(&im);
 }
 
@@ -233,7 +201,7 @@ static yc_detector *val_detector(const yc_infer_model *im, const yc_val_options 
 static void load(const char *name, yc_dataset *ds)
 {
     char dir[700];
-    snprintf(dir, sizeof dir, "%s/%s/images/val", tmpdir, name);
+    snprintf(dir, sizeof dir, "%s/%s/images/val", yc_harness_tmpdir(), name);
     const char *entries[1] = {dir};
     yc_dataset_options o = {.nc = 3, .no_cache = true, .quiet = true};
     ck_assert_msg(yc_dataset_load(entries, 1, &o, ds) == YC_OK, "%s", yc_last_error());
@@ -244,7 +212,7 @@ START_TEST(test_validate_full_own_detections)
     yc_backend *be = NULL;
     yc_infer_model im;
     memset(&im, 0, sizeof im);
-    tiny_model(&be, &im);
+    yc_harness_tiny_infer(&be, &im);
     char img[800];
     write_image("own", img, sizeof img);
     yc_val_options vo;
@@ -273,7 +241,7 @@ START_TEST(test_validate_full_own_detections)
         k++;
     ck_assert_msg(k < merged.n, "%zu detections", merged.n);
     char lab[800];
-    snprintf(lab, sizeof lab, "%s/own/labels/val/a.txt", tmpdir);
+    snprintf(lab, sizeof lab, "%s/own/labels/val/a.txt", yc_harness_tmpdir());
     FILE *f = fopen(lab, "w");
     ck_assert_ptr_nonnull(f);
     int per_class[3] = {0, 0, 0};
@@ -347,7 +315,7 @@ START_TEST(test_host_bytes)
     yc_backend *be = NULL;
     yc_infer_model im;
     memset(&im, 0, sizeof im);
-    tiny_model(&be, &im);
+    yc_harness_tiny_infer(&be, &im);
     /* 30000 x 30000 at tile 640, overlap 0.2 (stride 512): 59 x 59 windows, 300 detections each:
      * their rows before and after merging alone take 2 x 1044300 x 24 bytes */
     size_t big = yc_val_full_host_bytes(im.m, 640, 640, 0.2, 300, 30000, 30000, 4096, true);
@@ -379,27 +347,7 @@ static Suite *valfull_suite(void)
     return s;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 int main(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/yolocl-test-valfull-XXXXXX",
-             base && base[0] ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    SRunner *sr = srunner_create(valfull_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return failed ? 1 : 0;
+    return yc_harness_main(valfull_suite(), "valfull");
 }
