@@ -1,4 +1,4 @@
-/* Fuzz target: dataset yaml files (yc_data_yaml_load, src/data/dataset.c, on libyaml through
+/* Fuzz target: dataset yaml files (yc_data_yaml_load, src/data/data_yaml.c, on libyaml through
  * src/core/yamltree.c) and the image lists they name (yc_image_list: directories and .txt lists).
  *
  * The input is the yaml text, optionally followed by a line "#LIST" and the text of a .txt image

@@ -1,6 +1,6 @@
 /* Fuzz target: image files through libvips as yolocl opens them (the input is the file):
  *   - the dataset scan (yc_dataset_load on a directory holding this one image and a label file:
- *     src/data/dataset.c's signature sniffing, header-only loaders, EXIF orientation, size checks and
+ *     src/data/labels.c's signature sniffing, header-only loaders, EXIF orientation, size checks and
  *     the JPEG end-marker test);
  *   - a window source as detect --slice and train --tile open it (yc_slice_source_open,
  *     src/data/slice_image.c): images up to 256 x 256 decoded whole by yc_image_decode (src/data/image.c:

@@ -1,4 +1,4 @@
-/* Fuzz target: YOLO label files (yc_labels_parse, src/data/dataset.c), the text the dataset scan reads
+/* Fuzz target: YOLO label files (yc_labels_parse, src/data/labels.c), the text the dataset scan reads
  * for every image.  The input is the file's text.  Checked: a failure explains itself in `why`
  * (naming the line), and every box kept is what the scan promises: class >= 0, coordinates in
  * [0, 1], no duplicate rows. */

@@ -1,10 +1,10 @@
 /* Fuzz target: what `yolocl train --resume` reads from a run directory, and the plots it draws
  * from it.  The first input byte picks the reader, the rest is the file:
  *   0: results.csv cut back to the epochs of the checkpoint (yc_results_truncate, src/train/rundir.c;
- *      the second byte is the epoch count) and read as a table (yc_results_read, src/data/draw.c);
+ *      the second byte is the epoch count) and read as a table (yc_results_read, src/data/results_csv.c);
  *   1: a checkpoint's metadata (yc_checkpoint_read_meta, src/train/checkpoint.c: epoch, next_batch,
  *      best_fitness, updates, optimizer steps over the safetensors reader) and the run options
- *      stored in it (yc_train_opts_from_json, src/train/train.c);
+ *      stored in it (yc_train_opts_from_json, src/train/train_opts.c);
  *   2: the run options JSON alone (yc_train_opts_from_json), the text opt.yaml is written from;
  *   3: a hyperparameter yaml (yc_hyp_load, src/core/hyp.c), which a resumed run reloads;
  *   4: results.csv plotted as at the end of training (yc_plot_results: parsing, axis ranges,
