@@ -7,7 +7,8 @@
  *    gradient one process accumulates over the same two half-batches run one after the other
  *    (and must differ from the rank's own half's);
  *  - the weights: ranks initialised from different seeds hold rank 0's parameters, statistics
- *    and anchors after yc_dist_bcast_model;
+ *    and anchors after yc_dist_bcast_model, and yc_dist_check_weights passes, then fails on
+ *    every rank, naming the epoch and the rank, once one parameter of one rank changes;
  *  - the small collectives: sum, max, broadcast, barrier.
  *
  * Exits 0 when every check passes, 1 otherwise, 77 when not run on exactly 2 ranks of an MPI
@@ -176,6 +177,18 @@ static void test_bcast_model(yc_backend *be)
         differ += q[i] != (float)n * p[i];
     CHECK(differ == 0, "%zu of %zu parameters differ between the ranks after the broadcast",
           differ, np);
+    CHECK(yc_dist_check_weights(m, 4) == YC_OK, "identical weights: %s", yc_last_error());
+    /* one parameter of the last rank changed: every rank fails, naming the epoch and the rank */
+    if (rank == n - 1) {
+        p[np / 2] += 1.0f;
+        need(m->be->iface->buffer_write(m->be, m->param_buf, 0, p, np * sizeof *p),
+             "writing the parameters");
+    }
+    char expect[128];
+    snprintf(expect, sizeof expect, "after epoch 4 the weights of 1 rank differ from rank 0's "
+             "(rank %d first", n - 1);
+    CHECK(yc_dist_check_weights(m, 4) == YC_ERR && strstr(yc_last_error(), expect),
+          "one rank's changed weight: '%s'", yc_last_error());
     free(p);
     free(q);
     yc_model_free(m);

@@ -317,3 +317,40 @@ int yc_dist_bcast_model(yc_model *m)
         st = yc_dist_bcast(m->anchors, sizeof m->anchors, 0);
     return st;
 }
+
+int yc_dist_check_weights(yc_model *m, int epoch)
+{
+    if (g.size == 1)
+        return YC_OK;
+    yc_backend *be = m->be;
+    size_t bytes = m->param_elems * sizeof(float);
+    unsigned char *host = yc_malloc(bytes, "host copy of the parameters for their checksum");
+    if (!host)
+        return YC_ENOMEM;
+    int st = be->iface->synchronize(be);
+    if (!st)
+        st = be->iface->buffer_read(be, m->param_buf, 0, host, bytes);
+    /* FNV-1a over the bytes */
+    unsigned long long sum = 0xcbf29ce484222325ull, root = 0;
+    for (size_t i = 0; !st && i < bytes; i++)
+        sum = (sum ^ host[i]) * 0x100000001b3ull;
+    free(host);
+    root = sum;
+    if (!st)
+        st = yc_dist_bcast(&root, sizeof root, 0);
+    /* the lowest differing rank + 1, then how many differ */
+    int differ = !st && root != sum, first = differ ? g.size - g.rank : 0, count = differ;
+    if (!st)
+        st = yc_dist_allreduce_max_int(&first);
+    if (!st) {
+        float c = (float)count;
+        st = yc_dist_allreduce_sum_f32(&c, 1);
+        count = (int)c;
+    }
+    if (!st && first > 0)
+        st = yc_error_status(YC_ERR, "after epoch %d the weights of %d rank%s differ from rank "
+                             "0's (rank %d first; parameter checksums %016llx here, %016llx on "
+                             "rank 0): the ranks no longer train the same model", epoch, count,
+                             count == 1 ? "" : "s", g.size - first, sum, root);
+    return st;
+}

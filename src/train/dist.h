@@ -55,6 +55,10 @@ _Noreturn void yc_dist_abort(int code, const char *msg);
  * PyTorch's DDP does when it wraps a model: every rank starts from rank 0's weights. */
 int yc_dist_bcast_model(yc_model *m);
 
+/* Compares a checksum of the model's parameters with rank 0's: YC_OK when every rank holds
+ * the same bits, else YC_ERR on every rank, naming `epoch` and the ranks that differ. */
+int yc_dist_check_weights(yc_model *m, int epoch);
+
 /* Sums the model's gradient arena over the ranks, in place, before an optimizer step.  A device
  * whose memory the host cannot address (OpenCL) is read to a host buffer, reduced, and written
  * back; on the CPU backend the arena is reduced where it lies. */

@@ -1231,6 +1231,9 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             if ((!o->nosave || final_epoch) && (st = save_epoch(t, epoch, fi)))
                 break;
         }
+        /* the ranks must still hold the same weights (they step identically) */
+        if (t->world > 1 && (st = yc_dist_check_weights(m, epoch)))
+            break;
         if (t->world > 1) {
             int e = early;
             if ((st = yc_dist_bcast(&e, sizeof e, 0)))
