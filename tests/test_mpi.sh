@@ -1,13 +1,12 @@
 #!/bin/sh
-# Data-parallel training on MPI: tests/test_dist (see its head comment) on 2 ranks of mpirun,
+# Data-parallel training on MPI: tests/mpi_dist (see its head comment) on 2 ranks of mpirun,
 # then `mpirun -np 2 yolocl train` on the demo dataset with the tiny model: it must finish with
 # status 0 and leave one run directory with rank 0's results.csv (one row per epoch), and a
 # global batch the ranks do not divide must be refused naming the numbers.  Skipped (77) without
 # mpirun or in a build without MPI.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-prog=$here/test_dist
-[ -x "$prog" ] || prog=./tests/test_dist
+# make check runs this in the build directory, where tests/mpi_dist is built
+prog=./tests/mpi_dist
 if ! "${YOLOCL:-./yolocl}" --version | grep -q '^MPI: yes'; then
     echo "SKIP: yolocl is built without MPI"
     exit 77

@@ -1,5 +1,5 @@
-/* Data-parallel training on MPI (src/train/dist.c), run by tests/test_dist.sh as
- * `mpirun -np 2 tests/test_dist` (a plain program, not Check: MPI ranks must not fork).
+/* Data-parallel training on MPI (src/train/dist.c), run by tests/test_mpi.sh as
+ * `mpirun -np 2 tests/mpi_dist` (a plain program, not Check: MPI ranks must not fork).
  *
  *  - the gradients: each rank runs one training step of the tiny YOLOv5 on its half of a batch of
  *    4 images and the ranks sum their gradients (yc_dist_allreduce_grads, what yc_train does
