@@ -164,7 +164,8 @@ static void test_bcast_model(yc_backend *be)
     yc_model *m = tiny_model(be, 100 + rank);
     m->anchors[0] = (float)(1 + rank);
     need(yc_dist_bcast_model(m), "yc_dist_bcast_model");
-    CHECK(m->anchors[0] == 1.0f, "anchor 0 is %g after the broadcast, rank 0's is 1", m->anchors[0]);
+    CHECK(m->anchors[0] == 1.0f, "anchor 0 is %g after the broadcast, rank 0's is 1",
+          m->anchors[0]);
     size_t np = m->param_elems;
     float *p = read_arena(m, m->param_buf, np), *q = malloc(np * sizeof *q);
     if (!q)

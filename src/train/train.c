@@ -552,8 +552,9 @@ static double run_gflops(const yc_train_opts *o)
 static void choose_wait_policy(const yc_train_opts *o)
 {
     bool cpu = false;
-    if (!yc_dist_active() && yc_wait_policy_adjustable() && yc_device_is_cpu(o->device, &cpu) == YC_OK && cpu &&
-        run_gflops(o) >= SPIN_MIN_GFLOPS)
+    /* not under MPI: an initialised MPI process must not re-execute itself */
+    if (!yc_dist_active() && yc_wait_policy_adjustable() &&
+        yc_device_is_cpu(o->device, &cpu) == YC_OK && cpu && run_gflops(o) >= SPIN_MIN_GFLOPS)
         yc_wait_policy_spin();
     yc_error_clear();
 }
@@ -905,10 +906,10 @@ static int fit_memory(trainer *t)
         img = (int)((o->imgsz * 1.5 + t->gs - 1) / t->gs) * t->gs;
     int workers = o->workers > 0 ? o->workers : yc_physical_cores();
     bool val = t->val_ds.n > 0;
-    yc_run_shape rs = {.m = t->m, .train = true, .batch = t->rank_batch, .val_batch = 0, .imgsz = img,
-                       .optimizer = o->optimizer, .workers = workers, .max_image_w = max_w,
-                       .max_image_h = max_h, .tile = o->tile, .baseline = t->baseline_rss,
-                       .recompute = o->recompute};
+    yc_run_shape rs = {.m = t->m, .train = true, .batch = t->rank_batch, .val_batch = 0,
+                       .imgsz = img, .optimizer = o->optimizer, .workers = workers,
+                       .max_image_w = max_w, .max_image_h = max_h, .tile = o->tile,
+                       .baseline = t->baseline_rss, .recompute = o->recompute};
     rs.val_batch = val ? 2 : 0; /* yc_memfit doubles the micro-batch for validation */
     yc_read_limits lim = {.max_pixels = o->max_pixels};
     costliest_read(&t->train_ds, img, &lim, &rs);
