@@ -305,6 +305,75 @@ START_TEST(loader_is_reproducible)
 }
 END_TEST
 
+/* Training across ranks (loader.h: rank, world): each rank's shard is DistributedSampler's over
+ * the same shuffled epoch order as one process's, padded with the order's first samples; rank 0
+ * augments as one process does; rect batches are refused. */
+START_TEST(loader_shards_follow_distributed_sampler)
+{
+    make_demo();
+    yc_data_yaml y;
+    yc_dataset ds;
+    ck_assert_int_eq(yc_data_yaml_load(demo_yaml, &y), YC_OK);
+    yc_dataset_options dopt = {.nc = y.nc, .quiet = true, .no_cache = true};
+    ck_assert_int_eq(yc_dataset_load_split(&y, YC_SPLIT_TRAIN, &dopt, &ds), YC_OK);
+    yc_hyp hyp;
+    yc_hyp_defaults(&hyp);
+    /* a rank count that does not divide the images, so that the shards are padded */
+    int n = (int)ds.n, world = 2;
+    while (world < n && n % world == 0)
+        world++;
+    ck_assert_msg(world < n && n % world != 0, "%d images: no padded split for this test", n);
+    int per = (n + world - 1) / world;
+    int *order = malloc((size_t)n * sizeof *order);
+    uint8_t *pixels[2] = {NULL, NULL};
+    size_t img = 3 * 64 * 64;
+    ck_assert_ptr_nonnull(order);
+    /* rank -1: one process */
+    for (int rank = -1; rank < world; rank++) {
+        yc_loader *l = NULL;
+        yc_loader_options lo = {.ds = &ds, .train = true, .hyp = &hyp, .imgsz = 64, .batch = 1,
+                                .stride = 32, .workers = 2, .seed = 9,
+                                .rank = rank < 0 ? 0 : rank, .world = rank < 0 ? 1 : world};
+        ck_assert_int_eq(yc_loader_new(&l, &lo), YC_OK);
+        ck_assert_int_eq(yc_loader_nbatches(l), rank < 0 ? n : per);
+        ck_assert_int_eq(yc_loader_start(l, 2, NULL, 0), YC_OK);
+        const yc_batch *b = NULL;
+        for (int i = 0; yc_loader_next(l, &b) == YC_OK && b; i++) {
+            ck_assert_int_eq(b->n, 1);
+            if (rank < 0) {
+                order[i] = b->sample[0];
+                if (i == 0) {
+                    pixels[0] = malloc(img);
+                    memcpy(pixels[0], b->images, img);
+                }
+                continue;
+            }
+            int expect = order[(rank + i * world) % n];
+            ck_assert_msg(b->sample[0] == expect, "rank %d of %d, position %d: sample %d, "
+                          "DistributedSampler's is %d", rank, world, i, b->sample[0], expect);
+            if (i == 0 && rank == 0) {
+                pixels[1] = malloc(img);
+                memcpy(pixels[1], b->images, img);
+            }
+        }
+        yc_loader_free(l);
+    }
+    /* rank 0's first sample is one process's first, augmented alike */
+    ck_assert_msg(memcmp(pixels[0], pixels[1], img) == 0, "rank 0 augments differently");
+    yc_loader *l = NULL;
+    yc_loader_options lo = {.ds = &ds, .train = true, .hyp = &hyp, .imgsz = 64, .batch = 1,
+                            .stride = 32, .workers = 1, .seed = 9, .rect = true, .rank = 1,
+                            .world = 2};
+    ck_assert_int_eq(yc_loader_new(&l, &lo), YC_EUSAGE);
+    ck_assert_ptr_null(l);
+    for (int i = 0; i < 2; i++)
+        free(pixels[i]);
+    free(order);
+    yc_dataset_free(&ds);
+    yc_data_yaml_free(&y);
+}
+END_TEST
+
 /* ---- whole runs ------------------------------------------------------------------------------ */
 
 /* A training of yolov5n on the demo data; tile > 0 trains on tiles (tiles_per_epoch of them). */
@@ -891,6 +960,7 @@ static Suite *suite(void)
     tcase_add_test(tc, checkpoint_round_trip);
     tcase_add_test(tc, saved_options_round_trip);
     tcase_add_test(tc, loader_is_reproducible);
+    tcase_add_test(tc, loader_shards_follow_distributed_sampler);
     tcase_add_test(tc, micro_batches_add_up_to_the_batch);
     suite_add_tcase(s, tc);
     tc = tcase_create("runs");

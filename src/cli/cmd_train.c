@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "dist.h"
 #include "imgcache.h"
 #include "log.h"
 #include "memplan.h"
@@ -223,8 +224,21 @@ int yc_cmd_train(int argc, char **argv)
         return st == YC_OPT_DONE ? YC_EXIT_OK : st;
     if ((st = finish_options(&c, &s)))
         return st;
+    /* MPI when started by mpirun (dist.h); otherwise rank 0 of 1 */
+    if ((st = yc_dist_init(NULL, NULL))) {
+        yc_dist_finalize();
+        return yc_report_failure(st);
+    }
     bool interrupted = false;
-    if ((st = yc_train(&c.o, &interrupted)))
+    st = yc_train(&c.o, &interrupted);
+    if (st && yc_dist_size() > 1) {
+        /* the other ranks may be waiting in a collective operation for this one: end them all
+         * (MPI_Abort) rather than leave them hanging */
+        int code = yc_report_failure(st);
+        yc_dist_abort(code, "this rank failed (see above): stopping every rank");
+    }
+    yc_dist_finalize();
+    if (st)
         return yc_report_failure(st);
     if (interrupted) {
         fprintf(stderr, "yolocl: training interrupted; resume it with: yolocl train --resume\n");

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "dist.h"
 #include "log.h"
 #include "waitpolicy.h"
 
@@ -98,6 +99,11 @@ static void print_version(void)
 #else
     fputs("OpenMP: no\n", stdout);
 #endif
+    if (yc_dist_built())
+        printf("MPI: yes (%s; mpirun -np N yolocl train ... trains data-parallel)\n",
+               yc_dist_library());
+    else
+        fputs("MPI: no (built without MPI: no distributed training)\n", stdout);
 }
 
 /* yolocl help [COMMAND] */

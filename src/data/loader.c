@@ -49,7 +49,9 @@ struct yc_loader {
     yc_loader_options opt;
     const yc_dataset *ds; /* the samples: opt.ds, or the tile set's view */
     int total;         /* samples in ds */
-    int n;             /* samples per epoch */
+    int n;             /* samples per epoch (this rank's shard when sharded) */
+    int epoch_n;       /* samples per epoch over all ranks */
+    int *shard;        /* sharded: scratch for this rank's positions */
     int nbatches;
     int *order;        /* epoch order: positions -> dataset indices */
     int *pool;         /* image-weights pool for the mosaic partners (NULL: all) */
@@ -453,6 +455,11 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
     if (opt->batch < 1 || opt->workers < 1 || opt->imgsz < 32)
         return yc_error_status(YC_EUSAGE, "loader: batch %d, workers %d, image size %d", opt->batch,
                                opt->workers, opt->imgsz);
+    if (opt->world > 1 && (opt->rank < 0 || opt->rank >= opt->world || !opt->train ||
+                           (opt->rect && !opt->tiles)))
+        return yc_error_status(YC_EUSAGE, "loader: rank %d of %d%s", opt->rank, opt->world,
+                               opt->train ? " with rectangular batches (not supported with "
+                                            "several ranks)" : " for validation");
     if (opt->tiles && opt->tiles->ds != opt->ds)
         return yc_error_status(YC_EUSAGE, "loader: the tiles were made from another dataset");
     if (opt->tiles && opt->tiles->n > (size_t)INT_MAX)
@@ -469,6 +476,10 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
     l->n = l->total;
     if (opt->tiles && opt->train && opt->tiles_per_epoch > 0 && opt->tiles_per_epoch < l->total)
         l->n = opt->tiles_per_epoch;
+    /* the whole epoch's samples, and this rank's share of them (DistributedSampler: ceil) */
+    l->epoch_n = l->n;
+    if (opt->world > 1)
+        l->n = (l->epoch_n + opt->world - 1) / opt->world;
     l->nbatches = (l->n + opt->batch - 1) / opt->batch;
     /* one batch per thread being built plus the one the step holds */
     l->nslots = opt->workers + 1;
@@ -476,11 +487,15 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
     l->order = yc_malloc((size_t)l->total * sizeof *l->order, "loader");
+    l->shard = opt->world > 1 ? yc_malloc((size_t)l->n * sizeof *l->shard, "loader shard") : NULL;
     l->slots = yc_calloc((size_t)l->nslots, sizeof *l->slots, "loader");
     l->workers = yc_calloc((size_t)l->nworkers, sizeof *l->workers, "loader");
     l->bad = yc_calloc((size_t)l->total, sizeof *l->bad, "loader");
     l->warned = yc_calloc(opt->ds->n, sizeof *l->warned, "loader");
-    int status = l->order && l->slots && l->workers && l->bad && l->warned ? YC_OK : YC_ENOMEM;
+    int status = l->order && l->slots && l->workers && l->bad && l->warned &&
+                         (opt->world <= 1 || l->shard)
+                     ? YC_OK
+                     : YC_ENOMEM;
     if (!status && (l->opt.rect || !opt->train)) {
         status = yc_dataset_rect_batches(l->ds, opt->batch, opt->imgsz, opt->stride,
                                          opt->train ? 0.0 : opt->pad, &l->rb);
@@ -563,6 +578,7 @@ void yc_loader_free(yc_loader *l)
     free(l->workers);
     free(l->slots);
     free(l->order);
+    free(l->shard);
     free(l->pool);
     free(l->bad);
     free(l->warned);
@@ -667,6 +683,15 @@ int yc_loader_start(yc_loader *l, int epoch, const int *indices, int first)
             l->order[i] = l->order[j];
             l->order[j] = t;
         }
+    }
+    if (o->world > 1) {
+        /* this rank's shard of the epoch's first epoch_n samples, then its own augmentation
+         * streams (the shuffle above used the seed common to all ranks) */
+        for (int i = 0; i < l->n; i++)
+            l->shard[i] = l->order[(o->rank + (long)i * o->world) % l->epoch_n];
+        memcpy(l->order, l->shard, (size_t)l->n * sizeof *l->order);
+        if (o->rank > 0)
+            l->epoch_seed = mix64(l->epoch_seed ^ mix64(0xD157000000ull + (uint64_t)o->rank));
     }
     if (first < 0 || first > l->nbatches)
         first = l->nbatches;

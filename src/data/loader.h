@@ -94,6 +94,13 @@ typedef struct yc_loader_options {
      * directory (NULL: beside the dataset) */
     yc_cache_kind cache;
     const char *cache_dir;
+    /* training across `world` processes (0 or 1: one): this loader reads shard `rank` of each
+     * epoch, as PyTorch's DistributedSampler does: every rank draws the same shuffled order of
+     * the epoch's samples (seeded by seed and epoch alone), pads it to a multiple of world by
+     * repeating its first samples, and takes positions rank, rank + world, ...  Rank r > 0 draws
+     * its augmentation from streams of its own (rank 0's are a single process's).  Not with
+     * rect batches (their shapes follow the whole order): YC_EUSAGE. */
+    int rank, world;
 } yc_loader_options;
 
 typedef struct yc_loader yc_loader;
@@ -115,7 +122,7 @@ const char *yc_loader_cache_dir(const yc_loader *l);
 size_t yc_loader_read_bytes(const yc_dataset *ds, int imgsz, const yc_read_limits *lim,
                             long *which);
 
-/* Batches per epoch. */
+/* Batches per epoch (of this rank's shard when sharded). */
 int yc_loader_nbatches(const yc_loader *l);
 
 /* With tiles: what the threads' readers did so far, summed (all zero without tiles).  Waits for

@@ -21,6 +21,7 @@
 #include "demo.h"
 #include "device.h"
 #include "draw.h"
+#include "dist.h"
 #include "ema.h"
 #include "half.h"
 #include "hyp.h"
@@ -155,6 +156,11 @@ typedef struct trainer {
     size_t mtargets_cap;
     /* resident memory before the model was built (the plan's baseline) */
     size_t baseline_rss;
+    /* data-parallel training (dist.h): this process's rank of `world`, and its share of the
+     * global batch o.batch (o.batch when world is 1) */
+    int rank, world, rank_batch;
+    /* the device spec this rank opens (its local rank's GPU under several ranks) */
+    char device[64];
 } trainer;
 
 static void trainer_free(trainer *t)
@@ -457,7 +463,8 @@ static int setup_model(trainer *t, bool resuming)
     if (!st)
         st = yc_model_new(&t->m, cfg);
     if (!st)
-        st = yc_device_open(o->device, o->threads, true, &t->be);
+        st = yc_device_open(t->device[0] ? t->device : o->device, o->threads, t->rank == 0,
+                            &t->be);
     /* what the process holds before the run's own memory: the libraries (with the OpenCL
      * drivers the device probe loaded: PoCL alone touches ~55 MiB of LLVM), the dataset index */
     t->baseline_rss = yc_current_rss();
@@ -545,8 +552,9 @@ static double run_gflops(const yc_train_opts *o)
 static void choose_wait_policy(const yc_train_opts *o)
 {
     bool cpu = false;
-    if (yc_wait_policy_adjustable() && yc_device_is_cpu(o->device, &cpu) == YC_OK && cpu &&
-        run_gflops(o) >= SPIN_MIN_GFLOPS)
+    /* not under MPI: an initialised MPI process must not re-execute itself */
+    if (!yc_dist_active() && yc_wait_policy_adjustable() &&
+        yc_device_is_cpu(o->device, &cpu) == YC_OK && cpu && run_gflops(o) >= SPIN_MIN_GFLOPS)
         yc_wait_policy_spin();
     yc_error_clear();
 }
@@ -898,10 +906,10 @@ static int fit_memory(trainer *t)
         img = (int)((o->imgsz * 1.5 + t->gs - 1) / t->gs) * t->gs;
     int workers = o->workers > 0 ? o->workers : yc_physical_cores();
     bool val = t->val_ds.n > 0;
-    yc_run_shape rs = {.m = t->m, .train = true, .batch = o->batch, .val_batch = 0, .imgsz = img,
-                       .optimizer = o->optimizer, .workers = workers, .max_image_w = max_w,
-                       .max_image_h = max_h, .tile = o->tile, .baseline = t->baseline_rss,
-                       .recompute = o->recompute};
+    yc_run_shape rs = {.m = t->m, .train = true, .batch = t->rank_batch, .val_batch = 0,
+                       .imgsz = img, .optimizer = o->optimizer, .workers = workers,
+                       .max_image_w = max_w, .max_image_h = max_h, .tile = o->tile,
+                       .baseline = t->baseline_rss, .recompute = o->recompute};
     rs.val_batch = val ? 2 : 0; /* yc_memfit doubles the micro-batch for validation */
     yc_read_limits lim = {.max_pixels = o->max_pixels};
     costliest_read(&t->train_ds, img, &lim, &rs);
@@ -924,6 +932,9 @@ static int fit_memory(trainer *t)
     /* OpenCL cannot tell free memory on most GPUs (mem_free 0): then the total */
     size_t avail = be->info.mem_free ? be->info.mem_free : be->info.mem_total;
     size_t limit = o->mem ? o->mem : (size_t)(0.9 * (double)avail);
+    /* the ranks of one machine share its memory on the CPU backend */
+    if (!o->mem && be->iface->buffer_host_ptr && yc_dist_local_size() > 1)
+        limit /= (size_t)yc_dist_local_size();
     int max_batch = (int)(t->train_view->n < 1024 ? t->train_view->n : 1024);
     yc_mem_fit fit;
     int st = yc_memfit(&rs, limit, yc_half_default((yc_half_policy)o->half, be), NBS, max_batch,
@@ -934,7 +945,7 @@ static int fit_memory(trainer *t)
     /* AutoBatch takes the batch found; a requested batch stays the loader's, run in micro-batches
      * when it does not fit whole */
     if (o->batch == -1)
-        o->batch = fit.micro_batch;
+        o->batch = t->rank_batch = fit.micro_batch;
     t->micro_batch = fit.micro_batch;
     t->go.half = fit.half;
     t->go.recompute = fit.recompute;
@@ -943,7 +954,7 @@ static int fit_memory(trainer *t)
             yc_format_size(fit.peak_bytes, peak, sizeof peak), fit.peak_bytes, fit.reason);
     /* reserve the arena for the chosen shapes now: after this nothing grows */
     rs.batch = t->micro_batch;
-    rs.loader_batch = o->batch;
+    rs.loader_batch = t->rank_batch;
     rs.val_batch = val ? 2 * t->micro_batch : 0;
     rs.half = fit.half;
     rs.recompute = fit.recompute;
@@ -1126,13 +1137,23 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 yc_multiscale_shape(&rng, o->imgsz, t->gs, b->h, b->w, &h, &w);
             }
             /* the batch, then the optimizer step when one is due, submitted together; one wait
-             * for the device, then the loss and the gradient norm */
+             * for the device, then the loss and the gradient norm.  Under several ranks the
+             * gradients are summed over the ranks first (an OpenCL device waits for its backward
+             * there): every rank then steps its own optimizer with the same gradients, so the
+             * weights stay identical.  Summing, not averaging, is YOLOv5's DDP result: its
+             * loss is scaled by the per-rank batch (loss.c, as ComputeLoss's `* bs`) and train.py
+             * multiplies it by WORLD_SIZE before DDP averages the gradients over the ranks, so
+             * the gradient applied is the sum of the ranks' gradients.  The EMA runs on rank 0
+             * alone, which alone validates and saves it (YOLOv5: `ema = ModelEMA(model) if RANK
+             * in {-1, 0}`). */
             yc_loss_result res;
             yc_step *pending;
             bool step_now = ni - last_opt_step >= accumulate;
             if ((st = train_batch(t, b, h, w, &res, &pending)) ||
-                (step_now && ((st = yc_optim_step(t->opt, MAX_GRAD_NORM)) ||
-                              (st = yc_model_zero_grad(m)) || (st = yc_ema_update(t->ema, m)))) ||
+                (step_now && ((t->world > 1 && (st = yc_dist_allreduce_grads(m))) ||
+                              (st = yc_optim_step(t->opt, MAX_GRAD_NORM)) ||
+                              (st = yc_model_zero_grad(m)) ||
+                              (t->rank == 0 && (st = yc_ema_update(t->ema, m))))) ||
                 (st = m->be->iface->synchronize(m->be)))
                 break;
             if (pending)
@@ -1147,7 +1168,8 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             for (int k = 0; k < 3; k++)
                 mloss[k] = (mloss[k] * seen_batches + items[k]) / (seen_batches + 1);
             seen_batches++;
-            images += b->n;
+            /* the images of every rank (their shards are equal: DistributedSampler pads) */
+            images += b->n * t->world;
             if (step_now) {
                 if ((st = yc_optim_step_done(t->opt))) {
                     yc_error_context(st, "epoch %d, batch %d (step %ld)", epoch, i, ni);
@@ -1161,9 +1183,13 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                            yc_now() - t0, images, tty, false);
             if (o->progress)
                 o->progress(o->progress_ctx, epoch, i, res.total);
-            if (!o->noplots && ni < 3 && (st = plot_batch(t, b, ni)))
+            if (t->rank == 0 && !o->noplots && ni < 3 && (st = plot_batch(t, b, ni)))
                 break;
-            if (stop_requested) {
+            /* SIGINT or SIGTERM reaching any rank stops every rank after the same batch */
+            int stop_now = stop_requested ? 1 : 0;
+            if (t->world > 1 && (st = yc_dist_allreduce_max_int(&stop_now)))
+                break;
+            if (stop_now) {
                 /* the state after this batch, with the gradients added since the last optimizer
                  * step and the epoch's losses so far: resume continues at the next batch */
                 memcpy(t->epoch_loss, mloss, sizeof mloss);
@@ -1171,7 +1197,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 t->epoch_grads = ni != last_opt_step;
                 yc_info("\ninterrupted: saving a resumable checkpoint (epoch %d, batch %d)\n",
                         epoch, i + 1);
-                st = save_checkpoint(t, t->last, epoch - 1, i + 1, false);
+                st = t->rank == 0 ? save_checkpoint(t, t->last, epoch - 1, i + 1, false) : YC_OK;
                 *interrupted = true;
                 break;
             }
@@ -1183,24 +1209,38 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
         /* lrs of the last batch, before the scheduler step (results.csv x/lr0..2) */
         double lr[3] = {t->opt->lr[0], t->opt->lr[1], t->opt->lr[2]};
         bool final_epoch = epoch + 1 == t->epochs || stop.possible_stop;
-        if (!o->noval || final_epoch) {
-            if ((st = validate(t, t->ema->ema, false, &results, maps)))
+        /* validation, results.csv, checkpoints and early stopping on rank 0 alone, which then
+         * tells the others whether to stop (they wait for it sleeping) */
+        bool early = false;
+        if (t->rank == 0) {
+            if (!o->noval || final_epoch) {
+                if ((st = validate(t, t->ema->ema, false, &results, maps)))
+                    break;
+            }
+            double fi = 0.1 * results.r[2] + 0.9 * results.r[3];
+            early = stopper_update(&stop, epoch, fi);
+            if (fi > t->best_fitness)
+                t->best_fitness = fi;
+            double row[YC_RESULTS_NCOLS] = {mloss[0],     mloss[1],     mloss[2],     results.r[0],
+                                            results.r[1], results.r[2], results.r[3], results.r[4],
+                                            results.r[5], results.r[6], lr[0],        lr[1],
+                                            lr[2]};
+            if ((st = yc_results_append(t->csv, epoch, row))) {
+                st = training_stopped(t, st, YC_FIX_DISK, true);
+                break;
+            }
+            if ((!o->nosave || final_epoch) && (st = save_epoch(t, epoch, fi)))
                 break;
         }
-        double fi = 0.1 * results.r[2] + 0.9 * results.r[3];
-        bool early = stopper_update(&stop, epoch, fi);
-        if (fi > t->best_fitness)
-            t->best_fitness = fi;
-        double row[YC_RESULTS_NCOLS] = {mloss[0],     mloss[1],     mloss[2],     results.r[0],
-                                        results.r[1], results.r[2], results.r[3], results.r[4],
-                                        results.r[5], results.r[6], lr[0],        lr[1],
-                                        lr[2]};
-        if ((st = yc_results_append(t->csv, epoch, row))) {
-            st = training_stopped(t, st, YC_FIX_DISK, true);
+        /* the ranks must still hold the same weights (they step identically) */
+        if (t->world > 1 && (st = yc_dist_check_weights(m, epoch)))
             break;
+        if (t->world > 1) {
+            int e = early;
+            if ((st = yc_dist_bcast(&e, sizeof e, 0)))
+                break;
+            early = e != 0;
         }
-        if ((!o->nosave || final_epoch) && (st = save_epoch(t, epoch, fi)))
-            break;
         if (early)
             break;
     }
@@ -1298,6 +1338,50 @@ static int resolve_resumed_paths(trainer *t, const yc_ckpt_meta *meta)
                            "from here: resume from the directory the run was started in", data);
 }
 
+/* The checks and choices of a run across several ranks (dist.h): --batch is the global batch,
+ * split evenly; what YOLOv5's DDP refuses or yolocl does not shard yet is refused; each rank
+ * takes its share of the machine: on the CPU backend cores / ranks-per-machine threads (and as
+ * many loader threads by default), on OpenCL the local-rank-th device. */
+static int setup_distributed(trainer *t, bool resuming)
+{
+    yc_train_opts *o = &t->o;
+    int n = t->world, local = yc_dist_local_rank(), per_node = yc_dist_local_size();
+    if (resuming)
+        return yc_error_status(YC_EUNSUPPORTED, "--resume under %d ranks is not supported yet: "
+                               "resume the run in one process (yolocl train --resume, without "
+                               "mpirun)", n);
+    if (o->batch == -1)
+        return yc_error_status(YC_EUSAGE, "--batch -1 (AutoBatch) is not supported under %d "
+                               "ranks: give the global batch, a multiple of %d", n, n);
+    if (o->batch % n != 0)
+        return yc_error_status(YC_EUSAGE, "--batch %d is the global batch and must be a multiple "
+                               "of the %d ranks (%d images per rank would leave %d over): use "
+                               "--batch %d or %d", o->batch, n, o->batch / n, o->batch % n,
+                               o->batch / n * n > 0 ? o->batch / n * n : n, (o->batch / n + 1) * n);
+    if (o->image_weights)
+        return yc_error_status(YC_EUSAGE, "--image-weights is not compatible with YOLOv5 "
+                               "Multi-GPU DDP training (%d ranks)", n);
+    if (o->rect)
+        return yc_error_status(YC_EUNSUPPORTED, "--rect is not supported under %d ranks (the "
+                               "rectangular batch shapes follow the whole epoch's order): train "
+                               "without --rect", n);
+    bool cpu = false;
+    int st = yc_device_is_cpu(o->device, &cpu);
+    if (st)
+        return st;
+    int cores = yc_physical_cores() / per_node;
+    if (cores < 1)
+        cores = 1;
+    if (cpu && o->threads <= 0)
+        o->threads = cores;
+    if (o->workers <= 0)
+        o->workers = cores;
+    const char *d = o->device ? o->device : "";
+    if (!cpu && (strcmp(d, "") == 0 || strcmp(d, "auto") == 0 || strcmp(d, "opencl") == 0))
+        snprintf(t->device, sizeof t->device, "opencl:%d", local);
+    return YC_OK;
+}
+
 int yc_train(const yc_train_opts *opts, bool *interrupted)
 {
     trainer tr;
@@ -1311,6 +1395,16 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     char resume_path[2300] = "";
     yc_ckpt_meta meta = {0};
     int first_batch = 0;
+    int verbosity = yc_verbosity;
+    t->rank = yc_dist_rank();
+    t->world = yc_dist_size();
+    if (t->world > 1) {
+        if ((st = setup_distributed(t, resuming)))
+            goto done;
+        /* progress and results from rank 0 alone; the others print warnings and errors */
+        if (t->rank > 0)
+            yc_verbosity = 0;
+    }
     if (resuming) {
         if ((st = find_resume(opts->resume, opts->project ? opts->project : "runs/train",
                               resume_path, sizeof resume_path)) ||
@@ -1366,8 +1460,10 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                 first_batch ? " (inside the epoch)" : "");
     } else {
         choose_wait_policy(&t->o);
-        if ((st = yc_run_dir(t->o.project, t->o.name, t->o.exist_ok, "weights", t->save_dir,
-                             sizeof t->save_dir)))
+        if (t->rank == 0 && (st = yc_run_dir(t->o.project, t->o.name, t->o.exist_ok, "weights",
+                                             t->save_dir, sizeof t->save_dir)))
+            goto done;
+        if (t->world > 1 && (st = yc_dist_bcast(t->save_dir, sizeof t->save_dir, 0)))
             goto done;
         if (!getcwd(t->cwd, sizeof t->cwd))
             t->cwd[0] = '\0';
@@ -1391,6 +1487,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                              "anchors for AutoAnchor) is not supported; remove it", t->o.hyp);
         goto done;
     }
+    t->rank_batch = t->o.batch > 0 ? t->o.batch / t->world : t->o.batch;
     if ((st = setup_data(t)))
         goto done;
     if ((st = setup_model(t, resuming)))
@@ -1401,7 +1498,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         st = YC_ENOMEM;
         goto done;
     }
-    if (!resuming) {
+    if (!resuming && t->rank == 0) {
         char path[2400];
         if ((st = path_fmt(path, sizeof path, "%s/hyp.yaml", t->save_dir)) ||
             (st = write_yaml_from_json(path, t->hyp_json)))
@@ -1434,10 +1531,11 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         goto done;
 
     int workers = t->o.workers > 0 ? t->o.workers : yc_physical_cores();
-    if (workers > t->o.batch)
-        workers = t->o.batch;
+    if (workers > t->rank_batch)
+        workers = t->rank_batch;
     yc_loader_options lo = {.ds = &t->train_ds, .train = true, .hyp = &t->hyp,
-                            .imgsz = t->o.imgsz, .batch = t->o.batch, .rect = t->o.rect,
+                            .imgsz = t->o.imgsz, .batch = t->rank_batch, .rect = t->o.rect,
+                            .rank = t->rank, .world = t->world,
                             .pad = 0.0, .stride = t->gs, .workers = workers,
                             .seed = (uint64_t)t->o.seed,
                             .tiles = t->o.tile > 0 ? &t->train_tiles : NULL,
@@ -1469,7 +1567,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         yc_info("--cache disk: training images at %d in %s\n", t->o.imgsz,
                 yc_loader_cache_dir(t->train_loader));
     }
-    if (t->val_ds.n > 0 && !t->o.val_full) {
+    if (t->val_ds.n > 0 && !t->o.val_full && t->rank == 0) {
         /* one thread: a letterbox is far cheaper than the inference that consumes it */
         yc_loader_options vo = {.ds = &t->val_ds, .train = false, .hyp = &t->hyp,
                                 .imgsz = t->o.imgsz, .batch = t->micro_batch * 2, .rect = true,
@@ -1489,15 +1587,18 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         goto done;
     }
     if (!resuming) {
-        if (!t->o.noplots && (st = plot_labels(t)))
+        if (t->rank == 0 && !t->o.noplots && (st = plot_labels(t)))
             goto done;
-        if (!t->o.noautoanchor &&
+        if (t->rank == 0 && !t->o.noautoanchor &&
             (st = yc_check_anchors(t->train_view, t->m, t->hyp.anchor_t, t->o.imgsz,
                                    (uint64_t)t->o.seed, NULL)))
             goto done;
         if ((st = round_to_half(t->m)))
             goto done;
     }
+    /* every rank starts from rank 0's weights and anchors (AutoAnchor ran there) */
+    if (t->world > 1 && (st = yc_dist_bcast_model(t->m)))
+        goto done;
     yc_step_loss_params(t->m, &t->hyp, t->o.imgsz, t->o.label_smoothing, &t->lp);
     if (yc_wait_policy_chosen_spin())
         yc_info("OpenMP threads spin between ops (OMP_WAIT_POLICY=ACTIVE: %.1f GFLOPs per image at "
@@ -1512,12 +1613,16 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     double t0 = yc_now();
     st = run_epochs(t, first_batch, interrupted);
     restore_signals(&old_int, &old_term);
-    if (!st && !*interrupted) {
+    if (!st && !*interrupted && t->rank == 0) {
         yc_info("\n%d epochs completed in %.3f hours.\n", t->epochs - t->start_epoch,
                 (yc_now() - t0) / 3600.0);
         st = finish(t);
     }
+    /* the other ranks wait (sleeping) for rank 0's final validation and checkpoints */
+    if (!st && t->world > 1)
+        st = yc_dist_barrier();
 done:
+    yc_verbosity = verbosity;
     yc_ckpt_meta_free(&meta);
     trainer_free(t);
     return st;

@@ -1,0 +1,356 @@
+/* Data-parallel training across processes (dist.h). */
+#include <config.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef HAVE_MPI
+#include <mpi.h>
+#endif
+
+#include "dist.h"
+#include "log.h"
+
+static struct {
+    bool mpi; /* MPI_Init_thread was called by yc_dist_init */
+    int rank, size, local_rank, local_size;
+    char library[256];
+    /* the host copy of an OpenCL device's gradient arena */
+    float *host;
+    size_t host_bytes;
+} g = {false, 0, 1, 0, 1, "", NULL, 0};
+
+/* The number of processes an MPI launcher says it started, or 0 when none did: Open MPI's
+ * mpirun (OMPI_COMM_WORLD_SIZE), MPICH's hydra and Intel MPI (PMI_SIZE), PMIx launchers
+ * (PMIX_RANK, size unknown: 1), Slurm's srun (SLURM_NTASKS with SLURM_PROCID). */
+static int launcher_size(void)
+{
+    const char *names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (v && atoi(v) > 0)
+            return atoi(v);
+    }
+    if (getenv("PMIX_RANK"))
+        return 1;
+    const char *s = getenv("SLURM_NTASKS");
+    if (s && getenv("SLURM_PROCID") && atoi(s) > 0)
+        return atoi(s);
+    return 0;
+}
+
+bool yc_dist_active(void)
+{
+    return g.mpi;
+}
+
+bool yc_dist_built(void)
+{
+#ifdef HAVE_MPI
+    return true;
+#else
+    return false;
+#endif
+}
+
+const char *yc_dist_library(void)
+{
+#ifdef HAVE_MPI
+    if (!g.library[0]) {
+        char v[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0;
+        if (MPI_Get_library_version(v, &len) != MPI_SUCCESS)
+            return "MPI (library version unknown)";
+        v[len < (int)sizeof v ? len : (int)sizeof v - 1] = '\0';
+        char *nl = strchr(v, '\n');
+        if (nl)
+            *nl = '\0';
+        snprintf(g.library, sizeof g.library, "%s", v);
+    }
+    return g.library;
+#else
+    return NULL;
+#endif
+}
+
+int yc_dist_rank(void) { return g.rank; }
+int yc_dist_size(void) { return g.size; }
+int yc_dist_local_rank(void) { return g.local_rank; }
+int yc_dist_local_size(void) { return g.local_size; }
+
+#ifdef HAVE_MPI
+static int mpi_status(int rc, const char *what)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
+        snprintf(msg, sizeof msg, "MPI error %d", rc);
+    return yc_error_status(YC_ERR, "rank %d of %d: %s failed: %s (another rank may have died: "
+                           "see its messages above)", g.rank, g.size, what, msg);
+}
+
+/* Waits for a non-blocking request, sleeping 100 us between tests so that an idle rank leaves its
+ * core to the ranks still computing. */
+static int wait_polling(MPI_Request *req, const char *what)
+{
+    for (;;) {
+        int done = 0;
+        int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return mpi_status(rc, what);
+        if (done)
+            return YC_OK;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+#endif
+
+int yc_dist_init(int *argc, char ***argv)
+{
+    int launched = launcher_size();
+#ifdef HAVE_MPI
+    if (launched == 0)
+        return YC_OK;
+    int provided = 0;
+    int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS)
+        return yc_error_status(YC_ERR, "MPI_Init_thread failed (error %d): is this process "
+                               "started by the mpirun of the MPI yolocl was built with?", rc);
+    g.mpi = true;
+    if (provided < MPI_THREAD_FUNNELED)
+        return yc_error_status(YC_ERR, "the MPI library gives thread level %d, yolocl needs "
+                               "MPI_THREAD_FUNNELED (%d): use an MPI built with thread support",
+                               provided, MPI_THREAD_FUNNELED);
+    if ((rc = MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_rank(MPI_COMM_WORLD, &g.rank)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_size(MPI_COMM_WORLD, &g.size)) != MPI_SUCCESS)
+        return mpi_status(rc, "MPI_Comm_rank/size");
+    MPI_Comm local;
+    if ((rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g.rank, MPI_INFO_NULL,
+                                  &local)) != MPI_SUCCESS)
+        return mpi_status(rc, "MPI_Comm_split_type (the ranks of this machine)");
+    if ((rc = MPI_Comm_rank(local, &g.local_rank)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_size(local, &g.local_size)) != MPI_SUCCESS)
+        return mpi_status(rc, "MPI_Comm_rank/size of the machine's ranks");
+    MPI_Comm_free(&local);
+    return YC_OK;
+#else
+    (void)argc;
+    (void)argv;
+    if (launched > 1)
+        return yc_error_status(YC_EUSAGE, "started by an MPI launcher as one of %d processes, "
+                               "but this yolocl is built without MPI: each would train alone; "
+                               "rebuild with MPI (Debian: libopenmpi-dev openmpi-bin, then "
+                               "./configure) or run one process", launched);
+    return YC_OK;
+#endif
+}
+
+void yc_dist_finalize(void)
+{
+    free(g.host);
+    g.host = NULL;
+    g.host_bytes = 0;
+#ifdef HAVE_MPI
+    if (g.mpi) {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (!finalized)
+            MPI_Finalize();
+        g.mpi = false;
+    }
+#endif
+}
+
+int yc_dist_allreduce_sum_f32(float *buf, size_t n)
+{
+#ifdef HAVE_MPI
+    if (!g.mpi || g.size == 1)
+        return YC_OK;
+    const size_t chunk = (size_t)1 << 28;
+    for (size_t i = 0; i < n; i += chunk) {
+        int count = (int)(n - i < chunk ? n - i : chunk);
+        int rc = MPI_Allreduce(MPI_IN_PLACE, buf + i, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS)
+            return mpi_status(rc, "MPI_Allreduce of the gradients");
+    }
+    return YC_OK;
+#else
+    (void)buf;
+    (void)n;
+    return YC_OK;
+#endif
+}
+
+int yc_dist_allreduce_max_int(int *v)
+{
+#ifdef HAVE_MPI
+    if (!g.mpi || g.size == 1)
+        return YC_OK;
+    int rc = MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return rc == MPI_SUCCESS ? YC_OK : mpi_status(rc, "MPI_Allreduce of a flag");
+#else
+    (void)v;
+    return YC_OK;
+#endif
+}
+
+int yc_dist_bcast(void *buf, size_t bytes, int root)
+{
+#ifdef HAVE_MPI
+    if (!g.mpi || g.size == 1)
+        return YC_OK;
+    const size_t chunk = (size_t)1 << 30;
+    for (size_t i = 0; i < bytes; i += chunk) {
+        int count = (int)(bytes - i < chunk ? bytes - i : chunk);
+        MPI_Request req;
+        int rc = MPI_Ibcast((char *)buf + i, count, MPI_BYTE, root, MPI_COMM_WORLD, &req);
+        if (rc != MPI_SUCCESS)
+            return mpi_status(rc, "MPI_Ibcast");
+        if ((rc = wait_polling(&req, "MPI_Ibcast")))
+            return rc;
+    }
+    return YC_OK;
+#else
+    (void)buf;
+    (void)bytes;
+    (void)root;
+    return YC_OK;
+#endif
+}
+
+int yc_dist_barrier(void)
+{
+#ifdef HAVE_MPI
+    if (!g.mpi || g.size == 1)
+        return YC_OK;
+    MPI_Request req;
+    int rc = MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    if (rc != MPI_SUCCESS)
+        return mpi_status(rc, "MPI_Ibarrier");
+    return wait_polling(&req, "MPI_Ibarrier");
+#else
+    return YC_OK;
+#endif
+}
+
+_Noreturn void yc_dist_abort(int code, const char *msg)
+{
+    fflush(stdout);
+    if (g.size > 1)
+        fprintf(stderr, "yolocl: rank %d of %d: %s\n", g.rank, g.size, msg);
+    else
+        fprintf(stderr, "yolocl: %s\n", msg);
+#ifdef HAVE_MPI
+    if (g.mpi)
+        MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+    exit(code);
+}
+
+int yc_dist_allreduce_grads(yc_model *m)
+{
+    if (g.size == 1)
+        return YC_OK;
+    if (!m->grad_buf)
+        return yc_error_status(YC_EUSAGE, "internal: the model has no gradients to reduce");
+    yc_backend *be = m->be;
+    size_t n = m->param_elems, bytes = n * sizeof(float);
+    float *p = be->iface->buffer_host_ptr ? be->iface->buffer_host_ptr(be, m->grad_buf) : NULL;
+    if (p) /* the CPU backend runs ops synchronously: the arena is complete */
+        return yc_dist_allreduce_sum_f32(p, n);
+    /* one host buffer kept for the run (freed by yc_dist_finalize) */
+    if (g.host_bytes < bytes) {
+        float *h = yc_realloc(g.host, bytes, "host copy of the gradients for the allreduce");
+        if (!h)
+            return YC_ENOMEM;
+        g.host = h;
+        g.host_bytes = bytes;
+    }
+    float *host = g.host;
+    int st = be->iface->synchronize(be);
+    if (!st)
+        st = be->iface->buffer_read(be, m->grad_buf, 0, host, bytes);
+    if (!st)
+        st = yc_dist_allreduce_sum_f32(host, n);
+    if (!st)
+        st = be->iface->buffer_write(be, m->grad_buf, 0, host, bytes);
+    return st;
+}
+
+/* bytes of a buffer of m's backend from rank 0 to every rank, through a host copy. */
+static int bcast_buffer(yc_model *m, yc_buffer *buf, size_t bytes, const char *what)
+{
+    if (!buf || bytes == 0)
+        return YC_OK;
+    yc_backend *be = m->be;
+    void *host = yc_malloc(bytes, what);
+    if (!host)
+        return YC_ENOMEM;
+    int st = be->iface->synchronize(be);
+    if (!st && g.rank == 0)
+        st = be->iface->buffer_read(be, buf, 0, host, bytes);
+    if (!st)
+        st = yc_dist_bcast(host, bytes, 0);
+    if (!st && g.rank != 0)
+        st = be->iface->buffer_write(be, buf, 0, host, bytes);
+    free(host);
+    return st;
+}
+
+int yc_dist_bcast_model(yc_model *m)
+{
+    if (g.size == 1)
+        return YC_OK;
+    int st = bcast_buffer(m, m->param_buf, m->param_elems * sizeof(float),
+                          "host copy of the parameters for their broadcast");
+    if (!st)
+        st = bcast_buffer(m, m->state_buf, m->state_elems * sizeof(float),
+                          "host copy of the running statistics for their broadcast");
+    if (!st && m->nbn > 0)
+        st = yc_dist_bcast(m->num_batches, (size_t)m->nbn * sizeof *m->num_batches, 0);
+    if (!st)
+        st = yc_dist_bcast(m->anchors, sizeof m->anchors, 0);
+    return st;
+}
+
+int yc_dist_check_weights(yc_model *m, int epoch)
+{
+    if (g.size == 1)
+        return YC_OK;
+    yc_backend *be = m->be;
+    size_t bytes = m->param_elems * sizeof(float);
+    unsigned char *host = yc_malloc(bytes, "host copy of the parameters for their checksum");
+    if (!host)
+        return YC_ENOMEM;
+    int st = be->iface->synchronize(be);
+    if (!st)
+        st = be->iface->buffer_read(be, m->param_buf, 0, host, bytes);
+    /* FNV-1a over the bytes */
+    unsigned long long sum = 0xcbf29ce484222325ull, root = 0;
+    for (size_t i = 0; !st && i < bytes; i++)
+        sum = (sum ^ host[i]) * 0x100000001b3ull;
+    free(host);
+    root = sum;
+    if (!st)
+        st = yc_dist_bcast(&root, sizeof root, 0);
+    /* the lowest differing rank + 1, then how many differ */
+    int differ = !st && root != sum, first = differ ? g.size - g.rank : 0, count = differ;
+    if (!st)
+        st = yc_dist_allreduce_max_int(&first);
+    if (!st) {
+        float c = (float)count;
+        st = yc_dist_allreduce_sum_f32(&c, 1);
+        count = (int)c;
+    }
+    if (!st && first > 0)
+        st = yc_error_status(YC_ERR, "after epoch %d the weights of %d rank%s differ from rank "
+                             "0's (rank %d first; parameter checksums %016llx here, %016llx on "
+                             "rank 0): the ranks no longer train the same model", epoch, count,
+                             count == 1 ? "" : "s", g.size - first, sum, root);
+    return st;
+}

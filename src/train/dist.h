@@ -1,0 +1,67 @@
+/* Data-parallel training across processes: the few MPI operations yolocl needs (issue 28).
+ *
+ * One process state: yc_dist_init once, early in main (before any thread starts), and
+ * yc_dist_finalize before exit.  MPI is initialised (MPI_Init_thread, MPI_THREAD_FUNNELED: only
+ * the main thread calls MPI) only when yolocl is built with MPI (HAVE_MPI) and was started by an
+ * MPI launcher (mpirun, mpiexec, srun: their environment says so); otherwise the process is rank
+ * 0 of 1 and every operation below is a no-op that returns YC_OK, so single-process runs behave
+ * exactly as before.
+ *
+ * Every function returns a status (log.h) with a message naming the operation that failed;
+ * MPI errors are returned, not fatal (MPI_ERRORS_RETURN on the world communicator). */
+#ifndef YC_DIST_H
+#define YC_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model.h"
+
+/* Initialises MPI when launched under an MPI launcher (see above).  A launch with several
+ * processes of a yolocl built without MPI is an error (every process would train alone). */
+int yc_dist_init(int *argc, char ***argv);
+/* Finalizes MPI if yc_dist_init initialised it. */
+void yc_dist_finalize(void);
+
+/* Whether yc_dist_init initialised MPI (the process must not re-execute itself then). */
+bool yc_dist_active(void);
+/* Whether this build has MPI. */
+bool yc_dist_built(void);
+/* The MPI library's version line ("Open MPI v4.1.4, ..."), or NULL without MPI. */
+const char *yc_dist_library(void);
+
+/* This process's rank and the number of ranks (0 and 1 without MPI). */
+int yc_dist_rank(void);
+int yc_dist_size(void);
+/* Rank among the ranks of this machine (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED) and their
+ * count (0 and 1 without MPI). */
+int yc_dist_local_rank(void);
+int yc_dist_local_size(void);
+
+/* In place, on every rank: buf[i] = the sum over ranks of buf[i]. */
+int yc_dist_allreduce_sum_f32(float *buf, size_t n);
+/* In place, on every rank: *v = the largest *v of the ranks (a flag any rank may raise). */
+int yc_dist_allreduce_max_int(int *v);
+/* bytes of buf from rank `root` to every rank.  Ranks that arrive early wait by polling with
+ * short sleeps, so that they leave the CPU to a root that is still computing (validation). */
+int yc_dist_bcast(void *buf, size_t bytes, int root);
+/* Waits until every rank arrives (polling as yc_dist_bcast). */
+int yc_dist_barrier(void);
+/* Prints msg (with the rank) and ends every rank with exit status code (MPI_Abort); without MPI,
+ * prints msg and exits. */
+_Noreturn void yc_dist_abort(int code, const char *msg);
+
+/* Copies the model's parameters, running statistics and anchors from rank 0 to every rank, as
+ * PyTorch's DDP does when it wraps a model: every rank starts from rank 0's weights. */
+int yc_dist_bcast_model(yc_model *m);
+
+/* Compares a checksum of the model's parameters with rank 0's: YC_OK when every rank holds
+ * the same bits, else YC_ERR on every rank, naming `epoch` and the ranks that differ. */
+int yc_dist_check_weights(yc_model *m, int epoch);
+
+/* Sums the model's gradient arena over the ranks, in place, before an optimizer step.  A device
+ * whose memory the host cannot address (OpenCL) is read to a host buffer, reduced, and written
+ * back; on the CPU backend the arena is reduced where it lies. */
+int yc_dist_allreduce_grads(yc_model *m);
+
+#endif
