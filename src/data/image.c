@@ -646,6 +646,25 @@ int yc_vips_chain_rgb8(yc_vips_chain *c, const char **step)
     return 0;
 }
 
+int yc_vips_copy_rgb8(VipsImage *im, int h, int w, int strip, uint8_t *dst)
+{
+    VipsRegion *reg = vips_region_new(im);
+    if (!reg)
+        return -1;
+    const size_t row = (size_t)w * 3;
+    for (int y = 0; y < h; y += strip) {
+        VipsRect r = {0, y, w, y + strip <= h ? strip : h - y};
+        if (vips_region_prepare(reg, &r)) {
+            g_object_unref(reg);
+            return -1;
+        }
+        for (int i = 0; i < r.height; i++)
+            memcpy(dst + (size_t)(y + i) * row, VIPS_REGION_ADDR(reg, 0, y + i), row);
+    }
+    g_object_unref(reg);
+    return 0;
+}
+
 /* Opens `path` and reads its pixels (stored orientation, 8-bit RGB) into `upright` when the file
  * has no EXIF rotation, else into `rotated` (for yc_image_orient); *used says which.  On failure
  * writes the failing step and libvips' message into err and returns YC_EFORMAT (YC_ENOMEM for our
@@ -693,21 +712,8 @@ static int decode_pass(const char *path, VipsFailOn fail_on, int shrink, size_t 
         return st;
     }
     step = "pixel read";
-    VipsRegion *reg = vips_region_new(fin);
-    if (!reg)
+    if (yc_vips_copy_rgb8(fin, h, w, 64, dst->data))
         goto vips_fail;
-    const int strip = 64;
-    const size_t row = (size_t)w * 3;
-    for (int y = 0; y < h; y += strip) {
-        VipsRect r = {0, y, w, y + strip <= h ? strip : h - y};
-        if (vips_region_prepare(reg, &r)) {
-            g_object_unref(reg);
-            goto vips_fail;
-        }
-        for (int i = 0; i < r.height; i++)
-            memcpy(dst->data + (size_t)(y + i) * row, VIPS_REGION_ADDR(reg, 0, y + i), row);
-    }
-    g_object_unref(reg);
     yc_vips_chain_free(&c);
     return YC_OK;
 

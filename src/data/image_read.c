@@ -132,20 +132,8 @@ static int reduce_pass(const char *path, VipsFailOn fail_on, int shrink, int tw,
     int strip = (int)(STRIP_BYTES / (per_row ? per_row : 1));
     strip = strip < 1 ? 1 : strip > 64 ? 64 : strip;
     step = "pixel read";
-    VipsRegion *reg = vips_region_new(fin);
-    if (!reg)
+    if (yc_vips_copy_rgb8(fin, h, w, strip, dst->data))
         goto vips_fail;
-    const size_t row = (size_t)w * 3;
-    for (int y = 0; y < h; y += strip) {
-        VipsRect r = {0, y, w, y + strip <= h ? strip : h - y};
-        if (vips_region_prepare(reg, &r)) {
-            g_object_unref(reg);
-            goto vips_fail;
-        }
-        for (int i = 0; i < r.height; i++)
-            memcpy(dst->data + (size_t)(y + i) * row, VIPS_REGION_ADDR(reg, 0, y + i), row);
-    }
-    g_object_unref(reg);
     yc_vips_chain_free(&c);
     return YC_OK;
 

@@ -50,6 +50,11 @@ void yc_vips_header_of(VipsImage *im, yc_image_header *h);
  * it damaged; later calls for the same path say nothing.  Thread-safe. */
 void yc_image_warn_damaged(const char *path, const char *why);
 
+/* Copies an 8-bit RGB image of h x w pixels (the last of a chain) into dst, rows of w*3 bytes,
+ * computing it `strip` rows at a time through one region, so that a sequential pipeline never
+ * holds more than a strip.  Returns -1 with libvips' error set on failure. */
+int yc_vips_copy_rgb8(VipsImage *im, int h, int w, int strip, uint8_t *dst);
+
 /* Takes libvips' (process-wide) error text into buf on one line, without its trailing newline,
  * and clears libvips' error buffer. */
 void yc_vips_error_take(char *buf, size_t len);
