@@ -187,6 +187,10 @@ void yc_harness_cpu(yc_backend **be, int threads);
  * on `be` and initialised with seed `seed` (yc_model_init_weights).  The caller frees it
  * (yc_model_free).  Fails the test when any step fails. */
 yc_model *yc_harness_tiny_model(yc_backend *be, int nc, int seed);
+/* Synthetic labels for a batch of `batch` images in the loss's target layout (image, class, x, y,
+ * w, h; normalised): image b gets 1 + b % 3 boxes of classes b, b + 1, ... mod 4 at places that
+ * depend on b.  `targets` holds 6 floats for each of up to 3 * batch rows; returns the rows. */
+int yc_harness_targets(int batch, float *targets);
 
 /* The tiny YOLOv5 with its trained weights (YC_HARNESS_TINY_WEIGHTS) for inference
  * (yc_infer_model_load) on the CPU backend with one thread, opened into *be; the caller frees both

@@ -20,6 +20,7 @@
 
 #include "device.h"
 #include "dist.h"
+#include "harness.h"
 #include "hyp.h"
 #include "log.h"
 #include "model.h"
@@ -101,17 +102,7 @@ static void test_gradients(yc_backend *be)
         images[i] = (float)(x >> 40) / (float)(1ull << 24);
     }
     float targets[6 * 24];
-    int nt = 0;
-    for (int b = 0; b < B; b++)
-        for (int k = 0; k <= b % 3; k++) {
-            float *r = targets + 6 * nt++;
-            r[0] = (float)b;
-            r[1] = (float)((b + k) % 4);
-            r[2] = 0.2f + 0.1f * (float)k + 0.05f * (float)b;
-            r[3] = 0.3f + 0.07f * (float)b;
-            r[4] = 0.1f + 0.05f * (float)k;
-            r[5] = 0.15f + 0.02f * (float)b;
-        }
+    const int nt = yc_harness_targets(B, targets);
     yc_hyp hyp;
     yc_hyp_defaults(&hyp);
     yc_loss_params lp;

@@ -661,19 +661,8 @@ START_TEST(micro_batches_add_up_to_the_batch)
     }
     for (int b = 1; b < B; b++)
         memcpy(images + b * img, images, img * sizeof *images);
-    /* image b: 1 + b % 3 boxes of classes b, b + 1, ... mod 4 at places that depend on b */
     float targets[6 * 24];
-    int nt = 0;
-    for (int b = 0; b < B; b++)
-        for (int k = 0; k <= b % 3; k++) {
-            float *r = targets + 6 * nt++;
-            r[0] = (float)b;
-            r[1] = (float)((b + k) % 4);
-            r[2] = 0.2f + 0.1f * (float)k + 0.05f * (float)b;
-            r[3] = 0.3f + 0.07f * (float)b;
-            r[4] = 0.1f + 0.05f * (float)k;
-            r[5] = 0.15f + 0.02f * (float)b;
-        }
+    const int nt = yc_harness_targets(B, targets);
     yc_hyp hyp;
     yc_hyp_defaults(&hyp);
     yc_loss_params lp;
