@@ -35,7 +35,7 @@
 #   5. one epoch of coco128 at 640 (yolov5s from scratch, batch 16): wall time, peak resident
 #      memory, peak GPU memory (nvidia-smi, sampled every 0.2 s);
 #   6. batch 32 of step 4, then yolocl bench --profile (batch 16), yolocl tune and the FP16 step
-#      again with the tuned tiles, then PyTorch YOLOv5 v7.0's own train.py for the same epoch
+#      again with the tuned tiles (timed, then profiled), then PyTorch YOLOv5 v7.0's own train.py for the same epoch
 #      when packed with --yolov5.
 # --quick runs the same sequence on YOLOv5n at 128 (batch 2 and 4), PyTorch on the CPU where
 # python3 has torch, and a coco128 epoch at 128 (or the demo dataset without coco128).
@@ -373,6 +373,8 @@ run() {
             --batch "$b1" --device "$device" --iters "$iters" --warmup "$warm" --json --half
         grep -h '^{' "$W/last.out" | sed 's/"half": true/"half": true, "conv": "tuned"/' \
             >>"$out_dir/bench.jsonl"
+        step "yolocl bench --profile b$b1 --half (tuned)" 90 "$Y" bench --cfg "$cfg" --img "$img" \
+            --batch "$b1" --device "$device" --iters 2 --warmup 1 --profile --half
     fi
     if want clblast; then
         # the earlier convolutions (im2col + CLBlast), side by side with the implicit GEMMs above
