@@ -360,5 +360,10 @@ int yc_backend_exec(yc_backend *be, const yc_op *op, yc_span ws);
 int yc_tensor_get_f32(yc_backend *be, const yc_tensor *t, float *dst);
 /* Writes a dense host float array into a tensor (FP16 converted). */
 int yc_tensor_set_f32(yc_backend *be, const yc_tensor *t, const float *src);
+/* Writes a batch of uint8 pixels (as many as the tensor has elements, in its dense order) into
+ * an FP32 or FP16 tensor, each divided by 255: in place where the backend's memory is the host's,
+ * on the device where the backend converts uint8 itself (a quarter of float32's bytes moved),
+ * else converted on the host and written as floats. */
+int yc_tensor_set_u8_scaled(yc_backend *be, const yc_tensor *t, const uint8_t *src);
 
 #endif
