@@ -89,6 +89,11 @@ typedef enum yc_op_kind {
     YC_OP_UPSAMPLE,
     /* Upsample backward: dx[h][w] = sum of dy over its f*f block.  src: dy;  dst: dx [acc] */
     YC_OP_UPSAMPLE_BWD,
+    /* Global average pooling (nn.AdaptiveAvgPool2d(1)): y = the sum of x over (H,W), in row-major
+     * order, divided by H*W.  src: x (N,C,H,W);  dst: y (N,C,1,1) */
+    YC_OP_AVGPOOL,
+    /* Its backward: dx[h][w] = dy / (H*W).  src: dy (N,C,1,1);  dst: dx (N,C,H,W) [acc] */
+    YC_OP_AVGPOOL_BWD,
 
     /* The optimizer ops below work on flat ranges of the parameter arena: dense FP32 tensors of
      * equal element count N (usually (1,N,1,1)).  They update their dst tensors in place. */
