@@ -31,7 +31,7 @@ int yc_infer_model_load(yc_infer_model *out, const char *weights, const char *cf
 {
     memset(out, 0, sizeof *out);
     yc_model_spec spec = {.cfg = cfg_name, .weights = weights, .backend = be,
-                          .use = YC_MODEL_INFER};
+                          .use = YC_MODEL_INFER, .detection_only = "this command"};
     yc_opened_model om;
     int st = yc_model_open(&spec, &om);
     if (st)

@@ -522,6 +522,15 @@ int yc_model_zero_grad(yc_model *m)
     return status ? yc_error_context(status, "zeroing gradients") : YC_OK;
 }
 
+int yc_model_require_detection(const yc_model *m, const char *what)
+{
+    if (m->cfg->task == YC_TASK_DETECT)
+        return YC_OK;
+    return yc_error_status(YC_EUSAGE, "%s is a classification model: %s works on detection "
+                           "models (yolocl builds classifiers and computes their training step, "
+                           "but does not train, validate or run them yet)", m->cfg->name, what);
+}
+
 /* ---- initialisation ---------------------------------------------------------------------- */
 
 /* Level of a Detect parameter "model.<d>.m.<l>.weight|bias", or -1. */

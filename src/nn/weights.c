@@ -785,6 +785,8 @@ int yc_model_open(const yc_model_spec *spec, yc_opened_model *out)
     if (!(st = yc_model_cfg_open(spec->cfg, out->w, nc, &cfg, out->cfg_path,
                                  sizeof out->cfg_path)))
         st = yc_model_new(&out->m, cfg); /* takes cfg, also on an error */
+    if (!st && spec->detection_only)
+        st = yc_model_require_detection(out->m, spec->detection_only);
     if (!st && spec->backend) {
         out->be = spec->backend;
     } else if (!st && spec->device) {

@@ -217,6 +217,8 @@ int yc_bench_run(const yc_bench_config *c, yc_backend *be, yc_bench_result *r)
     int st = yc_model_cfg_load(&cfg, c->cfg_path, 0);
     if (!st)
         st = yc_model_new(&m, cfg); /* owns cfg from here on, failing or not */
+    if (!st)
+        st = yc_model_require_detection(m, "yolocl bench");
     if (st)
         goto done;
     snprintf(r->model, sizeof r->model, "%s", m->cfg->name);
