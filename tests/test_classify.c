@@ -18,6 +18,12 @@
 #include <string.h>
 
 #include "classify_step.h"
+#include "classify_aug.h"
+#include "classify_train.h"
+#include "image.h"
+#include "imagefolder.h"
+#include "results_csv.h"
+#include "weights.h"
 #include "device.h"
 #include "golden.h"
 #include "log.h"
@@ -232,6 +238,150 @@ START_TEST(opencl_matches_cpu)
 }
 END_TEST
 
+/* An ImageFolder dataset of three classes told apart by the colour of a square on a noisy
+ * background of 40 to 80 pixels: 12 training and 6 validation images per class. */
+static void write_dataset(const char *root)
+{
+    static const char *const names[3] = {"blue", "green", "red"};
+    static const int colour[3][3] = {{0, 0, 220}, {0, 220, 0}, {220, 0, 0}};
+    yc_rng r;
+    yc_rng_seed(&r, 11, 1);
+    for (int split = 0; split < 2; split++)
+        for (int c = 0; c < 3; c++)
+            for (int i = 0; i < (split ? 6 : 12); i++) {
+                int h = 40 + (int)yc_rng_below(&r, 41), w = 40 + (int)yc_rng_below(&r, 41);
+                yc_image im = YC_IMAGE_INIT;
+                ck_assert(yc_image_reserve(&im, h, w) == YC_OK);
+                for (size_t k = 0; k < (size_t)h * w * 3; k++)
+                    im.data[k] = (uint8_t)yc_rng_below(&r, 90);
+                int x0 = (int)yc_rng_below(&r, (uint32_t)(w / 3)), y0 = (int)yc_rng_below(&r, (uint32_t)(h / 3));
+                yc_harness_rect sq = {x0, y0, x0 + w / 2, y0 + h / 2, colour[c][0], colour[c][1], colour[c][2]};
+                yc_harness_paint(&im, &sq, 1);
+                char path[2048];
+                snprintf(path, sizeof path, "%s/%s/%s/%d.png", root, split ? "val" : "train", names[c], i);
+                yc_harness_write_image(path, &im);
+                yc_image_free(&im);
+            }
+}
+
+START_TEST(imagefolder_reads_classes)
+{
+    const char *root = yc_harness_tmp("folder");
+    write_dataset(root);
+    yc_imagefolder f;
+    ck_assert_msg(yc_imagefolder_open(yc_harness_tmp("folder/train"), &f) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(f.nc, 3);
+    ck_assert_str_eq(f.classes[0], "blue");
+    ck_assert_str_eq(f.classes[2], "red");
+    ck_assert_uint_eq(f.n, 36);
+    ck_assert_int_eq(f.labels[0], 0);
+    ck_assert_int_eq(f.labels[35], 2);
+    ck_assert(strstr(f.paths[35], "/red/"));
+    yc_imagefolder_free(&f);
+    char val[2100];
+    ck_assert_int_eq(yc_imagefolder_val_dir(root, val, sizeof val), YC_OK);
+    ck_assert(strstr(val, "/val"));
+    /* no class folders; an empty class */
+    ck_assert_int_eq(yc_imagefolder_open(yc_harness_tmp("folder/train/red"), &f), YC_EFORMAT);
+    ck_assert_msg(strstr(yc_last_error(), "no class folders"), "%s", yc_last_error());
+    yc_harness_make_parent(yc_harness_tmp("folder2/train/empty/x"));
+    yc_harness_make_parent(yc_harness_tmp("folder2/train/full/x"));
+    yc_image im = YC_IMAGE_INIT;
+    yc_harness_pattern(&im, 8, 8, 0);
+    yc_harness_write_image(yc_harness_tmp("folder2/train/full/a.png"), &im);
+    yc_image_free(&im);
+    ck_assert_int_eq(yc_imagefolder_open(yc_harness_tmp("folder2/train"), &f), YC_EFORMAT);
+    ck_assert_msg(strstr(yc_last_error(), "empty holds no images"), "%s", yc_last_error());
+    ck_assert(yc_imagefolder_val_dir(yc_harness_tmp("folder2"), val, sizeof val) != YC_OK);
+}
+END_TEST
+
+START_TEST(transforms)
+{
+    yc_image src = YC_IMAGE_INIT, out = YC_IMAGE_INIT, tmp = YC_IMAGE_INIT;
+    yc_harness_pattern(&src, 30, 50, 0);
+    /* CenterCrop: the centred 30 x 30 square (columns 10..39), resized to 30: itself */
+    ck_assert(yc_cls_center_crop(&src, 30, &out, &tmp) == YC_OK);
+    ck_assert_int_eq(out.h, 30);
+    for (int y = 0; y < 30; y++)
+        ck_assert_mem_eq(out.data + (size_t)y * 30 * 3, src.data + ((size_t)y * 50 + 10) * 3, 90);
+    /* the training transforms: size x size, and without jitter or flips a window of the source */
+    yc_cls_aug a;
+    yc_cls_aug_defaults(&a);
+    a.hflip = 0, a.jitter = 0, a.scale_min = a.scale_max = 0.25, a.ratio_min = a.ratio_max = 1.0;
+    yc_rng r;
+    yc_rng_seed(&r, 5, 1);
+    ck_assert(yc_cls_augment(&src, 19, &a, &r, &out, &tmp) == YC_OK);
+    ck_assert(out.h == 19 && out.w == 19 && tmp.h == 19 && tmp.w == 19); /* sqrt(0.25*30*50) = 19.4 */
+    bool found = false;
+    for (int y0 = 0; y0 + 19 <= 30 && !found; y0++)
+        for (int x0 = 0; x0 + 19 <= 50 && !found; x0++) {
+            bool same = true;
+            for (int y = 0; y < 19 && same; y++)
+                same = memcmp(out.data + (size_t)y * 19 * 3, src.data + ((size_t)(y0 + y) * 50 + x0) * 3, 57) == 0;
+            found = same;
+        }
+    ck_assert_msg(found, "the crop is not a window of the source");
+    /* normalisation: (v / 255 - mean) / std */
+    float x[3 * 19 * 19];
+    yc_cls_normalize(&out, x);
+    ck_assert_float_eq_tol(x[0], (out.data[0] / 255.0f - 0.485f) / 0.229f, 1e-6f);
+    ck_assert_float_eq_tol(x[2 * 361 + 5], (out.data[5 * 3 + 2] / 255.0f - 0.406f) / 0.225f, 1e-6f);
+    yc_image_free(&src), yc_image_free(&out), yc_image_free(&tmp);
+}
+END_TEST
+
+START_TEST(training_learns)
+{
+    const char *root = yc_harness_tmp("learn");
+    write_dataset(root);
+    yc_train_opts o;
+    yc_train_opts_defaults(&o);
+    o.data = root;
+    o.cfg = "yolov5n-cls";
+    o.epochs = 30;
+    o.batch = 12;
+    o.imgsz = 32;
+    o.optimizer = YC_OPTIM_ADAM;
+    o.label_smoothing = YC_CLS_LABEL_SMOOTHING;
+    o.device = "cpu";
+    o.project = yc_harness_tmp("runs");
+    o.name = "cls";
+    bool stopped = true;
+    ck_assert_msg(yc_classify_train(&o, &stopped) == YC_OK, "%s", yc_last_error());
+    ck_assert(!stopped);
+    yc_results res;
+    ck_assert_msg(yc_results_read(yc_harness_tmp("runs/cls/results.csv"), &res) == YC_OK, "%s",
+                  yc_last_error());
+    ck_assert_int_eq(res.n_rows, 30);
+    int top1 = yc_results_column(&res, "metrics/accuracy_top1");
+    int tl = yc_results_column(&res, "train/loss");
+    ck_assert(top1 >= 0 && tl >= 0);
+    /* validation runs the EMA in evaluation mode, whose BatchNorm running statistics (momentum
+     * 0.03 and 0.1, as YOLOv5's) trail the training: the best epoch's accuracy is the measure */
+    double first_loss = res.values[tl], best = 0;
+    double last_loss = res.values[(size_t)(res.n_rows - 1) * res.n_cols + tl];
+    for (int i = 0; i < res.n_rows; i++)
+        best = fmax(best, res.values[(size_t)i * res.n_cols + top1]);
+    printf("classifier training: train loss %.3f -> %.3f, best top-1 %.3f in 30 epochs (chance "
+           "0.333)\n", first_loss, last_loss, best);
+    ck_assert_msg(last_loss < 0.7 * first_loss, "train loss %g -> %g", first_loss, last_loss);
+    ck_assert_msg(best >= 0.8, "best top-1 accuracy %g", best);
+    yc_results_free(&res);
+    /* the saved weights open as the classifier they are, with the class names */
+    yc_weights *w = NULL;
+    ck_assert_msg(yc_weights_read(yc_harness_tmp("runs/cls/weights/best.safetensors"), &w) == YC_OK,
+                  "%s", yc_last_error());
+    yc_model_cfg *cfg = NULL;
+    ck_assert_int_eq(w->nc, 3);
+    ck_assert_msg(yc_weights_model_cfg(w, w->nc, &cfg) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(cfg->task, YC_TASK_CLASSIFY);
+    ck_assert_int_eq(cfg->nc, 3);
+    yc_model_cfg_free(cfg);
+    yc_weights_free(w);
+}
+END_TEST
+
 #else /* YC_TEST_SHARED */
 
 static const char *const ref_files[] = {
@@ -321,7 +471,10 @@ int main(void)
     tcase_add_test(tc, topk_counts);
     tcase_add_test(tc, configs);
     tcase_add_test(tc, opencl_matches_cpu);
+    tcase_add_test(tc, imagefolder_reads_classes);
+    tcase_add_test(tc, transforms);
+    tcase_add_test(tc, training_learns);
 #endif
     suite_add_tcase(s, tc);
-    return yc_harness_run(s, false);
+    return yc_harness_main(s, "classify");
 }

@@ -412,7 +412,8 @@ static bool same_shape(const target *t, const yc_weights_tensor *s)
     return true;
 }
 
-/* The model's state dict in YOLOv5's order (anchors before the Detect layer's parameters). */
+/* The model's state dict in YOLOv5's order (anchors before the Detect layer's parameters; a
+ * classifier has none). */
 static target *model_targets(const yc_model *m, int *count)
 {
     target *t = yc_calloc((size_t)m->ndict + 1, sizeof *t, "weights targets");
@@ -445,7 +446,7 @@ static target *model_targets(const yc_model *m, int *count)
             t[n++].state = s;
         }
     }
-    if (!anchors_done) {
+    if (!anchors_done && m->cfg->task == YC_TASK_DETECT) {
         t[n].name = m->anchors_name;
         t[n].ndim = 3;
         t[n].shape[0] = m->nl;
