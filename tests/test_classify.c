@@ -19,6 +19,7 @@
 
 #include "classify_step.h"
 #include "classify_aug.h"
+#include "classify_eval.h"
 #include "classify_train.h"
 #include "image.h"
 #include "imagefolder.h"
@@ -379,6 +380,45 @@ START_TEST(training_learns)
     ck_assert_int_eq(cfg->nc, 3);
     yc_model_cfg_free(cfg);
     yc_weights_free(w);
+
+    /* classify/val.py on the best weights: the best epoch's accuracy again, per class too */
+    yc_opened_model om;
+    yc_model_spec spec = {.weights = yc_harness_tmp("runs/cls/weights/best.safetensors"),
+                          .device = "cpu", .use = YC_MODEL_INFER};
+    ck_assert_msg(yc_model_open(&spec, &om) == YC_OK, "%s", yc_last_error());
+    yc_imagefolder val;
+    ck_assert(yc_imagefolder_open(yc_harness_tmp("learn/val"), &val) == YC_OK);
+    yc_cls_metrics mt;
+    ck_assert_msg(yc_classify_evaluate(om.m, &val, 32, 5, 0.0, true, &mt) == YC_OK, "%s", yc_last_error());
+    ck_assert_uint_eq(mt.n, 18);
+    ck_assert_double_eq_tol(mt.top1, best, 1e-9);
+    ck_assert_double_eq_tol(mt.top5, 1.0, 1e-12); /* three classes: always among the top five */
+    size_t hits = 0;
+    for (int c = 0; c < 3; c++) {
+        ck_assert_uint_eq(mt.class_n[c], 6);
+        hits += mt.class_top1[c];
+    }
+    ck_assert_double_eq_tol((double)hits / 18.0, mt.top1, 1e-12);
+    yc_cls_metrics_free(&mt);
+
+    /* classify/predict.py: one line per image, the classes by name, most probable first */
+    char *text = NULL;
+    size_t len = 0, done = 0;
+    FILE *out = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(out);
+    const char *const names[3] = {"blue", "green", "red"};
+    ck_assert(yc_classify_predict(om.m, val.paths, val.n, 32, names, out, &done) == YC_OK);
+    fclose(out);
+    ck_assert_uint_eq(done, 18);
+    ck_assert_msg(strncmp(text, "image 1/18 ", 11) == 0 && strstr(text, "/val/blue/0.png: 32x32 "),
+                  "%s", text);
+    int lines = 0;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    ck_assert_int_eq(lines, 18);
+    free(text);
+    yc_imagefolder_free(&val);
+    yc_opened_model_free(&om);
 }
 END_TEST
 

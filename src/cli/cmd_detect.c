@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classify_cmds.h"
 #include "cli.h"
 #include "commands.h"
 #include "dataset.h"
@@ -29,6 +30,8 @@ typedef struct detect_cli {
     int n_classes;
     yc_slice_options so;
     size_t max_pixels;
+    /* --img was given (a classifier's default is 224, not 640) */
+    bool img_given;
 } detect_cli;
 
 static int img_size(const yc_option *row, const char *arg, void *obj, yc_opt_state *s);
@@ -178,6 +181,7 @@ static int parse(int argc, char **argv, detect_cli *c)
     if (yc_opt_slice_given(&s) && !c->so.tile)
         return yc_usage_error(spec.cmd, "--slice-overlap, --slice-merge, --slice-thres and "
                                         "--slice-full need --slice SIZE");
+    c->img_given = yc_opt_given(&s, "img");
     if (c->so.tile && !yc_opt_given(&s, "img"))
         c->img_h = c->img_w = c->so.tile;
     return 0;
@@ -274,6 +278,11 @@ int yc_cmd_detect(int argc, char **argv)
     int st = parse(argc, argv, &c);
     if (st)
         return st == YC_OPT_DONE ? YC_EXIT_OK : st;
+    if (yc_cli_is_classifier(c.weights, c.cfg)) {
+        st = yc_cli_classify_predict(c.weights, c.cfg, c.source, c.img_given ? c.img_h : 0,
+                                     c.device);
+        return st ? yc_report_failure(st) : YC_EXIT_OK;
+    }
     detect_run r;
     memset(&r, 0, sizeof r);
     if (!(st = open_detector(&c, &r)))

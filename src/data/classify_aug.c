@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "image_read.h"
 #include "log.h"
 
 void yc_cls_aug_defaults(yc_cls_aug *a)
@@ -154,4 +155,35 @@ void yc_cls_normalize(const yc_image *im, float *dst)
     for (int c = 0; c < 3; c++)
         for (size_t i = 0; i < n; i++)
             dst[(size_t)c * n + i] = ((float)im->data[3 * i + c] / 255.0f - mean[c]) / std[c];
+}
+
+int yc_cls_read(yc_cls_reader *rd, const char *path, int size, const yc_cls_aug *aug, yc_rng *rng,
+                float *dst)
+{
+    yc_image_header hdr;
+    int st = yc_image_read_header(path, &hdr);
+    if (st)
+        return st;
+    yc_read_limits lim = yc_read_limits_resolve(NULL);
+    if ((size_t)hdr.w * hdr.h <= lim.exact_pixels) {
+        st = yc_image_decode(path, &rd->im, &rd->tmp, NULL);
+    } else {
+        double s = 2.0 * size / (hdr.h < hdr.w ? hdr.h : hdr.w);
+        int h = (int)fmax(1, lround(hdr.h * s)), w = (int)fmax(1, lround(hdr.w * s));
+        st = yc_image_read_reduced(path, &hdr, h, w, YC_INTERP_AREA, &lim, &rd->im, &rd->tmp, NULL);
+    }
+    if (!st)
+        st = aug ? yc_cls_augment(&rd->im, size, aug, rng, &rd->out, &rd->tmp)
+                 : yc_cls_center_crop(&rd->im, size, &rd->out, &rd->tmp);
+    if (st)
+        return st;
+    yc_cls_normalize(&rd->out, dst);
+    return YC_OK;
+}
+
+void yc_cls_reader_free(yc_cls_reader *rd)
+{
+    yc_image_free(&rd->im);
+    yc_image_free(&rd->out);
+    yc_image_free(&rd->tmp);
 }

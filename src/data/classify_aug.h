@@ -36,4 +36,17 @@ int yc_cls_augment(const yc_image *src, int size, const yc_cls_aug *a, yc_rng *r
  * (0.485, 0.456, 0.406) and std (0.229, 0.224, 0.225). */
 void yc_cls_normalize(const yc_image *im, float *dst);
 
+/* The images a reader decodes and transforms, reused from one read to the next. */
+typedef struct yc_cls_reader {
+    yc_image im, out, tmp;
+} yc_cls_reader;
+
+/* Reads image `path` and writes its size x size normalised CHW floats to dst: the training
+ * transforms `aug` drawn from rng, or CenterCrop when aug is NULL.  The image is decoded whole
+ * up to the read limits' exact size (image_read.h), else reduced while it decodes to twice the
+ * output size on its short side, so memory stays bounded for any image.  Errors name the file. */
+int yc_cls_read(yc_cls_reader *rd, const char *path, int size, const yc_cls_aug *aug, yc_rng *rng,
+                float *dst);
+void yc_cls_reader_free(yc_cls_reader *rd);
+
 #endif

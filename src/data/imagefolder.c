@@ -114,12 +114,12 @@ void yc_imagefolder_free(yc_imagefolder *f)
 
 int yc_imagefolder_val_dir(const char *root, char *buf, size_t len)
 {
-    static const char *const names[] = {"val", "test"};
+    static const char *const names[] = {"test", "val"};
     for (int i = 0; i < 2; i++) {
         snprintf(buf, len, "%s/%s", root, names[i]);
         if (yc_is_dir(buf))
             return YC_OK;
     }
-    return yc_error_status(YC_EIO, "%s has no val or test folder (a classification dataset has "
+    return yc_error_status(YC_EIO, "%s has no test or val folder (a classification dataset has "
                            "ROOT/train and ROOT/val)", root);
 }

@@ -26,7 +26,7 @@ typedef struct yc_imagefolder {
 int yc_imagefolder_open(const char *dir, yc_imagefolder *out);
 void yc_imagefolder_free(yc_imagefolder *f);
 
-/* The validation folder of a dataset root: ROOT/val, else ROOT/test (classify/train.py's order);
+/* The validation folder of a dataset root: ROOT/test, else ROOT/val (classify/train.py's order);
  * writes it into buf and returns 0, or an error naming both. */
 int yc_imagefolder_val_dir(const char *root, char *buf, size_t len);
 

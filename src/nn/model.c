@@ -527,8 +527,8 @@ int yc_model_require_detection(const yc_model *m, const char *what)
     if (m->cfg->task == YC_TASK_DETECT)
         return YC_OK;
     return yc_error_status(YC_EUSAGE, "%s is a classification model: %s works on detection "
-                           "models (yolocl train trains classifiers on ImageFolder datasets: "
-                           "--cfg %s --data ROOT)", m->cfg->name, what, m->cfg->name);
+                           "models (classifiers are trained by yolocl train and run by yolocl val "
+                           "and yolocl detect)", m->cfg->name, what);
 }
 
 /* ---- initialisation ---------------------------------------------------------------------- */

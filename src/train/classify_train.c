@@ -8,18 +8,17 @@
 #include <string.h>
 
 #include "classify_aug.h"
+#include "classify_eval.h"
 #include "classify_step.h"
 #include "device.h"
 #include "ema.h"
 #include "imagefolder.h"
-#include "image_read.h"
 #include "log.h"
 #include "model.h"
 #include "optim.h"
 #include "rundir.h"
 #include "util.h"
 #include "weights.h"
-#include "xent.h"
 
 #define CLS_LRF 0.01
 #define CLS_MAX_NORM 10.0
@@ -39,101 +38,35 @@ typedef struct cls_run {
     yc_model *m;
     yc_imagefolder train, val;
     yc_cls_aug aug;
-    /* one batch of normalised images, its labels and the decode scratch */
+    /* one batch of normalised images, its labels and the image reader */
     float *images;
     int *labels;
-    yc_image im, out, tmp;
-    /* the training step for the full batch and for a smaller last one; validation graph */
+    yc_cls_reader rd;
+    /* the training step for the full batch and for a smaller last one */
     yc_classify_step *step, *last_step;
-    yc_graph *vg;
-    int vg_batch;
-    float *vlogits;
     char save_dir[2048], last[2300], best[2300], csv[2300];
 } cls_run;
 
-/* Reads image `path` for the transforms: decoded whole up to the read limits' exact size, else
- * reduced while decoding to twice the output size on its short side (bounded memory). */
-static int read_image(cls_run *r, const char *path)
+/* Training images idx[0..n) into r->images / r->labels, transformed.  An image that cannot be
+ * read is reported and replaced by the next one. */
+static int load_batch(cls_run *r, const size_t *idx, int n, yc_rng *rng)
 {
-    yc_image_header hdr;
-    int st = yc_image_read_header(path, &hdr);
-    if (st)
-        return st;
-    yc_read_limits lim = yc_read_limits_resolve(NULL);
-    if ((size_t)hdr.w * hdr.h <= lim.exact_pixels)
-        return yc_image_decode(path, &r->im, &r->tmp, NULL);
-    int size = 2 * r->o->imgsz, h = hdr.h, w = hdr.w;
-    double s = (double)size / (h < w ? h : w);
-    return yc_image_read_reduced(path, &hdr, (int)fmax(1, lround(h * s)), (int)fmax(1, lround(w * s)),
-                                 YC_INTERP_AREA, &lim, &r->im, &r->tmp, NULL);
-}
-
-/* Images idx[0..n) of set `ds` into r->images / r->labels, transformed for training or
- * validation.  An image that cannot be read is reported and replaced by the next one. */
-static int load_batch(cls_run *r, const yc_imagefolder *ds, const size_t *idx, int n, bool augment,
-                      yc_rng *rng)
-{
-    int size = r->o->imgsz;
-    size_t plane = (size_t)3 * size * size;
+    const yc_imagefolder *ds = &r->train;
+    size_t plane = (size_t)3 * r->o->imgsz * r->o->imgsz;
     for (int i = 0; i < n; i++) {
         size_t k = idx[i];
-        int st = read_image(r, ds->paths[k]);
+        float *dst = r->images + (size_t)i * plane;
+        int st = yc_cls_read(&r->rd, ds->paths[k], r->o->imgsz, &r->aug, rng, dst);
         for (size_t tries = 1; st && tries < ds->n; tries++) {
             yc_warn("%s: skipped (%s)\n", ds->paths[k], yc_last_error());
             yc_error_clear();
             k = (k + 1) % ds->n;
-            st = read_image(r, ds->paths[k]);
+            st = yc_cls_read(&r->rd, ds->paths[k], r->o->imgsz, &r->aug, rng, dst);
         }
         if (st)
             return yc_error_context(st, "no image of %s could be read", ds->paths[0]);
-        st = augment ? yc_cls_augment(&r->im, size, &r->aug, rng, &r->out, &r->tmp)
-                     : yc_cls_center_crop(&r->im, size, &r->out, &r->tmp);
-        if (st)
-            return st;
-        yc_cls_normalize(&r->out, r->images + (size_t)i * plane);
         r->labels[i] = ds->labels[k];
     }
-    return YC_OK;
-}
-
-/* classify/val.py over r->val with the EMA model: top-1, top-5 and the mean batch loss. */
-static int validate(cls_run *r, yc_model *ema, double *top1, double *top5, double *loss)
-{
-    const yc_train_opts *o = r->o;
-    int B = o->batch;
-    size_t *idx = yc_malloc((size_t)B * sizeof *idx, "validation batch");
-    if (!idx)
-        return YC_ENOMEM;
-    int st = YC_OK, c1 = 0, c5 = 0, batches = 0;
-    double lsum = 0;
-    for (size_t first = 0; first < r->val.n && !st; first += (size_t)B) {
-        int n = (int)(r->val.n - first < (size_t)B ? r->val.n - first : (size_t)B);
-        if (!r->vg || r->vg_batch != n) {
-            yc_graph_free(r->vg);
-            r->vg = NULL;
-            if ((st = yc_graph_new(&r->vg, ema, n, o->imgsz, o->imgsz, YC_GRAPH_EVAL)) ||
-                (st = yc_graph_alloc(r->vg)))
-                break;
-            r->vg_batch = n;
-        }
-        for (int i = 0; i < n; i++)
-            idx[i] = first + (size_t)i;
-        if ((st = load_batch(r, &r->val, idx, n, false, NULL)) ||
-            (st = yc_tensor_set_f32(r->be, yc_graph_input(r->vg), r->images)) ||
-            (st = yc_graph_forward(r->vg)) ||
-            (st = yc_tensor_get_f32(r->be, yc_graph_head(r->vg, 0), r->vlogits)))
-            break;
-        lsum += yc_xent_loss(r->vlogits, r->labels, n, r->m->nc, o->label_smoothing, NULL);
-        c1 += yc_xent_topk_correct(r->vlogits, r->labels, n, r->m->nc, 1);
-        c5 += yc_xent_topk_correct(r->vlogits, r->labels, n, r->m->nc, 5);
-        batches++;
-    }
-    free(idx);
-    if (st)
-        return yc_error_context(st, "validation");
-    *top1 = (double)c1 / (double)r->val.n;
-    *top5 = (double)c5 / (double)r->val.n;
-    *loss = batches ? lsum / batches : 0.0;
     return YC_OK;
 }
 
@@ -210,8 +143,7 @@ static int open_run(cls_run *r)
     size_t plane = (size_t)3 * o->imgsz * o->imgsz;
     r->images = yc_malloc((size_t)o->batch * plane * sizeof *r->images, "image batch");
     r->labels = yc_malloc((size_t)o->batch * sizeof *r->labels, "labels");
-    r->vlogits = yc_malloc((size_t)o->batch * r->m->nc * sizeof *r->vlogits, "logits");
-    if (!r->images || !r->labels || !r->vlogits)
+    if (!r->images || !r->labels)
         return YC_ENOMEM;
     yc_graph_options go = {.mode = YC_GRAPH_TRAIN};
     int full = (int)(r->train.n < (size_t)o->batch ? r->train.n : (size_t)o->batch);
@@ -222,17 +154,13 @@ static void close_run(cls_run *r)
 {
     yc_classify_step_free(r->step);
     yc_classify_step_free(r->last_step);
-    yc_graph_free(r->vg);
     yc_model_free(r->m);
     yc_backend_free(r->be);
     yc_imagefolder_free(&r->train);
     yc_imagefolder_free(&r->val);
-    yc_image_free(&r->im);
-    yc_image_free(&r->out);
-    yc_image_free(&r->tmp);
+    yc_cls_reader_free(&r->rd);
     free(r->images);
     free(r->labels);
-    free(r->vlogits);
 }
 
 /* One epoch: shuffled batches (the last one smaller), each a step, a clipped optimizer step and
@@ -261,7 +189,7 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, yc_rng *rng, size
             s = r->last_step;
         }
         double loss = 0;
-        if ((st = load_batch(r, &r->train, order + first, b, true, rng)) ||
+        if ((st = load_batch(r, order + first, b, rng)) ||
             (st = yc_classify_step_run(s, r->images, r->labels, &loss)) ||
             (st = yc_optim_step(opt, CLS_MAX_NORM)) || (st = yc_model_zero_grad(r->m)) ||
             (st = yc_ema_update(ema, r->m)) || (st = r->be->iface->synchronize(r->be)) ||
@@ -312,12 +240,14 @@ int yc_classify_train(const yc_train_opts *o, bool *interrupted)
     yc_rng_seed(&rng, (uint64_t)o->seed, 0xC1A5);
     double best = -1.0, t0 = yc_now();
     for (int epoch = 0; epoch < o->epochs && !st && !cls_stop; epoch++) {
-        double tloss = 0, top1 = 0, top5 = 0, vloss = 0;
-        double lr = opt->lr[0];
+        double tloss = 0, lr = opt->lr[0];
+        yc_cls_metrics v = {0};
         if (!(st = train_epoch(&r, opt, ema, &rng, order, &tloss)) && !cls_stop)
-            st = validate(&r, ema->ema, &top1, &top5, &vloss);
+            st = yc_classify_evaluate(ema->ema, &r.val, o->imgsz, o->batch, o->label_smoothing,
+                                      false, &v);
         if (st || cls_stop)
             break;
+        double top1 = v.top1, top5 = v.top5, vloss = v.loss;
         /* scheduler.step(): the linear factor of the next epoch */
         double f = yc_lr_factor(epoch + 1, o->epochs, CLS_LRF, o->cos_lr);
         for (int g = 0; g < YC_PG_COUNT; g++)
