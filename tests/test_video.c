@@ -8,6 +8,8 @@
  *     frame rate and size, and labels/clip_<frame>.txt hold what the detector finds in each
  *     frame (numbered from 1), the same as detecting on the decoded frames one by one; with
  *     --vid-stride 3 every third frame (4 of 12, labels numbered 1 to 4);
+ *   - an http:// stream served here from the clip is live: frames in order, labels numbered from
+ *     0, the annotated video at 30 frames per second;
  *   - a directory with an image, a truncated MP4 (no index: does not open), an AVI cut short and
  *     a good clip: the truncated file is reported and skipped, the cut one reported, the run goes
  *     on to the image and the good clip;
@@ -17,12 +19,15 @@
  *
  * Skipped (77) in a build without FFmpeg (yolocl --version says "Video: no"). */
 #include <check.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -412,6 +417,96 @@ START_TEST(test_detect_directory)
 }
 END_TEST
 
+/* ---- a live source --------------------------------------------------------------------------- */
+
+/* Serves `path` once over HTTP on 127.0.0.1 from a child process; returns its port and pid. */
+static int serve_once(const char *path, pid_t *pid)
+{
+    size_t len;
+    char *body = yc_harness_read(path, &len);
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(ls, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    ck_assert_int_eq(bind(ls, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(ls, 1), 0);
+    ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &al), 0);
+    fflush(NULL);
+    *pid = fork();
+    ck_assert_int_ge(*pid, 0);
+    if (*pid == 0) {
+        int c = accept(ls, NULL, NULL);
+        char req[4096];
+        size_t got = 0;
+        while (c >= 0 && got < sizeof req - 1 && !memmem(req, got, "\r\n\r\n", 4)) {
+            ssize_t n = read(c, req + got, sizeof req - 1 - got);
+            if (n <= 0)
+                _exit(1);
+            got += (size_t)n;
+        }
+        char head[256];
+        int hl = snprintf(head, sizeof head,
+                          "HTTP/1.0 200 OK\r\nContent-Type: video/mp2t\r\nContent-Length: %zu\r\n"
+                          "Connection: close\r\n\r\n",
+                          len);
+        if (c < 0 || write(c, head, (size_t)hl) != hl)
+            _exit(1);
+        for (size_t off = 0; off < len;) {
+            ssize_t n = write(c, body + off, len - off);
+            if (n <= 0)
+                _exit(1);
+            off += (size_t)n;
+        }
+        close(c);
+        _exit(0);
+    }
+    close(ls);
+    free(body);
+    return ntohs(a.sin_port);
+}
+
+/* An http:// URL without a video suffix is live (detect.py's LoadStreams): read by the reader's
+ * thread, newest frame each time, labels numbered from 0, the annotated video at 30 fps. */
+START_TEST(test_detect_stream)
+{
+    const char *clip = yc_harness_tmp("live/clip.ts");
+    yc_harness_make_parent(clip);
+    write_clip(clip, CLIP_N, CLIP_W, CLIP_H, CLIP_FPS);
+    pid_t pid;
+    int port = serve_once(clip, &pid);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/cam", port);
+    ck_assert(yc_is_live_source(url));
+    detect_env e;
+    env_open(&e);
+    yc_detect_summary sum;
+    const char *out = yc_harness_tmp("live/run");
+    detect_source(&e, url, out, 1, &sum);
+    int ws;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    ck_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    ck_assert_int_ge(sum.images, 1);
+    ck_assert_int_le(sum.images, CLIP_N);
+    ck_assert_int_eq(sum.skipped, 0);
+    char p[1200];
+    snprintf(p, sizeof p, "%s/cam.mp4", out);
+    yc_video_info info;
+    ck_assert_int_eq(count_frames(p, &info), sum.images);
+    ck_assert_msg(fabs(info.fps - 30) < 1e-6, "fps %g", info.fps);
+    /* labels/cam_0.txt ... cam_<images - 1>.txt, one per frame with detections */
+    int labels = 0;
+    for (int k = 0; k <= CLIP_N; k++) {
+        snprintf(p, sizeof p, "%s/labels/cam_%d.txt", out, k);
+        if (yc_file_exists(p)) {
+            ck_assert_int_lt(k, sum.images);
+            labels++;
+        }
+    }
+    ck_assert_int_ge(labels, 1);
+    env_close(&e);
+}
+END_TEST
+
 /* ---- the command line ------------------------------------------------------------------------ */
 
 typedef struct run_result {
@@ -547,6 +642,7 @@ static Suite *suite(bool cli)
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_detect_video);
     tcase_add_test(tc, test_detect_directory);
+    tcase_add_test(tc, test_detect_stream);
     if (cli) {
         tcase_add_test(tc, test_cli);
         tcase_add_test(tc, test_cli_memory);

@@ -299,7 +299,11 @@ static int decode_next(yc_video_reader *r, bool *got)
         arm_deadline(r);
         rc = av_read_frame(r->fmt, r->pkt);
         atomic_store(&r->deadline, 0.0);
-        if (rc == AVERROR_EOF || (rc < 0 && !r->live && r->fmt->pb && avio_feof(r->fmt->pb))) {
+        /* the end: EOF, or a read that failed at the end of the input without an I/O error of
+         * its own (demuxers that report a stream closed by its server as EIO) */
+        const AVIOContext *pb = r->fmt->pb;
+        if (rc == AVERROR_EOF ||
+            (rc < 0 && pb && avio_feof((AVIOContext *)pb) && (!pb->error || pb->error == AVERROR_EOF))) {
             r->flushing = true;
             if ((rc = avcodec_send_packet(r->dec, NULL)) < 0 && rc != AVERROR_EOF)
                 return yc_video_av_error(YC_EFORMAT, rc, "%s: ending the decoder", r->source);

@@ -741,7 +741,7 @@ static int detect_video(detect_loop *L, const char *src, size_t index, size_t nf
             break;
         }
         if (rd) {
-            yc_warn("%s ends at frame %lld: %s", shown, frame, yc_last_error());
+            yc_warn("%s; the video ends there", yc_last_error());
             L->sum->videos_cut++;
             break;
         }
