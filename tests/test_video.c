@@ -233,6 +233,14 @@ START_TEST(test_errors)
               !yc_is_live_source("https://host/video.mp4") &&
               !yc_is_live_source("http://host/a.jpg") && !yc_is_live_source("0.mp4") &&
               !yc_is_live_source("") && !yc_is_live_source("file:///x"));
+    ck_assert(yc_is_url("rtmp://h/x") && yc_is_url("https://h/v.mp4") && !yc_is_url("0") &&
+              !yc_is_url("dir/http://x"));
+    /* an image's URL is refused (libvips reads files), a video's is read by FFmpeg */
+    yc_path_list l;
+    ck_assert_int_eq(yc_detect_sources("https://example.com/bus.jpg", &l), YC_EUNSUPPORTED);
+    ck_assert_int_eq(yc_detect_sources("https://example.com/clip.mp4", &l), YC_OK);
+    ck_assert_uint_eq(l.n, 1);
+    yc_path_list_free(&l);
 }
 END_TEST
 

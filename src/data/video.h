@@ -33,6 +33,9 @@ const char *yc_video_versions(char *buf, size_t len);
  * avi gif m4v mkv mov mp4 mpeg mpg ts wmv webm. */
 bool yc_is_video_path(const char *path);
 
+/* True when `source` is an rtsp://, rtmp://, http:// or https:// URL. */
+bool yc_is_url(const char *source);
+
 /* True when `source` is live as detect.py decides: a webcam number ("0") or an rtsp://, rtmp://,
  * http:// or https:// URL that does not end in an image or video suffix. */
 bool yc_is_live_source(const char *source);

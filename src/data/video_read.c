@@ -35,16 +35,20 @@ static bool is_webcam(const char *source)
     return true;
 }
 
+bool yc_is_url(const char *source)
+{
+    static const char *const schemes[] = {"rtsp://", "rtmp://", "http://", "https://"};
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+        if (!strncasecmp(source, schemes[i], strlen(schemes[i])))
+            return true;
+    return false;
+}
+
 bool yc_is_live_source(const char *source)
 {
-    if (is_webcam(source))
-        return true;
-    static const char *const schemes[] = {"rtsp://", "rtmp://", "http://", "https://"};
-    bool url = false;
-    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
-        url |= !strncasecmp(source, schemes[i], strlen(schemes[i]));
-    /* detect.py: a URL of an image or video file is downloaded and read as a file */
-    return url && !yc_is_video_path(source) && !yc_is_image_path(source);
+    /* detect.py: a URL of an image or video file is read as a file (it downloads it first) */
+    return is_webcam(source) ||
+           (yc_is_url(source) && !yc_is_video_path(source) && !yc_is_image_path(source));
 }
 
 #ifndef YC_HAVE_VIDEO

@@ -360,8 +360,11 @@ int yc_detect_sources(const char *source, yc_path_list *out)
     char **dir_names = NULL;
     size_t ndir = 0;
 
-    if (yc_is_live_source(source)) {
-        /* a stream URL or a webcam number: read as it is */
+    if (yc_is_url(source) && yc_is_image_path(source)) {
+        return yc_error_status(YC_EUNSUPPORTED, "%s: images are read from files only: download "
+                               "it first", source);
+    } else if (yc_is_url(source) || yc_is_live_source(source)) {
+        /* a stream, a video's URL (FFmpeg reads it as it downloads) or a webcam number */
         cand = &source;
         ncand = 1;
     } else if (strpbrk(source, "*?[") && !yc_file_exists(source)) {
@@ -409,7 +412,7 @@ int yc_detect_sources(const char *source, yc_path_list *out)
         return yc_error_status(YC_EIO, "%s does not exist", source);
     }
     for (size_t i = 0; i < ncand && !st; i++) {
-        if (yc_is_live_source(cand[i])) {
+        if (yc_is_url(cand[i]) || yc_is_live_source(cand[i])) {
             if (cand[i] != source)
                 continue;
         } else if ((!yc_is_image_path(cand[i]) && !yc_is_video_path(cand[i])) ||
@@ -727,9 +730,12 @@ static int detect_video(detect_loop *L, const char *src, size_t index, size_t nf
         L->sum->skipped++;
         return YC_OK;
     }
-    char stem[512], *real = live ? NULL : realpath(src, NULL);
+    char stem[512], *real = live || yc_is_url(src) ? NULL : realpath(src, NULL);
     const char *shown = real ? real : src;
     source_stem(src, live, stem, sizeof stem);
+    /* crops are named by yc_detect_save_crop after the stem of what it is given */
+    char crop_name[600];
+    snprintf(crop_name, sizeof crop_name, "%s.mp4", stem);
     const long long total = live ? 0 : info.frames / stride;
     yc_video_writer *vw = NULL;
     long long frame = live ? -1 : 0;
@@ -765,7 +771,7 @@ static int detect_video(detect_loop *L, const char *src, size_t index, size_t nf
             const float *r = dets + (size_t)i * 6;
             char num[24];
             const char *name = yc_detect_class_name(&L->style, (int)r[5], num, sizeof num);
-            st = yc_detect_save_crop(&L->img, r, save->save_dir, name, stem, &L->crop);
+            st = yc_detect_save_crop(&L->img, r, save->save_dir, name, crop_name, &L->crop);
         }
         if (!st && save->save_img && save->save_dir) {
             /* drawn on the frame itself: its crops are saved already */
