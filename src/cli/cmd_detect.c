@@ -323,5 +323,11 @@ int yc_cmd_detect(int argc, char **argv)
     if (!(st = open_detector(&c, &r)))
         st = run(&c, &r);
     detect_run_free(&r);
-    return st ? yc_report_failure(st) : YC_EXIT_OK;
+    if (st)
+        return yc_report_failure(st);
+    if (stop_requested) {
+        fprintf(stderr, "yolocl: detection interrupted; the results so far are saved\n");
+        return 130;
+    }
+    return YC_EXIT_OK;
 }
