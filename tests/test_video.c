@@ -9,7 +9,7 @@
  *     frame (numbered from 1), the same as detecting on the decoded frames one by one; with
  *     --vid-stride 3 every third frame (4 of 12, labels numbered 1 to 4);
  *   - an http:// stream served here from the clip is live: frames in order, labels numbered from
- *     0, the annotated video at 30 frames per second;
+ *     0, the annotated video at 30 frames per second; a stream that does not open fails the run;
  *   - a directory with an image, a truncated MP4 (no index: does not open), an AVI cut short and
  *     a good clip: the truncated file is reported and skipped, the cut one reported, the run goes
  *     on to the image and the good clip;
@@ -511,6 +511,15 @@ START_TEST(test_detect_stream)
         }
     }
     ck_assert_int_ge(labels, 1);
+
+    /* a stream that does not open fails the run (nothing is listening on port 1) */
+    yc_path_list files;
+    ck_assert_int_eq(yc_detect_sources("rtsp://127.0.0.1:1/none", &files), YC_OK);
+    yc_detect_save sv = {.save_dir = yc_harness_tmp("live/none")};
+    ck_assert_int_ne(yc_detect_files(e.det, &files, NULL, e.im.m->nc, &sv, &sum), YC_OK);
+    ck_assert_msg(strstr(yc_last_error(), "cannot open rtsp://127.0.0.1:1/none"), "%s",
+                  yc_last_error());
+    yc_path_list_free(&files);
     env_close(&e);
 }
 END_TEST

@@ -723,7 +723,8 @@ static int detect_video(detect_loop *L, const char *src, size_t index, size_t nf
     yc_video_reader *vr = NULL;
     yc_video_info info;
     int st = yc_video_open(&vr, src, live, &info);
-    if (st == YC_ENOMEM)
+    /* a live source is the whole run: one that does not open fails it (detect.py asserts) */
+    if (st == YC_ENOMEM || (st && live))
         return st;
     if (st) {
         yc_warn("skipping a video: %s", yc_last_error());
