@@ -195,6 +195,13 @@ START_TEST(test_roundtrip)
     ck_assert_msg(fabs(info.fps - 7.5) < 1e-6, "fps %g", info.fps);
     ck_assert_int_eq(info.frames, 5);
     ck_assert(!info.frames_exact);
+
+    /* a container that takes neither H.264 nor MPEG-4 (WebM): its own default codec */
+    const char *webm = yc_harness_tmp("rt/clip.webm");
+    codec = write_clip(webm, 3, 64, 48, 10);
+    ck_assert_msg(strcmp(codec, "libx264") && strcmp(codec, "mpeg4"), "%s", codec);
+    ck_assert_int_eq(count_frames(webm, &info), 3);
+    ck_assert_int_eq(info.w, 64);
 }
 END_TEST
 

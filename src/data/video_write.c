@@ -138,7 +138,9 @@ static int open_encoder(yc_video_writer *vw, AVRational rate, const char **codec
     int last = AVERROR_ENCODER_NOT_FOUND;
     for (int i = 0; i < 4; i++) {
         const AVCodec *c = cand[i];
-        if (!c || avformat_query_codec(of, c->id, FF_COMPLIANCE_NORMAL) != 1)
+        /* 0: the container cannot hold it; negative: the container does not say (then the
+         * header's writing will) */
+        if (!c || avformat_query_codec(of, c->id, FF_COMPLIANCE_NORMAL) == 0)
             continue;
         if ((last = try_encoder(vw, c, rate)) == 0) {
             if (codec)
