@@ -107,6 +107,7 @@ check 0 --version
 expect_output_re '^yolocl [0-9]+\.[0-9]+'
 expect_output_re '^OpenCL: (yes|no)'
 expect_output "OpenMP"
+expect_output_re '^Video: (yes \(libavformat [0-9.]+, .*; webcams: (yes|no, .*)\)|no \(built without FFmpeg)'
 expect_stderr_empty
 opencl_built=no
 if grep -q '^OpenCL: yes' "$tmp/out"; then opencl_built=yes; fi
@@ -376,6 +377,8 @@ check 2 val --data "$tmp/demo/demo.yaml" --weights x --max-pixels lots
 expect_stderr "--max-pixels"
 check 2 detect --weights x --source "$tmp" --max-pixels 0
 expect_stderr "--max-pixels"
+check 2 detect --weights x --source "$tmp" --vid-stride 0
+expect_stderr "invalid value '0' for --vid-stride"
 # shellcheck disable=SC2086
 check 0 $policy_train --img 448 --name policy448
 if grep -q -F "OpenMP threads spin" "$tmp/out" "$tmp/err"; then fail "spinning at 448"; else pass; fi
