@@ -29,6 +29,8 @@ typedef struct detect_cli {
     int n_classes;
     yc_slice_options so;
     size_t max_pixels;
+    /* YOLOv5 v7.0 detect.py's --augment, --half, --view-img (issue 31) */
+    bool augment, half, view_img;
 } detect_cli;
 
 static int img_size(const yc_option *row, const char *arg, void *obj, yc_opt_state *s);
@@ -68,6 +70,14 @@ static const yc_option rows[] = {
     YC_OPT_PIXELS("max-pixels", "N|WxH", T, max_pixels,
                   "most pixels one image read may decode (default 2^30);\n"
                   "larger images are skipped: detect them with --slice"),
+    YC_OPT_BOOL(0, "augment", T, augment,
+                "test-time augmentation: scales 1, 0.83, 0.67, the second\n"
+                "flipped left-right, merged before NMS (YOLOv5's)"),
+    YC_OPT_BOOL(0, "half", T, half,
+                "FP16 storage of the activations (arithmetic stays FP32)"),
+    YC_OPT_BOOL(0, "view-img", T, view_img,
+                "accepted with a warning: no display library is built in;\n"
+                "open the saved images instead"),
     YC_OPT_TEXT("\n"
                 "Images larger than 4096x4096 pixels are read reduced to --img while they decode, never\n"
                 "whole, and their annotated copy is drawn strip by strip.\n"
@@ -180,6 +190,12 @@ static int parse(int argc, char **argv, detect_cli *c)
                                         "--slice-full need --slice SIZE");
     if (c->so.tile && !yc_opt_given(&s, "img"))
         c->img_h = c->img_w = c->so.tile;
+    if (c->augment && c->so.tile)
+        return yc_usage_error(spec.cmd, "--augment with --slice is not supported: the slices are "
+                                        "already a multi-scale view (use one or the other)");
+    if (c->view_img)
+        yc_warn("--view-img: yolocl has no display library built in; the annotated images are "
+                "saved in the run directory%s", c->nosave ? " (not with --nosave)" : "");
     return 0;
 }
 
@@ -239,6 +255,10 @@ static int open_detector(const detect_cli *c, detect_run *r)
     dopt.agnostic = c->agnostic;
     /* sliced: every window and the full pass letterboxed to h x w, one graph planned for it */
     dopt.fixed_shape = c->so.tile > 0;
+    dopt.augment = c->augment;
+    if (c->half && (st = yc_half_check(r->be, spec.cmd)))
+        return st;
+    dopt.half = c->half;
     return yc_detector_new(&r->det, &r->im, &dopt);
 }
 

@@ -87,6 +87,11 @@ typedef struct yc_detect_options {
     /* an activation arena the inference graph is placed in (shared with other graphs, e.g. the
      * trainer's), or NULL for one of the detector's own */
     struct yc_arena *arena;
+    /* test-time augmentation (detect.py --augment: tta.h) */
+    bool augment;
+    /* FP16 storage of the input and activations, FP32 arithmetic (detect.py --half; the backend
+     * must store FP16: yc_device_info.fp16_storage) */
+    bool half;
 } yc_detect_options;
 
 /* detect.py's defaults: 640x640, conf 0.25, IoU 0.45, max_det 1000. */
