@@ -4,7 +4,10 @@
  * source coordinates PyTorch computes), the left-right flip, the 0.447 padding and the clamp at
  * the edges; _descale_pred; _clip_augmented's cuts for P5 and P6 models, which are whole Detect
  * levels; and yc_tta_predict on the tiny model against its plain forward (pass 1) and the pieces
- * (passes 2 and 3). */
+ * (passes 2 and 3).  Also detect --visualize's pieces (visualize.h): the .npy header and data, the
+ * incremented directories, and the feature maps of the tiny model from a graph that keeps every
+ * layer's output (its heads bit-identical to a plain graph's, its early layers intact after the
+ * whole forward where a plain graph has reused their storage). */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,8 +17,10 @@
 #include "graph.h"
 #include "log.h"
 #include "model.h"
+#include "modelcfg.h"
 #include "nms.h"
 #include "tta.h"
+#include "visualize.h"
 #include "harness.h"
 #include "yctest.h"
 
@@ -242,6 +247,129 @@ START_TEST(test_predict)
 }
 END_TEST
 
+START_TEST(test_npy)
+{
+    yc_harness_tmpdir_make("npy");
+    const float v[6] = {1, 2, 3, 4, 5, 6.5f};
+    const int shape[2] = {2, 3}, one[1] = {6};
+    ck_assert_int_eq(yc_write_npy(yc_harness_tmp("a.npy"), v, shape, 2), YC_OK);
+    ck_assert_int_eq(yc_write_npy(yc_harness_tmp("b.npy"), v, one, 1), YC_OK);
+    size_t len;
+    char *a = yc_harness_read(yc_harness_tmp("a.npy"), &len);
+    /* magic, version 1.0, header length 118 (10 + 118 = 128, a multiple of 64) */
+    ck_assert_uint_eq(len, 128 + sizeof v);
+    ck_assert(memcmp(a, "\x93NUMPY\x01\x00\x76\x00", 10) == 0);
+    const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+    ck_assert(memcmp(a + 10, dict, strlen(dict)) == 0);
+    ck_assert(a[10 + strlen(dict)] == ' ' && a[127] == '\n');
+    ck_assert(memcmp(a + 128, v, sizeof v) == 0);
+    free(a);
+    char *b = yc_harness_read(yc_harness_tmp("b.npy"), &len);
+    ck_assert_ptr_nonnull(strstr(b + 10, "'shape': (6,), }")); /* after the NUL of the version */
+    free(b);
+    char dir[1024];
+    ck_assert_int_eq(yc_visualize_dir(yc_harness_tmpdir(), "img", dir, sizeof dir), YC_OK);
+    ck_assert_ptr_nonnull(strstr(dir, "/img"));
+    ck_assert_int_eq(yc_visualize_dir(yc_harness_tmpdir(), "img", dir, sizeof dir), YC_OK);
+    ck_assert_ptr_nonnull(strstr(dir, "/img2"));
+    yc_harness_tmpdir_remove();
+}
+END_TEST
+
+/* The output of layer 0 of graph g read into a new array. */
+static float *layer0(yc_model *m, yc_graph *g, size_t *n)
+{
+    const yc_tensor *t = yc_graph_layer_output(g, 0);
+    *n = yc_tensor_elems(t);
+    float *p = malloc(*n * sizeof *p);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(yc_tensor_get_f32(m->be, t, p), YC_OK);
+    return p;
+}
+
+START_TEST(test_visualize)
+{
+    yc_backend *be = NULL;
+    yc_harness_cpu(&be, 1);
+    yc_model *m = yc_harness_tiny_model(be, 0, 5);
+    const int h = 64, w = 96;
+    float *input = malloc(3 * h * w * sizeof *input);
+    ck_assert_ptr_nonnull(input);
+    for (int i = 0; i < 3 * h * w; i++)
+        input[i] = (float)((i * 7919) % 255) / 255.0f;
+    yc_graph *gk = NULL, *gp = NULL;
+    yc_graph_options keep = {.mode = YC_GRAPH_EVAL, .keep_layers = true};
+    ck_assert_int_eq(yc_graph_new_opts(&gk, m, 1, h, w, &keep), YC_OK);
+    ck_assert_int_eq(yc_graph_alloc(gk), YC_OK);
+    ck_assert_int_eq(yc_graph_new(&gp, m, 1, h, w, YC_GRAPH_EVAL), YC_OK);
+    ck_assert_int_eq(yc_graph_alloc(gp), YC_OK);
+    yc_graph *gs[2] = {gk, gp};
+    float *l0_early = NULL;
+    size_t n0 = 0;
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(yc_tensor_set_f32(be, yc_graph_input(gs[k]), input), YC_OK);
+        ck_assert_int_eq(yc_graph_forward(gs[k]), YC_OK);
+        ck_assert_int_eq(be->iface->synchronize(be), YC_OK);
+    }
+    /* the heads are the same with and without keep_layers */
+    for (int l = 0; l < m->nl; l++) {
+        const yc_tensor *a = yc_graph_head(gk, l), *b = yc_graph_head(gp, l);
+        size_t n = yc_tensor_elems(a);
+        float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+        ck_assert(x && y);
+        ck_assert_int_eq(yc_tensor_get_f32(be, a, x), YC_OK);
+        ck_assert_int_eq(yc_tensor_get_f32(be, b, y), YC_OK);
+        ck_assert(memcmp(x, y, n * sizeof *x) == 0);
+        free(x);
+        free(y);
+    }
+    /* layer 0 kept: the same values after a second forward of gk (its input written again: the
+     * input's storage is reused) -- and not what the plain graph holds there after its whole
+     * forward, whose storage was reused */
+    l0_early = layer0(m, gk, &n0);
+    size_t n1;
+    float *plain = layer0(m, gp, &n1);
+    ck_assert_uint_eq(n0, n1);
+    ck_assert(memcmp(l0_early, plain, n0 * sizeof *plain) != 0);
+    ck_assert_int_eq(yc_tensor_set_f32(be, yc_graph_input(gk), input), YC_OK);
+    ck_assert_int_eq(yc_graph_forward(gk), YC_OK);
+    ck_assert_int_eq(be->iface->synchronize(be), YC_OK);
+    float *again = layer0(m, gk, &n1);
+    ck_assert(memcmp(l0_early, again, n0 * sizeof *again) == 0);
+    /* the files: a png and a npy per layer but Detect whose output is larger than 1x1, the npy
+     * holding the layer's output */
+    yc_harness_tmpdir_make("visualize");
+    ck_assert_int_eq(yc_visualize_features(m, gk, yc_harness_tmpdir()), YC_OK);
+    int want = 0;
+    for (int i = 0; i < m->cfg->nlayers; i++) {
+        if (m->cfg->layers[i].module == YC_MOD_DETECT)
+            continue;
+        const yc_tensor *t = yc_graph_layer_output(gk, i);
+        want += t->h > 1 && t->w > 1;
+    }
+    ck_assert_int_gt(want, 3);
+    ck_assert_int_eq(yc_harness_count_files(yc_harness_tmpdir(), ".png"), want);
+    ck_assert_int_eq(yc_harness_count_files(yc_harness_tmpdir(), ".npy"), want);
+    const char *type = strrchr(m->cfg->layers[0].type_name, '.');
+    size_t len;
+    char *npy = yc_harness_read(yc_harness_tmp("stage0_%s_features.npy", type ? type + 1 :
+                                               m->cfg->layers[0].type_name), &len);
+    ck_assert_uint_eq(len % 4, 0);
+    ck_assert_uint_ge(len, n0 * 4 + 64);
+    ck_assert(memcmp(npy + len - n0 * 4, l0_early, n0 * 4) == 0);
+    free(npy);
+    yc_harness_tmpdir_remove();
+    free(l0_early);
+    free(plain);
+    free(again);
+    free(input);
+    yc_graph_free(gk);
+    yc_graph_free(gp);
+    yc_model_free(m);
+    yc_backend_free(be);
+}
+END_TEST
+
 static Suite *tta_suite(void)
 {
     Suite *s = suite_create("tta");
@@ -255,6 +383,11 @@ static Suite *tta_suite(void)
     tc = tcase_create("predict");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_predict);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("visualize");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_npy);
+    tcase_add_test(tc, test_visualize);
     suite_add_tcase(s, tc);
     return s;
 }

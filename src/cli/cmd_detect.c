@@ -30,7 +30,7 @@ typedef struct detect_cli {
     yc_slice_options so;
     size_t max_pixels;
     /* YOLOv5 v7.0 detect.py's --augment, --half, --view-img (issue 31) */
-    bool augment, half, view_img;
+    bool augment, half, view_img, visualize;
 } detect_cli;
 
 static int img_size(const yc_option *row, const char *arg, void *obj, yc_opt_state *s);
@@ -75,6 +75,9 @@ static const yc_option rows[] = {
                 "flipped left-right, merged before NMS (YOLOv5's)"),
     YC_OPT_BOOL(0, "half", T, half,
                 "FP16 storage of the activations (arithmetic stays FP32)"),
+    YC_OPT_BOOL(0, "visualize", T, visualize,
+                "save every layer's feature maps per image: <stem>/stage*\n"
+                "png (32 channels) and .npy (the whole output)"),
     YC_OPT_BOOL(0, "view-img", T, view_img,
                 "accepted with a warning: no display library is built in;\n"
                 "open the saved images instead"),
@@ -193,6 +196,9 @@ static int parse(int argc, char **argv, detect_cli *c)
     if (c->augment && c->so.tile)
         return yc_usage_error(spec.cmd, "--augment with --slice is not supported: the slices are "
                                         "already a multi-scale view (use one or the other)");
+    if (c->visualize && (c->augment || c->so.tile))
+        yc_warn("--visualize does nothing with %s (YOLOv5's augmented forward does not "
+                "visualize)", c->augment ? "--augment" : "--slice");
     if (c->view_img)
         yc_warn("--view-img: yolocl has no display library built in; the annotated images are "
                 "saved in the run directory%s", c->nosave ? " (not with --nosave)" : "");
@@ -259,6 +265,7 @@ static int open_detector(const detect_cli *c, detect_run *r)
     if (c->half && (st = yc_half_check(r->be, spec.cmd)))
         return st;
     dopt.half = c->half;
+    dopt.visualize = c->visualize && !c->augment && !c->so.tile;
     return yc_detector_new(&r->det, &r->im, &dopt);
 }
 
@@ -273,7 +280,8 @@ static int run(const detect_cli *c, detect_run *r)
                          .save_conf = c->save_conf, .save_crop = c->save_crop,
                          .line_thickness = c->line, .hide_labels = c->hide_labels,
                          .hide_conf = c->hide_conf, .print = true,
-                         .limits = {.max_pixels = c->max_pixels}};
+                         .limits = {.max_pixels = c->max_pixels},
+                         .visualize = c->visualize && !c->augment && !c->so.tile};
     yc_detect_summary sum;
     int nc = r->im.m->nc;
     if (c->so.tile)

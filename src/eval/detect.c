@@ -21,6 +21,7 @@
 #include "tta.h"
 #include "util.h"
 #include "val.h"
+#include "visualize.h"
 #include "weights.h"
 
 /* ------------------------------------------------------------------------------------------------
@@ -183,7 +184,8 @@ static int run_letterboxed(yc_detector *d, int img_h, int img_w, const float **d
         *in_h = h;
     if (in_w)
         *in_w = w;
-    yc_graph_options go = {.mode = YC_GRAPH_EVAL, .half = d->opt.half};
+    yc_graph_options go = {.mode = YC_GRAPH_EVAL, .half = d->opt.half,
+                           .keep_layers = d->opt.visualize};
     if (d->opt.augment) {
         if (!d->tta && (st = yc_tta_new(&d->tta, m, d->opt.half, d->opt.arena)))
             return st;
@@ -306,6 +308,21 @@ int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int
     if (st)
         return st;
     return run_letterboxed(d, img->h, img->w, dets, n, in_h, in_w, times);
+}
+
+int yc_detector_visualize(yc_detector *d, const char *save_dir, const char *src)
+{
+    if (d->opt.augment)
+        return YC_OK;
+    if (!d->opt.visualize || !d->g)
+        return yc_error_status(YC_EUSAGE, "visualize: the detector was made without visualize, "
+                               "or has not run");
+    char stem[256], dir[4400];
+    yc_path_stem(src, stem, sizeof stem);
+    int st = yc_visualize_dir(save_dir, stem, dir, sizeof dir);
+    if (!st)
+        st = yc_visualize_features(d->im->m, d->g, dir);
+    return st;
 }
 
 void yc_detector_geometry(const yc_detector *d, int h0, int w0, yc_letterbox_info *g)
@@ -718,6 +735,9 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
         t_pre += tm.pre;
         t_inf += tm.inf;
         t_nms += tm.nms;
+        if (save->visualize && save->save_dir &&
+            (st = yc_detector_visualize(d, save->save_dir, src)))
+            break;
         if (save->save_txt && save->save_dir &&
             (st = yc_detect_write_labels(save->save_dir, src, dets, nd, w0, h0,
                                          save->save_conf)))
