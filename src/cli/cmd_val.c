@@ -163,6 +163,9 @@ static int parse(int argc, char **argv, val_cli *c)
         return yc_usage_error(spec.cmd, "--val-full needs tiles: --tile SIZE (not 0)");
     if ((st = yc_cli_run_name(spec.cmd, c->project, c->name)))
         return st;
+    if (c->augment && c->val_full)
+        return yc_usage_error(spec.cmd, "--augment with --val-full is not supported: the slices "
+                                        "are already a multi-scale view (use one or the other)");
     if (c->save_hybrid && (c->tile > 0 || c->val_full))
         return yc_usage_error(spec.cmd, "--save-hybrid needs whole images (not --tile or "
                                         "--val-full)");
