@@ -45,7 +45,8 @@
 #
 # --steps LIST runs only the named ones of ops (test_ops), golden (test_cl), probe, bench, tune
 # (yolocl tune, then the FP16 step again), clblast (the step once more with
-# YOLOCL_CL_CONV=clblast), torch, epoch, yolov5 (all by default); --ops-limit N gives each test case of test_ops N seconds (150), --device D another OpenCL device.
+# YOLOCL_CL_CONV=clblast), torch, epoch, val (yolocl val of the released YOLOv5n on coco128, plain
+# and --augment, and YOLOv5's val.py likewise when packed with --yolov5), yolov5 (all by default); --ops-limit N gives each test case of test_ops N seconds (150), --device D another OpenCL device.
 #
 # What it writes to --out (default $OUT, else ./gpu_check_out): report.txt (the table printed
 # last), log.txt (every step's output), bench.jsonl (yolocl bench --json lines), torch.jsonl
@@ -56,7 +57,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 pack_dir=$root/.gpu
 mode= quick=0 with_ref=0 yolov5_src= coco_src= out_dir= budget= device=opencl:0
-steps=ops,golden,probe,bench,tune,clblast,torch,epoch,yolov5 ops_limit=150
+steps=ops,golden,probe,bench,tune,clblast,torch,epoch,val,yolov5 ops_limit=150
 
 usage() {
     sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -130,6 +131,11 @@ pack() {
         done
         cp -r "$root/../shared/ref/cls" "$stage/shared/ref/" || die "--ref: ../shared/ref/cls missing"
 
+    fi
+    # the released YOLOv5n for the validation step (4 MB)
+    if [ -f "$root/../shared/weights/yolov5n.pt" ]; then
+        mkdir -p "$stage/weights" && cp "$root/../shared/weights/yolov5n.pt" "$stage/weights/" ||
+            die "copying yolov5n.pt failed"
     fi
     if [ -n "$yolov5_src" ]; then
         [ -f "$yolov5_src/train.py" ] || die "--yolov5 $yolov5_src: no train.py there"
@@ -393,6 +399,23 @@ run() {
             --warmup "$warm" --json
         grep -h '^{' "$W/last.out" | sed 's/"half": false/"half": false, "conv": "clblast"/' \
             >>"$out_dir/bench.jsonl"
+    fi
+
+    if want val && [ "$quick" = 0 ] && [ -f "$W/weights/yolov5n.pt" ] && [ -n "${data:-}" ]; then
+        # the released YOLOv5n validated on coco128 at 640, plainly and with test-time
+        # augmentation, by yolocl on the device and, packed with --yolov5, by YOLOv5's val.py
+        local aug
+        for aug in "" --augment; do
+            step "yolocl val ${aug:-plain}" 120 "$Y" val --weights "$W/weights/yolov5n.pt" --data "$data" \
+                --img 640 --device "$device" --project "$W/runs-val" --exist-ok $aug
+            note "  yolocl val ${aug:-plain}: $(grep -hE '^ +all ' "$W/last.out" | head -n1 | tr -s ' ')"
+            if [ -d "$W/yolov5" ] && [ "$quick" = 0 ]; then
+                step "pytorch val.py ${aug:-plain}" 150 python3 "$here/yolov5_epoch.py" "$W/yolov5" --script val.py \
+                    --weights "$W/weights/yolov5n.pt" --data "$data" --img 640 --device 0 \
+                    --project "$W/runs-torch-val" --exist-ok $aug
+                note "  pytorch val.py ${aug:-plain}: $(grep -hE '^ +all ' "$W/last.out" | head -n1 | tr -s ' ')"
+            fi
+        done
     fi
 
     if [ -d "$W/yolov5" ] && [ "$quick" = 0 ] && want yolov5; then
