@@ -118,11 +118,11 @@ mut f1_smoothing src/eval/metrics.c "test_metrics test_val_ref" \
 
 # BatchNorm (src/nn/modules.c, cpu/batchnorm.c)
 mut bn_momentum src/nn/modules.c "test_golden test_cl test_golden_ref" \
-    'nd.op.p.bn.momentum = 0.03f;' \
-    'nd.op.p.bn.momentum = 0.01f;'
+    'forward_conv_bn(g, prefix, x, c2, k, s, p, 1e-3f, 0.03f, out);' \
+    'forward_conv_bn(g, prefix, x, c2, k, s, p, 1e-3f, 0.01f, out);'
 mut bn_eps src/nn/modules.c "test_golden test_cl" \
-    'nd.op.p.bn.eps = 1e-3f;' \
-    'nd.op.p.bn.eps = 1e-5f;'
+    'forward_conv_bn(g, prefix, x, c2, k, s, p, 1e-3f, 0.03f, out);' \
+    'forward_conv_bn(g, prefix, x, c2, k, s, p, 1e-5f, 0.03f, out);'
 mut bn_biased_running_var cpu/batchnorm.c "test_golden test_ops" \
     'rvar[c] = (float)((1.0 - mom) * rvar[c] + mom * var * M / (M - 1.0));' \
     'rvar[c] = (float)((1.0 - mom) * rvar[c] + mom * var);'
