@@ -21,7 +21,12 @@ static struct {
     /* the host copy of an OpenCL device's gradient arena */
     float *host;
     size_t host_bytes;
-} g = {false, 0, 1, 0, 1, "", NULL, 0};
+    /* seconds a collective may wait for the other ranks before the run is ended */
+    double timeout;
+    /* what yc_dist_allreduce_sum_f32 moved and how long it took (yc_dist_stats) */
+    size_t reduced_bytes;
+    double reduce_seconds;
+} g = {false, 0, 1, 0, 1, "", NULL, 0, YC_DIST_TIMEOUT_DEFAULT, 0, 0.0};
 
 /* The number of processes an MPI launcher says it started, or 0 when none did: Open MPI's
  * mpirun (OMPI_COMM_WORLD_SIZE), MPICH's hydra and Intel MPI (PMI_SIZE), PMIx launchers
@@ -92,10 +97,20 @@ static int mpi_status(int rc, const char *what)
                            "see its messages above)", g.rank, g.size, what, msg);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* Waits for a non-blocking request, sleeping 100 us between tests so that an idle rank leaves its
- * core to the ranks still computing. */
+ * core to the ranks still computing, for at most g.timeout seconds: a rank that hangs (or a
+ * machine that vanished without its connections closing) must not hold the others forever.  The
+ * request is left pending on a timeout: the caller ends the run (MPI_Abort). */
 static int wait_polling(MPI_Request *req, const char *what)
 {
+    double start = now_s();
     for (;;) {
         int done = 0;
         int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
@@ -103,6 +118,12 @@ static int wait_polling(MPI_Request *req, const char *what)
             return mpi_status(rc, what);
         if (done)
             return YC_OK;
+        if (now_s() - start > g.timeout)
+            return yc_error_status(YC_ERR, "rank %d of %d: %s waited %.0f s for the other ranks "
+                                   "(" YC_DIST_TIMEOUT_ENV "): one of them has stopped or hangs; "
+                                   "see its messages, or raise " YC_DIST_TIMEOUT_ENV " if a rank "
+                                   "legitimately works that long alone (validation on rank 0)",
+                                   g.rank, g.size, what, g.timeout);
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
@@ -115,6 +136,15 @@ int yc_dist_init(int *argc, char ***argv)
 #ifdef HAVE_MPI
     if (launched == 0)
         return YC_OK;
+    const char *tv = getenv(YC_DIST_TIMEOUT_ENV);
+    if (tv && tv[0]) {
+        char *end = NULL;
+        double v = strtod(tv, &end);
+        if (end == tv || *end || !(v > 0) || v > 1e9)
+            return yc_error_status(YC_EUSAGE, YC_DIST_TIMEOUT_ENV "=%s: expected a number of "
+                                   "seconds above 0", tv);
+        g.timeout = v;
+    }
     int provided = 0;
     int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
     if (rc != MPI_SUCCESS)
@@ -171,13 +201,20 @@ int yc_dist_allreduce_sum_f32(float *buf, size_t n)
 #ifdef HAVE_MPI
     if (!g.mpi || g.size == 1)
         return YC_OK;
+    double start = now_s();
     const size_t chunk = (size_t)1 << 28;
     for (size_t i = 0; i < n; i += chunk) {
         int count = (int)(n - i < chunk ? n - i : chunk);
-        int rc = MPI_Allreduce(MPI_IN_PLACE, buf + i, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Request req;
+        int rc = MPI_Iallreduce(MPI_IN_PLACE, buf + i, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                &req);
         if (rc != MPI_SUCCESS)
-            return mpi_status(rc, "MPI_Allreduce of the gradients");
+            return mpi_status(rc, "MPI_Iallreduce (a sum over the ranks)");
+        if ((rc = wait_polling(&req, "MPI_Iallreduce (a sum over the ranks)")))
+            return rc;
     }
+    g.reduced_bytes += n * sizeof *buf;
+    g.reduce_seconds += now_s() - start;
     return YC_OK;
 #else
     (void)buf;
@@ -191,8 +228,11 @@ int yc_dist_allreduce_max_int(int *v)
 #ifdef HAVE_MPI
     if (!g.mpi || g.size == 1)
         return YC_OK;
-    int rc = MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return rc == MPI_SUCCESS ? YC_OK : mpi_status(rc, "MPI_Allreduce of a flag");
+    MPI_Request req;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req);
+    if (rc != MPI_SUCCESS)
+        return mpi_status(rc, "MPI_Iallreduce of a flag");
+    return wait_polling(&req, "MPI_Iallreduce of a flag");
 #else
     (void)v;
     return YC_OK;
@@ -353,4 +393,10 @@ int yc_dist_check_weights(yc_model *m, int epoch)
                              "rank 0): the ranks no longer train the same model", epoch, count,
                              count == 1 ? "" : "s", g.size - first, sum, root);
     return st;
+}
+
+void yc_dist_stats(size_t *bytes, double *seconds)
+{
+    *bytes = g.reduced_bytes;
+    *seconds = g.reduce_seconds;
 }

@@ -17,6 +17,12 @@
 
 #include "model.h"
 
+/* The environment variable that bounds, in seconds, how long one collective operation waits for
+ * the other ranks (default YC_DIST_TIMEOUT_DEFAULT, 30 minutes as PyTorch's process groups): past
+ * it the operation fails and the run ends on every rank instead of hanging. */
+#define YC_DIST_TIMEOUT_ENV "YOLOCL_DIST_TIMEOUT"
+#define YC_DIST_TIMEOUT_DEFAULT 1800.0
+
 /* Initialises MPI when launched under an MPI launcher (see above).  A launch with several
  * processes of a yolocl built without MPI is an error (every process would train alone). */
 int yc_dist_init(int *argc, char ***argv);
@@ -40,6 +46,9 @@ int yc_dist_local_size(void);
 
 /* In place, on every rank: buf[i] = the sum over ranks of buf[i]. */
 int yc_dist_allreduce_sum_f32(float *buf, size_t n);
+/* The bytes yc_dist_allreduce_sum_f32 has summed on this rank so far and the seconds it spent
+ * (waiting for slower ranks included), for the benchmark and the run's summary. */
+void yc_dist_stats(size_t *bytes, double *seconds);
 /* In place, on every rank: *v = the largest *v of the ranks (a flag any rank may raise). */
 int yc_dist_allreduce_max_int(int *v);
 /* bytes of buf from rank `root` to every rank.  Ranks that arrive early wait by polling with

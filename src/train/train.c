@@ -1195,6 +1195,10 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 memcpy(t->epoch_loss, mloss, sizeof mloss);
                 t->epoch_batches = seen_batches;
                 t->epoch_grads = ni != last_opt_step;
+                /* under several ranks each holds its own gradients since the last step: rank 0
+                 * saves their sum (a resumed run adds the later batches to it) */
+                if (t->world > 1 && t->epoch_grads && (st = yc_dist_allreduce_grads(m)))
+                    break;
                 yc_info("\ninterrupted: saving a resumable checkpoint (epoch %d, batch %d)\n",
                         epoch, i + 1);
                 st = t->rank == 0 ? save_checkpoint(t, t->last, epoch - 1, i + 1, false) : YC_OK;
@@ -1338,18 +1342,56 @@ static int resolve_resumed_paths(trainer *t, const yc_ckpt_meta *meta)
                            "from here: resume from the directory the run was started in", data);
 }
 
+/* Under several ranks, a failure of one rank's part (`st`, rank 0's alone for the steps it
+ * does alone) becomes every rank's: the ranks agree whether any failed, and the others fail
+ * naming `what`, instead of waiting in the next collective operation. */
+static int dist_agree(trainer *t, int st, const char *what)
+{
+    if (t->world == 1)
+        return st;
+    int failed = st != YC_OK;
+    int rc = yc_dist_allreduce_max_int(&failed);
+    if (rc)
+        return rc;
+    if (failed && !st)
+        return yc_error_status(YC_ERR, "rank %d of %d: another rank failed %s (see its message)",
+                               t->rank, t->world, what);
+    return st;
+}
+
+/* A run continues on as many ranks as it was trained on: the shards of each epoch, the per-rank
+ * batch and the accumulated gradients of an interrupted step depend on the number. */
+static int check_resumed_world(trainer *t, const yc_ckpt_meta *meta, const char *path)
+{
+    int saved = 1;
+    int st = yc_train_saved_world(meta->opt_json, &saved);
+    if (st)
+        return yc_error_context(st, "%s", path);
+    if (saved == t->world)
+        return YC_OK;
+    char now[64], then[64];
+    if (t->world > 1)
+        snprintf(now, sizeof now, "%d ranks (mpirun -np %d)", t->world, t->world);
+    else
+        snprintf(now, sizeof now, "1 process");
+    if (saved > 1)
+        snprintf(then, sizeof then, "mpirun -np %d yolocl train --resume", saved);
+    else
+        snprintf(then, sizeof then, "yolocl train --resume without mpirun");
+    return yc_error_status(YC_EUSAGE, "%s was trained by %d rank%s, this is %s: the shards of "
+                           "each epoch and the per-rank batch depend on the number of ranks, so "
+                           "the run continues only on %d: resume it with %s", path, saved,
+                           saved == 1 ? "" : "s", now, saved, then);
+}
+
 /* The checks and choices of a run across several ranks (dist.h): --batch is the global batch,
  * split evenly; what YOLOv5's DDP refuses or yolocl does not shard yet is refused; each rank
  * takes its share of the machine: on the CPU backend cores / ranks-per-machine threads (and as
  * many loader threads by default), on OpenCL the local-rank-th device. */
-static int setup_distributed(trainer *t, bool resuming)
+static int setup_distributed(trainer *t)
 {
     yc_train_opts *o = &t->o;
     int n = t->world, local = yc_dist_local_rank(), per_node = yc_dist_local_size();
-    if (resuming)
-        return yc_error_status(YC_EUNSUPPORTED, "--resume under %d ranks is not supported yet: "
-                               "resume the run in one process (yolocl train --resume, without "
-                               "mpirun)", n);
     if (o->batch == -1)
         return yc_error_status(YC_EUSAGE, "--batch -1 (AutoBatch) is not supported under %d "
                                "ranks: give the global batch, a multiple of %d", n, n);
@@ -1398,16 +1440,20 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     int verbosity = yc_verbosity;
     t->rank = yc_dist_rank();
     t->world = yc_dist_size();
-    if (t->world > 1) {
-        if ((st = setup_distributed(t, resuming)))
-            goto done;
-        /* progress and results from rank 0 alone; the others print warnings and errors */
-        if (t->rank > 0)
-            yc_verbosity = 0;
-    }
+    /* progress and results from rank 0 alone; the others print warnings and errors */
+    if (t->world > 1 && t->rank > 0)
+        yc_verbosity = 0;
+    /* (a resumed run's checks come once its options are restored) */
+    if (t->world > 1 && !resuming && (st = setup_distributed(t)))
+        goto done;
     if (resuming) {
-        if ((st = find_resume(opts->resume, opts->project ? opts->project : "runs/train",
-                              resume_path, sizeof resume_path)) ||
+        /* every rank continues from the checkpoint rank 0 finds (each reads it: the run
+         * directory must be visible to every rank, as the dataset) */
+        if (t->rank == 0)
+            st = find_resume(opts->resume, opts->project ? opts->project : "runs/train",
+                             resume_path, sizeof resume_path);
+        if ((st = dist_agree(t, st, "finding the checkpoint to resume")) ||
+            (t->world > 1 && (st = yc_dist_bcast(resume_path, sizeof resume_path, 0))) ||
             (st = yc_checkpoint_read_meta(resume_path, &meta)))
             goto done;
         if (meta.epoch == -1) {
@@ -1420,6 +1466,8 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                 st = yc_error_status(YC_EFORMAT, "%s holds no run options", resume_path);
             goto done;
         }
+        if ((st = check_resumed_world(t, &meta, resume_path)))
+            goto done;
         t->o.device = opts->device;
         t->o.workers = opts->workers;
         t->o.threads = opts->threads;
@@ -1428,6 +1476,8 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         t->o.recompute = opts->recompute;
         t->o.cache = opts->cache;
         t->o.max_pixels = opts->max_pixels;
+        if (t->world > 1 && (st = setup_distributed(t)))
+            goto done;
         choose_wait_policy(&t->o);
         char *wdir = yc_path_dirname(resume_path);
         char *dir = wdir ? yc_path_dirname(wdir) : NULL;
@@ -1437,8 +1487,9 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
             goto done;
         }
         snprintf(t->save_dir, sizeof t->save_dir, "%s", dir);
-        /* the temporary files of checkpoint and results writes a killed run left behind */
-        int stale = yc_atomic_remove_stale(wdir) + yc_atomic_remove_stale(dir);
+        /* the temporary files of checkpoint and results writes a killed run left behind (rank
+         * 0 writes them, and alone removes them) */
+        int stale = t->rank == 0 ? yc_atomic_remove_stale(wdir) + yc_atomic_remove_stale(dir) : 0;
         if (stale)
             yc_info("removed %d temporary file%s an interrupted write left in %s\n", stale,
                     stale == 1 ? "" : "s", dir);
@@ -1494,7 +1545,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         goto done;
     if ((st = fit_memory(t)))
         goto done;
-    if (!(t->opt_json = yc_train_opts_json(&t->o, t->micro_batch)) || !(t->hyp_json = hyp_to_json(&t->hyp))) {
+    if (!(t->opt_json = yc_train_run_json(&t->o, t->micro_batch, t->world)) || !(t->hyp_json = hyp_to_json(&t->hyp))) {
         st = YC_ENOMEM;
         goto done;
     }
@@ -1522,12 +1573,17 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         goto done;
     if (resuming && (st = yc_checkpoint_load_train_state(resume_path, t->m, t->ema->ema, t->opt)))
         goto done;
+    /* the gradients an interruption saved are those of every rank, summed (run_epochs): rank 0
+     * continues with the sum, the others from zero, so that the next allreduce adds each rank's
+     * further batches once */
+    if (resuming && t->rank > 0 && t->resume_grads && (st = yc_model_zero_grad(t->m)))
+        goto done;
     if (resuming && t->epochs < t->start_epoch) {
         yc_info("%s has been trained for %d epochs. Fine-tuning for %d more epochs.\n",
                 resume_path, t->start_epoch, t->epochs);
         t->epochs += t->start_epoch;
     }
-    if (resuming && (st = yc_results_truncate(t->csv, t->start_epoch)))
+    if (resuming && t->rank == 0 && (st = yc_results_truncate(t->csv, t->start_epoch)))
         goto done;
 
     int workers = t->o.workers > 0 ? t->o.workers : yc_physical_cores();
