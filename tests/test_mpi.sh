@@ -12,7 +12,41 @@
 set -u
 # make check runs this in the build directory, where tests/mpi_dist is built
 prog=./tests/mpi_dist
-if ! "${YOLOCL:-./yolocl}" --version | grep -q '^MPI: yes'; then
+yolocl=${YOLOCL:-./yolocl}
+data=${YOLOCL_TEST_DATA:-tests/data}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/yolocl-dist.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() {
+    echo "FAIL: $*"
+    for f in "$tmp"/out "$tmp"/err; do [ -f "$f" ] && { echo "==== $f"; cat "$f"; }; done
+    exit 1
+}
+# yolocl plan --ranks N (no MPI needed): one rank's plan, batch / N per rank, the CPU's cores
+# and memory shared by the ranks of a machine, the devices of a list per local rank
+"$yolocl" plan --cfg yolov5n --img 320 --batch 16 --device cpu --ranks 4 --ranks-per-node 2 \
+    >"$tmp/out" 2>"$tmp/err" || fail "plan --ranks 4"
+grep -q '^YOLOv5n at 320x320, batch 4,' "$tmp/out" || fail "plan --ranks 4: not batch 4 per rank"
+grep -q '^one of 4 data-parallel ranks (2 per machine): global batch 16, 4 per rank$' \
+    "$tmp/out" || fail "plan --ranks 4: no line about the ranks"
+cores=$("$yolocl" devices 2>/dev/null | sed -n 's/^ *cores *\([0-9]*\) physical.*/\1/p')
+threads=$((cores / 2))
+[ "$threads" -ge 1 ] || threads=1
+grep -q "^each rank computes on the CPU with $threads thread" "$tmp/out" ||
+    fail "plan --ranks 4: not $threads threads per rank ($cores cores, 2 ranks per machine)"
+"$yolocl" plan --cfg yolov5n --batch 16 --device cpu --ranks 4 --ranks-per-node 2 --json \
+    >"$tmp/out" 2>"$tmp/err" || fail "plan --ranks 4 --json"
+grep -q '"batch": 4,.*"accumulate": 4,.*"ranks": 4, "ranks_per_node": 2, "global_batch": 16' \
+    "$tmp/out" || fail "plan --ranks 4 --json: batch 4 per rank, accumulate round(64 / 16)"
+"$yolocl" plan --cfg yolov5n --batch 15 --ranks 2 --device cpu >"$tmp/out" 2>"$tmp/err" &&
+    fail "plan: --batch 15 on 2 ranks accepted"
+grep -q -- "--batch 15 is the global batch and must be a multiple of the 2 ranks" "$tmp/err" ||
+    fail "plan: no message naming --batch 15 and the 2 ranks"
+"$yolocl" plan --cfg yolov5n --batch 12 --ranks 3 --device opencl:0,1 >"$tmp/out" \
+    2>"$tmp/err" && fail "plan: 2 devices listed for 3 ranks accepted"
+grep -q -- "--device opencl:0,1 lists 2 devices for the 3 ranks of this machine" "$tmp/err" ||
+    fail "plan: no message naming the 2 devices and the 3 ranks"
+echo "PASS: yolocl plan --ranks"
+if ! "$yolocl" --version | grep -q '^MPI: yes'; then
     echo "SKIP: yolocl is built without MPI"
     exit 77
 fi
@@ -34,15 +68,6 @@ if [ -n "${ASAN_OPTIONS:-}" ]; then
     ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
     export ASAN_OPTIONS
 fi
-yolocl=${YOLOCL:-./yolocl}
-data=${YOLOCL_TEST_DATA:-tests/data}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/yolocl-dist.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() {
-    echo "FAIL: $*"
-    for f in "$tmp"/out "$tmp"/err; do [ -f "$f" ] && { echo "==== $f"; cat "$f"; }; done
-    exit 1
-}
 "$yolocl" demo-data "$tmp/demo" --train 6 --val 2 >/dev/null || fail "demo-data"
 # one thread per rank; a hung rank ends the test after 300 s instead of hanging make check
 mkdir "$tmp/resume" || exit 1
@@ -53,8 +78,11 @@ train="train --data $tmp/demo/demo.yaml --weights $data/tiny/weights.safetensors
     --cfg $data/tiny/yolov5n-tiny.yaml --device cpu --img 64 --noautoanchor --noplots
     --project $tmp/runs"
 # shellcheck disable=SC2086
-OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" $train --epochs 2 --batch 4 \
+# (OMP_NUM_THREADS not set: each rank takes cores / 2 threads of the CPU backend itself)
+timeout 300 mpirun -np 2 $flags "$yolocl" $train --epochs 2 --batch 4 \
     --name ddp >"$tmp/out" 2>"$tmp/err" </dev/null || fail "mpirun -np 2 yolocl train: status $?"
+grep -q "^device: cpu (OpenMP, $threads thread" "$tmp/out" ||
+    fail "the ranks do not compute with $threads threads each ($cores cores, 2 ranks)"
 [ "$(ls "$tmp/runs")" = ddp ] || fail "run directories: $(ls "$tmp/runs" | tr '\n' ' ')"
 rows=$(($(wc -l <"$tmp/runs/ddp/results.csv") - 1))
 [ "$rows" = 2 ] || fail "results.csv has $rows rows, not 2 (one per epoch)"

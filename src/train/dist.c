@@ -196,6 +196,48 @@ void yc_dist_finalize(void)
 #endif
 }
 
+int yc_dist_rank_device(const char *spec, bool auto_gpu, int local, int local_size, char *out,
+                        size_t len)
+{
+    const char *d = spec ? spec : "";
+    int n = 0;
+    if (strncmp(d, "opencl:", 7) == 0 && strchr(d, ',')) {
+        /* the local-th of the listed numbers */
+        const char *p = d + 7, *item = NULL;
+        size_t item_len = 0;
+        for (;;) {
+            size_t k = strcspn(p, ",");
+            if (k == 0)
+                return yc_error_status(YC_EUSAGE, "--device %s: an empty entry in the list of "
+                                       "devices (write opencl:A,B,... with device numbers)", d);
+            if (n == local) {
+                item = p;
+                item_len = k;
+            }
+            n++;
+            if (!p[k])
+                break;
+            p += k + 1;
+        }
+        if (n < local_size)
+            return yc_error_status(YC_EUSAGE, "--device %s lists %d device%s for the %d ranks of "
+                                   "this machine: list one per rank (or start %d ranks per "
+                                   "machine)", d, n, n == 1 ? "" : "s", local_size, n);
+        if (item_len > 16 || snprintf(out, len, "opencl:%.*s", (int)item_len, item) >= (int)len)
+            return yc_error_status(YC_EUSAGE, "--device %s: entry %d is not a device number", d,
+                                   local);
+        return YC_OK;
+    }
+    if (strcmp(d, "opencl") == 0 ||
+        (local_size > 1 && auto_gpu && (strcmp(d, "") == 0 || strcmp(d, "auto") == 0)))
+        n = snprintf(out, len, "opencl:%d", local);
+    else
+        n = snprintf(out, len, "%s", d);
+    if (n < 0 || (size_t)n >= len)
+        return yc_error_status(YC_EUSAGE, "--device %.100s...: too long", d);
+    return YC_OK;
+}
+
 int yc_dist_allreduce_sum_f32(float *buf, size_t n)
 {
 #ifdef HAVE_MPI

@@ -44,6 +44,14 @@ int yc_dist_size(void);
 int yc_dist_local_rank(void);
 int yc_dist_local_size(void);
 
+/* The device spec of local rank `local` of the `local_size` ranks of a machine, into out:
+ * "opencl:A,B,..." lists one device per local rank (the local-th; an error when the list is
+ * shorter than local_size), "opencl" takes opencl:<local> (the devices as `yolocl devices` numbers
+ * them), and so does "auto" (or none) when several ranks share the machine and OpenCL has a GPU
+ * (auto_gpu); any other spec is every rank's. */
+int yc_dist_rank_device(const char *spec, bool auto_gpu, int local, int local_size, char *out,
+                        size_t len);
+
 /* In place, on every rank: buf[i] = the sum over ranks of buf[i]. */
 int yc_dist_allreduce_sum_f32(float *buf, size_t n);
 /* The bytes yc_dist_allreduce_sum_f32 has summed on this rank so far and the seconds it spent

@@ -1384,6 +1384,21 @@ static int check_resumed_world(trainer *t, const yc_ckpt_meta *meta, const char 
                            saved == 1 ? "" : "s", now, saved, then);
 }
 
+/* The device this process opens into t->device (yc_dist_rank_device: its entry of a list, its
+ * local rank's device) and whether it is the CPU backend. */
+static int rank_device(trainer *t, int local, int per_node, bool *cpu)
+{
+    bool auto_cpu = false;
+    int st = yc_device_is_cpu("auto", &auto_cpu);
+    if (st)
+        auto_cpu = true; /* no OpenCL device could be listed: auto is the CPU backend */
+    yc_error_clear();
+    if ((st = yc_dist_rank_device(t->o.device, !auto_cpu, local, per_node, t->device,
+                                  sizeof t->device)))
+        return st;
+    return yc_device_is_cpu(t->device, cpu);
+}
+
 /* The checks and choices of a run across several ranks (dist.h): --batch is the global batch,
  * split evenly; what YOLOv5's DDP refuses or yolocl does not shard yet is refused; each rank
  * takes its share of the machine: on the CPU backend cores / ranks-per-machine threads (and as
@@ -1407,22 +1422,20 @@ static int setup_distributed(trainer *t)
         return yc_error_status(YC_EUNSUPPORTED, "--rect is not supported under %d ranks (the "
                                "rectangular batch shapes follow the whole epoch's order): train "
                                "without --rect", n);
-    bool cpu = false;
-    int st = yc_device_is_cpu(o->device, &cpu);
-    if (st)
-        return st;
     int cores = yc_physical_cores() / per_node;
     if (cores < 1)
         cores = 1;
+    bool cpu = false;
+    int st = rank_device(t, local, per_node, &cpu);
+    if (st)
+        return st;
     if (cpu && o->threads <= 0)
         o->threads = cores;
     if (o->workers <= 0)
         o->workers = cores;
-    const char *d = o->device ? o->device : "";
-    if (!cpu && (strcmp(d, "") == 0 || strcmp(d, "auto") == 0 || strcmp(d, "opencl") == 0))
-        snprintf(t->device, sizeof t->device, "opencl:%d", local);
     return YC_OK;
 }
+
 
 int yc_train(const yc_train_opts *opts, bool *interrupted)
 {
@@ -1445,6 +1458,11 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         yc_verbosity = 0;
     /* (a resumed run's checks come once its options are restored) */
     if (t->world > 1 && !resuming && (st = setup_distributed(t)))
+        goto done;
+    /* one process given a list of devices (as for mpirun) takes the first */
+    bool cpu = false;
+    if (t->world == 1 && opts->device && strchr(opts->device, ',') &&
+        (st = rank_device(t, 0, 1, &cpu)))
         goto done;
     if (resuming) {
         /* every rank continues from the checkpoint rank 0 finds (each reads it: the run
