@@ -23,10 +23,11 @@ static struct {
     size_t host_bytes;
     /* seconds a collective may wait for the other ranks before the run is ended */
     double timeout;
-    /* what yc_dist_allreduce_sum_f32 moved and how long it took (yc_dist_stats) */
-    size_t reduced_bytes;
-    double reduce_seconds;
-} g = {false, 0, 1, 0, 1, "", NULL, 0, YC_DIST_TIMEOUT_DEFAULT, 0, 0.0};
+    /* the gradient allreduces so far: how many, their bytes and seconds (yc_dist_stats) */
+    long grad_reduces;
+    size_t grad_bytes;
+    double grad_seconds;
+} g = {false, 0, 1, 0, 1, "", NULL, 0, YC_DIST_TIMEOUT_DEFAULT, 0, 0, 0.0};
 
 /* The number of processes an MPI launcher says it started, or 0 when none did: Open MPI's
  * mpirun (OMPI_COMM_WORLD_SIZE), MPICH's hydra and Intel MPI (PMI_SIZE), PMIx launchers
@@ -86,6 +87,13 @@ int yc_dist_size(void) { return g.size; }
 int yc_dist_local_rank(void) { return g.local_rank; }
 int yc_dist_local_size(void) { return g.local_size; }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 #ifdef HAVE_MPI
 static int mpi_status(int rc, const char *what)
 {
@@ -95,13 +103,6 @@ static int mpi_status(int rc, const char *what)
         snprintf(msg, sizeof msg, "MPI error %d", rc);
     return yc_error_status(YC_ERR, "rank %d of %d: %s failed: %s (another rank may have died: "
                            "see its messages above)", g.rank, g.size, what, msg);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* Waits for a non-blocking request, sleeping 100 us between tests so that an idle rank leaves its
@@ -243,7 +244,6 @@ int yc_dist_allreduce_sum_f32(float *buf, size_t n)
 #ifdef HAVE_MPI
     if (!g.mpi || g.size == 1)
         return YC_OK;
-    double start = now_s();
     const size_t chunk = (size_t)1 << 28;
     for (size_t i = 0; i < n; i += chunk) {
         int count = (int)(n - i < chunk ? n - i : chunk);
@@ -255,8 +255,6 @@ int yc_dist_allreduce_sum_f32(float *buf, size_t n)
         if ((rc = wait_polling(&req, "MPI_Iallreduce (a sum over the ranks)")))
             return rc;
     }
-    g.reduced_bytes += n * sizeof *buf;
-    g.reduce_seconds += now_s() - start;
     return YC_OK;
 #else
     (void)buf;
@@ -334,10 +332,25 @@ _Noreturn void yc_dist_abort(int code, const char *msg)
     exit(code);
 }
 
+/* The gradient allreduce proper (yc_dist_allreduce_grads times and counts it). */
+static int allreduce_grads(yc_model *m);
+
 int yc_dist_allreduce_grads(yc_model *m)
 {
     if (g.size == 1)
         return YC_OK;
+    double start = now_s();
+    int st = allreduce_grads(m);
+    if (!st) {
+        g.grad_reduces++;
+        g.grad_bytes += m->param_elems * sizeof(float);
+        g.grad_seconds += now_s() - start;
+    }
+    return st;
+}
+
+static int allreduce_grads(yc_model *m)
+{
     if (!m->grad_buf)
         return yc_error_status(YC_EUSAGE, "internal: the model has no gradients to reduce");
     yc_backend *be = m->be;
@@ -437,8 +450,9 @@ int yc_dist_check_weights(yc_model *m, int epoch)
     return st;
 }
 
-void yc_dist_stats(size_t *bytes, double *seconds)
+void yc_dist_stats(long *count, size_t *bytes, double *seconds)
 {
-    *bytes = g.reduced_bytes;
-    *seconds = g.reduce_seconds;
+    *count = g.grad_reduces;
+    *bytes = g.grad_bytes;
+    *seconds = g.grad_seconds;
 }

@@ -54,9 +54,10 @@ int yc_dist_rank_device(const char *spec, bool auto_gpu, int local, int local_si
 
 /* In place, on every rank: buf[i] = the sum over ranks of buf[i]. */
 int yc_dist_allreduce_sum_f32(float *buf, size_t n);
-/* The bytes yc_dist_allreduce_sum_f32 has summed on this rank so far and the seconds it spent
- * (waiting for slower ranks included), for the benchmark and the run's summary. */
-void yc_dist_stats(size_t *bytes, double *seconds);
+/* The gradient allreduces (yc_dist_allreduce_grads) of this process so far: how many, the
+ * bytes of gradients they summed and the seconds they took, waiting for slower ranks and the
+ * device's copies included (for the run's summary and bench/mpi_bench.sh). */
+void yc_dist_stats(long *count, size_t *bytes, double *seconds);
 /* In place, on every rank: *v = the largest *v of the ranks (a flag any rank may raise). */
 int yc_dist_allreduce_max_int(int *v);
 /* bytes of buf from rank `root` to every rank.  Ranks that arrive early wait by polling with

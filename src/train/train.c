@@ -1687,6 +1687,19 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     double t0 = yc_now();
     st = run_epochs(t, first_batch, interrupted);
     restore_signals(&old_int, &old_term);
+    if (!st && t->world > 1) {
+        /* what the gradient sums cost this rank (rank 0's line; bench/mpi_bench.sh reads it) */
+        long n = 0;
+        size_t bytes = 0;
+        double secs = 0, wall = yc_now() - t0;
+        yc_dist_stats(&n, &bytes, &secs);
+        char sz[32];
+        size_t each = n > 0 ? bytes / (size_t)n : 0;
+        yc_info("data-parallel: %d ranks, %ld gradient allreduces of %zu bytes (%s) each, %.2f ms "
+                "each on average, %.1f%% of the %.1f s of training\n", t->world, n, each,
+                yc_format_size(each, sz, sizeof sz),
+                n > 0 ? 1e3 * secs / (double)n : 0.0, wall > 0 ? 100.0 * secs / wall : 0.0, wall);
+    }
     if (!st && !*interrupted && t->rank == 0) {
         yc_info("\n%d epochs completed in %.3f hours.\n", t->epochs - t->start_epoch,
                 (yc_now() - t0) / 3600.0);
