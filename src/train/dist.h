@@ -18,10 +18,11 @@
 #include "model.h"
 
 /* The environment variable that bounds, in seconds, how long one collective operation waits for
- * the other ranks (default YC_DIST_TIMEOUT_DEFAULT, 30 minutes as PyTorch's process groups): past
- * it the operation fails and the run ends on every rank instead of hanging. */
+ * the other ranks (default YC_DIST_TIMEOUT_DEFAULT, 3 hours, the timeout YOLOv5 gives its process
+ * group: rank 0 may validate that long while the others wait); past it the operation fails and
+ * the run ends on every rank instead of hanging. */
 #define YC_DIST_TIMEOUT_ENV "YOLOCL_DIST_TIMEOUT"
-#define YC_DIST_TIMEOUT_DEFAULT 1800.0
+#define YC_DIST_TIMEOUT_DEFAULT 10800.0
 
 /* Initialises MPI when launched under an MPI launcher (see above).  A launch with several
  * processes of a yolocl built without MPI is an error (every process would train alone). */
