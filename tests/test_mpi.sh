@@ -46,6 +46,17 @@ grep -q -- "--batch 15 is the global batch and must be a multiple of the 2 ranks
     2>"$tmp/err" && fail "plan: 2 devices listed for 3 ranks accepted"
 grep -q -- "--device opencl:0,1 lists 2 devices for the 3 ranks of this machine" "$tmp/err" ||
     fail "plan: no message naming the 2 devices and the 3 ranks"
+# the devices of the local ranks, where an OpenCL device opencl:0 is there for local rank 0
+if "$yolocl" devices 2>/dev/null | grep -q '^ *opencl:0:'; then
+    "$yolocl" plan --cfg yolov5n --img 320 --batch 16 --ranks 2 --device opencl >"$tmp/out" \
+        2>"$tmp/err" || fail "plan --ranks 2 --device opencl"
+    grep -q '^devices of the local ranks: 0: opencl:0, 1: opencl:1;' "$tmp/out" ||
+        fail "plan --ranks 2 --device opencl: not opencl:0 and opencl:1"
+    "$yolocl" plan --cfg yolov5n --img 320 --batch 16 --ranks 4 --ranks-per-node 2 \
+        --device opencl:0,0 >"$tmp/out" 2>"$tmp/err" || fail "plan --device opencl:0,0"
+    grep -q '^devices of the local ranks: 0: opencl:0, 1: opencl:0;' "$tmp/out" ||
+        fail "plan --ranks 4 --ranks-per-node 2 --device opencl:0,0: not opencl:0 twice"
+fi
 echo "PASS: yolocl plan --ranks"
 if ! "$yolocl" --version | grep -q '^MPI: yes'; then
     echo "SKIP: yolocl is built without MPI"
@@ -94,15 +105,16 @@ OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" $train --epochs 1 --
     --name odd >"$tmp/out" 2>"$tmp/err" </dev/null && fail "--batch 3 on 2 ranks was accepted"
 grep -q -- "--batch 3 is the global batch and must be a multiple of the 2 ranks" "$tmp/err" ||
     fail "no message naming --batch 3 and the 2 ranks"
-# the pid of a yolocl rank of the run named $1 (not mpirun's or timeout's command line), the
-# last one listed, from /proc
+# the pid of a yolocl rank of the run named $1 of this test (its project is in $tmp: another
+# test_mpi.sh may run beside this one), not mpirun's or timeout's command line, the last one
+# listed, from /proc
 rank_of() {
     r=
     for d in /proc/[0-9]*; do
         c=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
         case $c in
         *mpirun* | timeout*) ;;
-        *"yolocl train"*"--name $1 "*) r=${d#/proc/} ;;
+        *"yolocl train"*"--project $tmp/runs"*"--name $1 "*) r=${d#/proc/} ;;
         esac
     done
     echo "$r"

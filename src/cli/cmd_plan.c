@@ -30,7 +30,10 @@ typedef struct plan_cli {
     int nc, img, batch, workers, max_w, max_h, tile, half, optim, cache;
     /* data-parallel training: ranks in all and per machine; the global batch they share */
     int ranks, per_node, global_batch;
-    /* the device of each local rank (--device as yc_dist_rank_device maps it) */
+    /* --device as given, whether auto would open a GPU, and the device local rank 0 opens
+     * (--device as yc_dist_rank_device maps it), which the plan uses */
+    const char *device_arg;
+    bool auto_gpu;
     char rank_device[64];
     size_t mem;
     bool json, noval, recompute, val_full;
@@ -126,7 +129,7 @@ static void print_ranks(const yc_backend *be)
     printf("devices of the local ranks:");
     for (int r = 0; r < c->per_node; r++) {
         char d[64];
-        if (yc_dist_rank_device(c->device, true, r, c->per_node, d, sizeof d))
+        if (yc_dist_rank_device(c->device_arg, c->auto_gpu, r, c->per_node, d, sizeof d))
             snprintf(d, sizeof d, "?");
         printf("%s %d: %s", r ? "," : "", r, d);
         if (r == 7 && c->per_node > 9) {
@@ -422,12 +425,16 @@ int yc_cmd_plan(int argc, char **argv)
     /* local rank 0's device and share of the cores, as yolocl train gives it under mpirun */
     int threads = 0;
     if (c.ranks > 1 || strchr(c.device, ',')) {
-        bool auto_cpu = false;
-        if (yc_device_is_cpu("auto", &auto_cpu))
-            auto_cpu = true; /* no OpenCL device could be listed: auto is the CPU backend */
-        yc_error_clear();
-        bool cpu = false;
-        if ((st = yc_dist_rank_device(c.device, !auto_cpu, 0, c.per_node, c.rank_device,
+        /* (whether auto opens a GPU matters only when several ranks share the machine) */
+        bool auto_cpu = true, cpu = false;
+        if (c.per_node > 1 && strcmp(c.device, "auto") == 0 &&
+            yc_device_is_cpu("auto", &auto_cpu)) {
+            yc_error_clear(); /* no OpenCL device could be listed: auto is the CPU backend */
+            auto_cpu = true;
+        }
+        c.device_arg = c.device;
+        c.auto_gpu = !auto_cpu;
+        if ((st = yc_dist_rank_device(c.device, c.auto_gpu, 0, c.per_node, c.rank_device,
                                       sizeof c.rank_device)) ||
             (st = yc_device_is_cpu(c.rank_device, &cpu)))
             return yc_report_failure(st);

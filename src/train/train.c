@@ -1388,13 +1388,20 @@ static int check_resumed_world(trainer *t, const yc_ckpt_meta *meta, const char 
  * local rank's device) and whether it is the CPU backend. */
 static int rank_device(trainer *t, int local, int per_node, bool *cpu)
 {
-    bool auto_cpu = false;
-    int st = yc_device_is_cpu("auto", &auto_cpu);
+    /* whether --device auto would open a GPU matters only for automatic choices shared by
+     * several ranks (listing the OpenCL devices starts the drivers: not for --device cpu) */
+    const char *d = t->o.device ? t->o.device : "";
+    bool auto_gpu = false;
+    if (per_node > 1 && (!d[0] || strcmp(d, "auto") == 0)) {
+        bool auto_cpu = true;
+        if (yc_device_is_cpu("auto", &auto_cpu)) {
+            yc_error_clear(); /* no OpenCL device could be listed: auto is the CPU backend */
+            auto_cpu = true;
+        }
+        auto_gpu = !auto_cpu;
+    }
+    int st = yc_dist_rank_device(d, auto_gpu, local, per_node, t->device, sizeof t->device);
     if (st)
-        auto_cpu = true; /* no OpenCL device could be listed: auto is the CPU backend */
-    yc_error_clear();
-    if ((st = yc_dist_rank_device(t->o.device, !auto_cpu, local, per_node, t->device,
-                                  sizeof t->device)))
         return st;
     return yc_device_is_cpu(t->device, cpu);
 }
