@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classify_train.h"
 #include "cli.h"
 #include "commands.h"
 #include "dist.h"
 #include "imgcache.h"
 #include "log.h"
 #include "memplan.h"
+#include "modelcfg.h"
 #include "optim.h"
 #include "options.h"
 #include "train.h"
@@ -214,6 +216,31 @@ static int finish_options(train_cli *c, const yc_opt_state *s)
     return 0;
 }
 
+/* Whether --cfg names a classifier config (its last layer Classify); then the defaults of
+ * classify/train.py replace train.py's for the options not given. */
+static bool classifier_run(train_cli *c, const yc_opt_state *s)
+{
+    yc_train_opts *o = &c->o;
+    char path[1024];
+    yc_model_cfg *cfg = NULL;
+    if (c->resume || !o->cfg || !o->cfg[0] || yc_model_cfg_find(o->cfg, path, sizeof path) ||
+        yc_model_cfg_load(&cfg, path, 0)) {
+        yc_error_clear(); /* train reports a bad config itself */
+        return false;
+    }
+    bool classify = cfg->task == YC_TASK_CLASSIFY;
+    yc_model_cfg_free(cfg);
+    if (classify) {
+        if (!yc_opt_given(s, "imgsz"))
+            o->imgsz = YC_CLS_IMGSZ;
+        if (!yc_opt_given(s, "optimizer"))
+            o->optimizer = YC_OPTIM_ADAM;
+        if (!yc_opt_given(s, "label-smoothing"))
+            o->label_smoothing = YC_CLS_LABEL_SMOOTHING;
+    }
+    return classify;
+}
+
 int yc_cmd_train(int argc, char **argv)
 {
     train_cli c = {.resume = NULL};
@@ -224,6 +251,12 @@ int yc_cmd_train(int argc, char **argv)
         return st == YC_OPT_DONE ? YC_EXIT_OK : st;
     if ((st = finish_options(&c, &s)))
         return st;
+    if (classifier_run(&c, &s)) {
+        bool stopped = false;
+        if ((st = yc_classify_train(&c.o, &stopped)))
+            return yc_report_failure(st);
+        return stopped ? 130 : YC_EXIT_OK;
+    }
     /* MPI when started by mpirun (dist.h); otherwise rank 0 of 1 */
     if ((st = yc_dist_init(NULL, NULL))) {
         yc_dist_finalize();

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "classify_cmds.h"
 #include "cli.h"
 #include "commands.h"
 #include "dataset.h"
@@ -28,6 +29,8 @@ typedef struct val_cli {
     bool single_cls, verbose, save_txt, save_conf, save_json, exist_ok, val_full;
     yc_slice_options so;
     size_t max_pixels;
+    /* --img was given (a classifier's default is 224, not 640) */
+    bool img_given;
 } val_cli;
 
 static int parse_task(const char *name, int *v)
@@ -121,6 +124,7 @@ static int parse(int argc, char **argv, val_cli *c)
         return st;
     if (!yc_opt_given(&s, "slice-overlap"))
         c->so.overlap = -1; /* the dataset yaml's */
+    c->img_given = yc_opt_given(&s, "img");
     if (!c->data || !c->weights)
         return yc_usage_error(spec.cmd, "--data and --weights are required");
     if (yc_opt_slice_given(&s) && !c->val_full)
@@ -276,6 +280,11 @@ int yc_cmd_val(int argc, char **argv)
     int st = parse(argc, argv, &c);
     if (st)
         return st == YC_OPT_DONE ? YC_EXIT_OK : st;
+    if (yc_cli_is_classifier(c.weights, c.cfg)) {
+        st = yc_cli_classify_val(c.weights, c.cfg, c.data, c.img_given ? c.img : 0, c.batch,
+                                 c.device);
+        return st ? yc_report_failure(st) : YC_EXIT_OK;
+    }
     val_run r;
     memset(&r, 0, sizeof r);
     char prefix[32];

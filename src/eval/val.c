@@ -283,9 +283,7 @@ typedef struct val_state {
     yc_arena *arena;
     yc_graph *g;
     int gn, gh, gw;
-    /* host input (when the backend has no host pointer) and heads (likewise) */
-    float *input;
-    size_t input_cap;
+    /* host copies of the heads (when the backend has no host pointer) */
     float *heads[YC_MAX_LEVELS];
     size_t heads_cap[YC_MAX_LEVELS];
     /* per image of the batch: detections (max_det * 6) and their count */
@@ -319,7 +317,6 @@ static void state_free(val_state *s)
     if (s->loss_pending)
         s->m->be->iface->synchronize(s->m->be);
     yc_graph_free(s->g);
-    free(s->input);
     for (int l = 0; l < YC_MAX_LEVELS; l++)
         free(s->heads[l]);
     free(s->dets);
@@ -382,29 +379,10 @@ static int grow_floats(float **p, size_t *cap, size_t n, const char *what)
     return YC_OK;
 }
 
-/* uint8 -> float / 255 into the graph input: on the device where the backend converts uint8
- * itself (a quarter of the bytes), else on the host. */
-static int preprocess(val_state *s, const uint8_t *src, int images, int h, int w)
+/* uint8 -> float / 255 into the graph input (on the device where the backend converts uint8). */
+static int preprocess(val_state *s, const uint8_t *src)
 {
-    const yc_tensor *in = yc_graph_input(s->g);
-    size_t n = (size_t)images * 3 * (size_t)h * (size_t)w;
-    float *dst = yc_tensor_dense(in) ? host_f32(s->m->be, in) : NULL;
-    bool direct = dst != NULL;
-    if (!direct && s->m->be->iface->write_u8_scaled && yc_tensor_dense(in))
-        return s->m->be->iface->write_u8_scaled(s->m->be, in, src);
-    if (!direct) {
-        int st = grow_floats(&s->input, &s->input_cap, n, "input batch");
-        if (st)
-            return st;
-        dst = s->input;
-    }
-    const long long count = (long long)n;
-#pragma omp parallel for schedule(static)
-    for (long long i = 0; i < count; i++)
-        dst[i] = (float)src[i] / 255.0f;
-    if (direct)
-        return YC_OK;
-    return yc_tensor_set_f32(s->m->be, in, dst);
+    return yc_tensor_set_u8_scaled(s->m->be, yc_graph_input(s->g), src);
 }
 
 /* The heads as decode/loss levels: straight from host memory when possible, else read back. */
@@ -438,7 +416,7 @@ static int forward(val_state *s, const uint8_t *images, int n, int h, int w, dou
     double t0 = yc_now();
     int st = ensure_graph(s, n, h, w);
     if (!st)
-        st = preprocess(s, images, n, h, w);
+        st = preprocess(s, images);
     double t1 = yc_now();
     if (!st)
         st = yc_graph_forward(s->g);

@@ -68,7 +68,7 @@ int yc_graph_build_plan(yc_graph *g)
             if (nd->dst[d].kind == REF_VALUE)
                 touch(g, nd->dst[d].idx, position(g, i));
     }
-    for (int l = 0; l < g->m->nl; l++) {
+    for (int l = 0; l < yc_graph_nheads(g); l++) {
         touch(g, g->heads[l], g->nforward);
         if (g->mode == YC_GRAPH_TRAIN)
             touch(g, g->head_grads[l], g->nforward);

@@ -94,7 +94,8 @@ size_t yc_graph_workspace_bytes(const yc_graph *g);
 
 /* The input batch tensor (batch, ch, h, w), to be written before yc_graph_forward. */
 const yc_tensor *yc_graph_input(const yc_graph *g);
-/* Head output of level l: (batch, na*no, ny, nx), channel a*no + k. */
+/* Head output of level l: (batch, na*no, ny, nx), channel a*no + k; a classifier's one head
+ * (level 0) is its logits (batch, nc, 1, 1). */
 const yc_tensor *yc_graph_head(const yc_graph *g, int level);
 /* Its gradient (training graphs), written by the loss before yc_graph_backward.  It shares the
  * head's storage: writing it overwrites the head. */

@@ -131,6 +131,10 @@ int yc_model_init_weights(yc_model *m, uint64_t seed);
  * has them. */
 int yc_model_load(yc_model *m, const char *path);
 
+/* YC_OK for a detection model; for a classifier (cfg->task YC_TASK_CLASSIFY) an error naming
+ * `what` (the command or job), which works on detection models only. */
+int yc_model_require_detection(const yc_model *m, const char *what);
+
 /* Sets all gradients to zero. */
 int yc_model_zero_grad(yc_model *m);
 

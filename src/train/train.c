@@ -463,6 +463,8 @@ static int setup_model(trainer *t, bool resuming)
     if (!st)
         st = yc_model_new(&t->m, cfg);
     if (!st)
+        st = yc_model_require_detection(t->m, "yolocl train");
+    if (!st)
         st = yc_device_open(t->device[0] ? t->device : o->device, o->threads, t->rank == 0,
                             &t->be);
     /* what the process holds before the run's own memory: the libraries (with the OpenCL
