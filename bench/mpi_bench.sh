@@ -14,39 +14,44 @@
 #       lined up first (bench/mpi_allreduce: make bench/mpi_allreduce).  EXTRA adds options to
 #       every run (e.g. EXTRA="--weights yolov5n.pt").
 #
-#   bench/mpi_bench.sh --model STEP_MS PARAMS
-#       prints the model's table: a step of STEP_MS milliseconds per GPU (the batch per GPU fixed),
-#       gradients of 4 x PARAMS bytes summed by a ring allreduce, which sends and receives
-#       2 (N - 1) / N x those bytes per rank; for N = 2..64 and links of 10, 25 and 100 Gbit/s,
-#       the allreduce time (bandwidth term alone: the per-message latency, 2 (N - 1) messages, is
-#       left out), the step time and the scaling efficiency (step / predicted step) without
-#       overlap (the allreduce after backward), and the allreduce's share of the step: with
-#       buckets overlapped with backward the step stays the single GPU's (efficiency 100%) while
-#       the backward pass from the first bucket on lasts at least that share, and loses only the
-#       part past it otherwise.
+#   bench/mpi_bench.sh --model STEP_MS PARAMS BACKWARD_SHARE
+#       prints the model's table: a step of STEP_MS milliseconds per GPU (the batch per GPU fixed)
+#       of which BACKWARD_SHARE (0 to 1) is the backward pass, gradients of 4 x PARAMS bytes summed
+#       by a ring allreduce, which sends and receives 2 (N - 1) / N x those bytes per rank; for
+#       N = 2..64 and links of 10, 25 and 100 Gbit/s, the allreduce time T_ar (bandwidth term
+#       alone: the per-message latency, 2 (N - 1) messages, is left out), then the step time and
+#       the scaling efficiency (single step / predicted step) without overlap (the allreduce after
+#       backward: step + T_ar) and with buckets overlapped with backward (step + the part of T_ar
+#       past the backward pass, max(0, T_ar - backward): the bound that bucketing approaches, the
+#       last bucket's sum, which cannot overlap, left out).
 set -u
 
 if [ "${1:-}" = --model ]; then
-    [ $# = 3 ] || { echo "usage: bench/mpi_bench.sh --model STEP_MS PARAMS" >&2; exit 2; }
-    awk -v t="$2" -v p="$3" 'BEGIN {
+    [ $# = 4 ] || { echo "usage: bench/mpi_bench.sh --model STEP_MS PARAMS BACKWARD_SHARE" >&2
+                    exit 2; }
+    awk -v t="$2" -v p="$3" -v f="$4" 'BEGIN {
         g = 4 * p
-        printf "step %.1f ms, %d parameters, gradients %.2f MB (%.2f MiB)\n", t, p, g / 1e6,
-               g / 1048576
-        printf "%5s %10s | %-27s | %-27s | %-27s\n", "", "", "10 Gbit/s", "25 Gbit/s",
+        bwd = f * t
+        printf "step %.1f ms (backward %.1f ms), %d parameters, gradients %.2f MB (%.2f MiB)\n",
+               t, bwd, p, g / 1e6, g / 1048576
+        printf "%5s %8s | %-34s | %-34s | %-34s\n", "", "", "10 Gbit/s", "25 Gbit/s",
                "100 Gbit/s"
-        printf "%5s %10s |", "ranks", "ring MB"
-        for (k = 0; k < 3; k++) printf " %7s %7s %5s %5s |", "ar ms", "step ms", "eff", "ar/st"
+        printf "%5s %8s |", "ranks", "ring MB"
+        for (k = 0; k < 3; k++) printf " %6s %6s %6s %6s %6s |", "ar ms", "step", "eff",
+                                        "ovl", "eff"
         printf "\n"
         split("2 4 8 16 32 64", ns, " ")
         split("10 25 100", bw, " ")
         for (i = 1; i <= 6; i++) {
             n = ns[i]
             bytes = 2 * (n - 1) / n * g
-            printf "%5d %10.2f |", n, bytes / 1e6
+            printf "%5d %8.2f |", n, bytes / 1e6
             for (k = 1; k <= 3; k++) {
                 ar = bytes * 8 / (bw[k] * 1e9) * 1e3
                 step = t + ar
-                printf " %7.1f %7.1f %4.1f%% %4.0f%% |", ar, step, 100 * t / step, 100 * ar / t
+                ovl = t + (ar > bwd ? ar - bwd : 0)
+                printf " %6.1f %6.1f %5.1f%% %6.1f %5.1f%% |", ar, step, 100 * t / step, ovl,
+                       100 * t / ovl
             }
             printf "\n"
         }
