@@ -128,6 +128,13 @@ wait_epoch() {
         i=$((i + 1))
     done
 }
+# a classifier (classify/train.py's DDP is not implemented): refused on every rank
+# shellcheck disable=SC2086
+OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" train --cfg yolov5n-cls \
+    --data "$tmp/demo" --epochs 1 --project "$tmp/runs" --name cls >"$tmp/out" 2>"$tmp/err" \
+    </dev/null && fail "a classifier trained on 2 ranks"
+[ "$(grep -c "training a classifier across 2 ranks is not supported yet" "$tmp/err")" = 2 ] ||
+    fail "no message about the classifier on both ranks"
 # SIGTERM to one rank during the epochs: both stop after the same batch (status 130) and rank 0
 # writes the resumable checkpoint
 # shellcheck disable=SC2086
