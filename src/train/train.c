@@ -1445,7 +1445,6 @@ static int setup_distributed(trainer *t)
     return YC_OK;
 }
 
-
 int yc_train(const yc_train_opts *opts, bool *interrupted)
 {
     trainer tr;
