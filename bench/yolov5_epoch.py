@@ -2,7 +2,9 @@
 """Runs Ultralytics YOLOv5 v7.0's own train.py on a machine with no network and no package registry
 (the GPU machine of bench/gpu_check.sh), so that its epoch can be timed beside yolocl's.
 
-    python3 bench/yolov5_epoch.py YOLOV5_DIR [train.py arguments...]
+    python3 bench/yolov5_epoch.py YOLOV5_DIR [--script val.py] [train.py arguments...]
+
+(--script runs another of its scripts, val.py say, the same way.)
 
 YOLOv5 v7.0 imports three things at start-up that such a machine may lack, none of which takes part
 in training:
@@ -73,7 +75,10 @@ def main():
     stand_ins()
     sys.path.insert(0, src)
     os.chdir(src)
-    sys.argv = [os.path.join(src, "train.py")] + sys.argv[2:]
+    args, script = sys.argv[2:], "train.py"
+    if args[:1] == ["--script"] and len(args) > 1:
+        script, args = args[1], args[2:]
+    sys.argv = [os.path.join(src, script)] + args
     runpy.run_path(sys.argv[0], run_name="__main__")
 
 

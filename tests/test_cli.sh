@@ -166,6 +166,20 @@ expect_stderr "--img"
 check 2 inspect --cfg yolov5n --weights
 expect_stderr "'--weights' needs a value"
 
+# YOLOv5's remaining options (issue 31): their usage errors
+check 2 val --data d.yaml --weights w.pt --task bogus
+expect_stderr "expected val, test, train, speed or study"
+check 2 val --data d.yaml --weights w.pt --save-hybrid --tile 64
+expect_stderr "--save-hybrid needs whole images"
+check 2 val --data d.yaml --weights w.pt --augment --val-full --tile 64
+expect_stderr "--augment with --val-full is not supported"
+check 2 detect --weights w.pt --source x.jpg --augment --slice 640
+expect_stderr "--augment with --slice is not supported"
+check 2 train --evolve 0
+expect_stderr "--evolve"
+check 2 train --evolve 3 --resume
+expect_stderr "--resume is not allowed with --evolve"
+
 # ---------------------------------------------------------------------------------------------
 # devices
 

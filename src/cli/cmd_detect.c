@@ -35,6 +35,8 @@ typedef struct detect_cli {
     size_t max_pixels;
     /* --img was given (a classifier's default is 224, not 640) */
     bool img_given;
+    /* YOLOv5 v7.0 detect.py's --augment, --half, --view-img (issue 31) */
+    bool augment, half, view_img, visualize;
 } detect_cli;
 
 static int img_size(const yc_option *row, const char *arg, void *obj, yc_opt_state *s);
@@ -78,6 +80,17 @@ static const yc_option rows[] = {
     YC_OPT_PIXELS("max-pixels", "N|WxH", T, max_pixels,
                   "most pixels one image read may decode (default 2^30);\n"
                   "larger images are skipped: detect them with --slice"),
+    YC_OPT_BOOL(0, "augment", T, augment,
+                "test-time augmentation: scales 1, 0.83, 0.67, the second\n"
+                "flipped left-right, merged before NMS (YOLOv5's)"),
+    YC_OPT_BOOL(0, "half", T, half,
+                "FP16 storage of the activations (arithmetic stays FP32)"),
+    YC_OPT_BOOL(0, "visualize", T, visualize,
+                "save every layer's feature maps per image: <stem>/stage*\n"
+                "png (32 channels) and .npy (the whole output)"),
+    YC_OPT_BOOL(0, "view-img", T, view_img,
+                "accepted with a warning: no display library is built in;\n"
+                "open the saved images instead"),
     YC_OPT_TEXT("\n"
                 "Images larger than 4096x4096 pixels are read reduced to --img while they decode, never\n"
                 "whole, and their annotated copy is drawn strip by strip.\n"
@@ -193,6 +206,15 @@ static int parse(int argc, char **argv, detect_cli *c)
     c->img_given = yc_opt_given(&s, "img");
     if (c->so.tile && !yc_opt_given(&s, "img"))
         c->img_h = c->img_w = c->so.tile;
+    if (c->augment && c->so.tile)
+        return yc_usage_error(spec.cmd, "--augment with --slice is not supported: the slices are "
+                                        "already a multi-scale view (use one or the other)");
+    if (c->visualize && (c->augment || c->so.tile))
+        yc_warn("--visualize does nothing with %s (YOLOv5's augmented forward does not "
+                "visualize)", c->augment ? "--augment" : "--slice");
+    if (c->view_img)
+        yc_warn("--view-img: yolocl has no display library built in; the annotated images are "
+                "saved in the run directory%s", c->nosave ? " (not with --nosave)" : "");
     return 0;
 }
 
@@ -252,6 +274,11 @@ static int open_detector(const detect_cli *c, detect_run *r)
     dopt.agnostic = c->agnostic;
     /* sliced: every window and the full pass letterboxed to h x w, one graph planned for it */
     dopt.fixed_shape = c->so.tile > 0;
+    dopt.augment = c->augment;
+    if (c->half && (st = yc_half_check(r->be, spec.cmd)))
+        return st;
+    dopt.half = c->half;
+    dopt.visualize = c->visualize && !c->augment && !c->so.tile;
     return yc_detector_new(&r->det, &r->im, &dopt);
 }
 
@@ -290,7 +317,8 @@ static int run(const detect_cli *c, detect_run *r)
                          .line_thickness = c->line, .hide_labels = c->hide_labels,
                          .hide_conf = c->hide_conf, .print = true,
                          .limits = {.max_pixels = c->max_pixels},
-                         .vid_stride = c->vid_stride, .stop = &stop_requested};
+                         .vid_stride = c->vid_stride, .stop = &stop_requested,
+                         .visualize = c->visualize && !c->augment && !c->so.tile};
     yc_detect_summary sum;
     int nc = r->im.m->nc;
     if (c->so.tile) {

@@ -18,9 +18,11 @@
 #include "log.h"
 #include "modelcfg.h"
 #include "nms.h"
+#include "tta.h"
 #include "util.h"
 #include "val.h"
 #include "video.h"
+#include "visualize.h"
 #include "weights.h"
 
 /* ------------------------------------------------------------------------------------------------
@@ -90,6 +92,8 @@ struct yc_detector {
     float *input, *heads[YC_MAX_LEVELS], *rows, *dets;
     size_t input_cap, heads_cap[YC_MAX_LEVELS], rows_cap;
     yc_nms_scratch *nms;
+    /* test-time augmentation's graphs (opt.augment) */
+    struct yc_tta *tta;
 };
 
 void yc_detect_options_default(yc_detect_options *o)
@@ -138,6 +142,7 @@ void yc_detector_free(yc_detector *d)
     free(d->rows);
     free(d->dets);
     yc_nms_scratch_free(d->nms);
+    yc_tta_free(d->tta);
     free(d);
 }
 
@@ -166,6 +171,9 @@ static float *host_f32(yc_backend *be, const yc_tensor *t)
     return base ? (float *)(void *)(base + t->offset) : NULL;
 }
 
+static int nms_scale(yc_detector *d, int h, int w, int img_h, int img_w, size_t rows,
+                     const float **dets, int *n, yc_detect_times *times, double t0, double t1);
+
 /* yc_detector_run after the letterbox: d->lb holds the input of an img_h x img_w image. */
 static int run_letterboxed(yc_detector *d, int img_h, int img_w, const float **dets, int *n,
                            int *in_h, int *in_w, yc_detect_times *times)
@@ -177,10 +185,15 @@ static int run_letterboxed(yc_detector *d, int img_h, int img_w, const float **d
         *in_h = h;
     if (in_w)
         *in_w = w;
-    if (!d->g || d->gh != h || d->gw != w) {
+    yc_graph_options go = {.mode = YC_GRAPH_EVAL, .half = d->opt.half,
+                           .keep_layers = d->opt.visualize};
+    if (d->opt.augment) {
+        if (!d->tta && (st = yc_tta_new(&d->tta, m, d->opt.half, d->opt.arena)))
+            return st;
+    } else if (!d->g || d->gh != h || d->gw != w) {
         yc_graph_free(d->g);
         d->g = NULL;
-        if ((st = yc_graph_new(&d->g, m, 1, h, w, YC_GRAPH_EVAL)) ||
+        if ((st = yc_graph_new_opts(&d->g, m, 1, h, w, &go)) ||
             (st = d->opt.arena ? yc_graph_alloc_in(d->g, d->opt.arena) : yc_graph_alloc(d->g))) {
             yc_graph_free(d->g);
             d->g = NULL;
@@ -190,10 +203,11 @@ static int run_letterboxed(yc_detector *d, int img_h, int img_w, const float **d
         d->gw = w;
     }
 
-    /* pre-process: HWC uint8 -> CHW float / 255 */
+    /* pre-process: HWC uint8 -> CHW float / 255 (into the graph's input where it is host
+     * memory) */
     double t0 = yc_now();
-    const yc_tensor *in = yc_graph_input(d->g);
-    float *dst = host_f32(m->be, in);
+    const yc_tensor *in = d->opt.augment ? NULL : yc_graph_input(d->g);
+    float *dst = in ? host_f32(m->be, in) : NULL;
     bool direct = dst != NULL;
     size_t plane = (size_t)h * (size_t)w;
     if (!direct) {
@@ -207,11 +221,22 @@ static int run_letterboxed(yc_detector *d, int img_h, int img_w, const float **d
         dst[plane + i] = (float)px[3 * i + 1] / 255.0f;
         dst[2 * plane + i] = (float)px[3 * i + 2] / 255.0f;
     }
+    size_t rows;
+    double t1 = yc_now();
+    if (d->opt.augment) {
+        /* inference: the three passes of _forward_augment, decoded, descaled and clipped */
+        const float *trows;
+        if ((st = yc_tta_predict(d->tta, dst, 1, h, w, &trows, &rows)) ||
+            (st = grow(&d->rows, &d->rows_cap, rows * (size_t)m->no, "augmented rows")))
+            return st;
+        memcpy(d->rows, trows, rows * (size_t)m->no * sizeof *d->rows);
+        return nms_scale(d, h, w, img_h, img_w, rows, dets, n, times, t0, t1);
+    }
     if (!direct && (st = yc_tensor_set_f32(m->be, in, dst)))
         return st;
 
     /* inference: forward, heads, decoding */
-    double t1 = yc_now();
+    t1 = yc_now();
     if ((st = yc_graph_forward(d->g)) || (st = m->be->iface->synchronize(m->be)))
         return st;
     yc_detect_level lv[YC_MAX_LEVELS];
@@ -227,11 +252,21 @@ static int run_letterboxed(yc_detector *d, int img_h, int img_w, const float **d
         lv[l] = (yc_detect_level){.p = p, .ny = t->h, .nx = t->w,
                                   .img_stride = yc_tensor_image_elems(t), .stride = m->stride[l]};
     }
-    size_t rows = yc_detect_rows(lv, m->nl, m->na);
+    rows = yc_detect_rows(lv, m->nl, m->na);
     if ((st = grow(&d->rows, &d->rows_cap, rows * (size_t)m->no, "decoded rows")) ||
         (st = yc_detect_decode(lv, m->nl, m->na, m->no, m->anchors, 0, d->rows)))
         return st;
+    return nms_scale(d, h, w, img_h, img_w, rows, dets, n, times, t0, t1);
+}
 
+/* The end of yc_detector_run: NMS over the `rows` decoded rows in d->rows of the h x w input,
+ * boxes scaled back to the img_h x img_w image; t0, t1: when pre-processing and inference
+ * started. */
+static int nms_scale(yc_detector *d, int h, int w, int img_h, int img_w, size_t rows,
+                     const float **dets, int *n, yc_detect_times *times, double t0, double t1)
+{
+    yc_model *m = d->im->m;
+    int st;
     /* NMS */
     double t2 = yc_now();
     yc_nms_params np = yc_nms_params_detect();
@@ -274,6 +309,21 @@ int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int
     if (st)
         return st;
     return run_letterboxed(d, img->h, img->w, dets, n, in_h, in_w, times);
+}
+
+int yc_detector_visualize(yc_detector *d, const char *save_dir, const char *src)
+{
+    if (d->opt.augment)
+        return YC_OK;
+    if (!d->opt.visualize || !d->g)
+        return yc_error_status(YC_EUSAGE, "visualize: the detector was made without visualize, "
+                               "or has not run");
+    char stem[256], dir[4400];
+    yc_path_stem(src, stem, sizeof stem);
+    int st = yc_visualize_dir(save_dir, stem, dir, sizeof dir);
+    if (!st)
+        st = yc_visualize_features(d->im->m, d->g, dir);
+    return st;
 }
 
 void yc_detector_geometry(const yc_detector *d, int h0, int w0, yc_letterbox_info *g)
@@ -870,6 +920,9 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
                           : yc_detector_run(d, img, &dets, &nd, &ih, &iw, &tm)))
             break;
         count_picture(&L, nd, &tm);
+        if (save->visualize && save->save_dir &&
+            (st = yc_detector_visualize(d, save->save_dir, src)))
+            break;
         if (save->save_txt && save->save_dir &&
             (st = yc_detect_write_labels(save->save_dir, src, dets, nd, w0, h0,
                                          save->save_conf)))

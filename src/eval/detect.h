@@ -94,6 +94,13 @@ typedef struct yc_detect_options {
     /* an activation arena the inference graph is placed in (shared with other graphs, e.g. the
      * trainer's), or NULL for one of the detector's own */
     struct yc_arena *arena;
+    /* test-time augmentation (detect.py --augment: tta.h) */
+    bool augment;
+    /* FP16 storage of the input and activations, FP32 arithmetic (detect.py --half; the backend
+     * must store FP16: yc_device_info.fp16_storage) */
+    bool half;
+    /* keep every layer's output for yc_detector_visualize (detect.py --visualize) */
+    bool visualize;
 } yc_detect_options;
 
 /* detect.py's defaults: 640x640, conf 0.25, IoU 0.45, max_det 1000. */
@@ -119,6 +126,11 @@ const yc_detect_options *yc_detector_options(const yc_detector *d);
  * be NULL) receive the letterboxed input size; times may be NULL. */
 int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int *n, int *in_h,
                     int *in_w, yc_detect_times *times);
+
+/* detect.py --visualize after yc_detector_run: the feature maps of the last image's forward
+ * (visualize.h) into save_dir/<stem of src> (stem2, ... when taken).  Nothing with augment
+ * (YOLOv5's augmented forward does not visualize).  Needs opt.visualize. */
+int yc_detector_visualize(yc_detector *d, const char *save_dir, const char *src);
 
 /* The letterbox geometry of an h0 x w0 image in the detector's input (its unpadded size is the
  * size to read a large image reduced to, image_read.h). */
@@ -155,6 +167,9 @@ typedef struct yc_detect_save {
     bool hide_labels, hide_conf;
     /* print the per-image lines, the speed line and where the results went */
     bool print;
+    /* detect.py --visualize: the feature maps of each image (yc_detector_visualize; the
+     * detector made with opt.visualize) */
+    bool visualize;
     /* whole-image detection: the read limits (image_read.h; zeros: the defaults).  Images larger
      * than their exact_pixels are read reduced to the input size and their annotated copy drawn
      * strip by strip; those they refuse are skipped with a warning naming --slice */
