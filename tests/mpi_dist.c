@@ -9,11 +9,21 @@
  *  - the weights: ranks initialised from different seeds hold rank 0's parameters, statistics
  *    and anchors after yc_dist_bcast_model, and yc_dist_check_weights passes, then fails on
  *    every rank, naming the epoch and the rank, once one parameter of one rank changes;
+ *  - the optimizer steps: 2 ranks x batch 4 (global batch 8) for 3 optimizer steps (the gradients
+ *    summed, each rank stepping its own SGD) end with the weights one process reaches with the
+ *    same 8 images of each step run as 2 accumulated micro-batches of 4, within float
+ *    reduction-order tolerance (YOLOv5's DDP result: see run_epochs in src/train/train.c);
+ *  - resume: given a dataset (argv[1], the demo data) and a directory (argv[2]), yc_train on the 2
+ *    ranks straight, then the same run interrupted by a SIGINT raised on rank 1 alone inside an
+ *    accumulation cycle and resumed on 2 ranks: the interrupted checkpoint says 2 ranks and holds
+ *    the pending gradients, and the resumed run ends with the straight run's weights within
+ *    reduction-order tolerance (the pending gradients are saved summed over the ranks);
  *  - the small collectives: sum, max, broadcast, barrier.
  *
  * Exits 0 when every check passes, 1 otherwise, 77 when not run on exactly 2 ranks of an MPI
  * build. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +33,13 @@
 #include "harness.h"
 #include "hyp.h"
 #include "log.h"
+#include "checkpoint.h"
 #include "model.h"
 #include "modelcfg.h"
+#include "optim.h"
 #include "step.h"
+#include "train.h"
+#include "train_opts.h"
 #include "weights.h"
 
 #define S 64
@@ -149,6 +163,207 @@ static void test_gradients(yc_backend *be)
     yc_model_free(m);
 }
 
+/* Pseudo-random pixels in [0, 1) for n images, from `seed`. */
+static void fill_images(float *images, size_t n, uint64_t seed)
+{
+    uint64_t x = seed;
+    for (size_t i = 0; i < n * 3 * S * S; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        images[i] = (float)(x >> 40) / (float)(1ull << 24);
+    }
+}
+
+/* 2 ranks x batch 4 against 1 process accumulating 2 micro-batches of 4, for STEPS optimizer
+ * steps of SGD with YOLOv5's hyperparameters and gradient clipping. */
+#define STEPS 3
+#define RB 4
+static void test_steps(yc_backend *be)
+{
+    int rank = yc_dist_rank(), n = yc_dist_size();
+    const int global = RB * n;
+    /* the same initial weights for both (same seed) */
+    yc_model *ref = tiny_model(be, 11), *dm = tiny_model(be, 11);
+    size_t np = ref->param_elems;
+    float *w0 = read_arena(ref, ref->param_buf, np);
+    float *images = malloc((size_t)global * 3 * S * S * sizeof *images);
+    if (!images)
+        yc_dist_abort(1, "out of memory for the test images");
+    float targets[6 * 3 * RB * 2];
+    const int nt = yc_harness_targets(global, targets);
+    yc_hyp hyp;
+    yc_hyp_defaults(&hyp);
+    yc_loss_params lp;
+    yc_step_loss_params(ref, &hyp, S, 0.0f, &lp);
+    yc_step *sref = NULL, *sdm = NULL;
+    need(yc_step_new(&sref, ref, RB, S, S, &lp), "the reference's training graph");
+    need(yc_step_new(&sdm, dm, RB, S, S, &lp), "the rank's training graph");
+    /* weight decay as train.c scales it for the global batch and accumulate 1 */
+    double wd = hyp.weight_decay * global / 64.0;
+    yc_optim *oref = NULL, *odm = NULL;
+    int verbosity = yc_verbosity;
+    yc_verbosity = 0;
+    need(yc_optim_new(&oref, ref, YC_OPTIM_SGD, hyp.lr0, hyp.momentum, wd, NULL),
+         "the reference's optimizer");
+    need(yc_optim_new(&odm, dm, YC_OPTIM_SGD, hyp.lr0, hyp.momentum, wd, NULL),
+         "the rank's optimizer");
+    yc_verbosity = verbosity;
+    for (int k = 0; k < STEPS; k++) {
+        fill_images(images, (size_t)global, 1000 + (uint64_t)k);
+        /* one process: the global batch as micro-batches of RB, accumulated */
+        need(yc_model_zero_grad(ref), "zeroing the reference's gradients");
+        for (int first = 0; first < global; first += RB)
+            half_step(sref, images, targets, nt, first, RB);
+        need(yc_optim_step(oref, 10.0), "the reference's optimizer step");
+        /* this rank: its RB images, the gradients summed over the ranks, its own step */
+        need(yc_model_zero_grad(dm), "zeroing the rank's gradients");
+        half_step(sdm, images, targets, nt, rank * RB, RB);
+        need(yc_dist_allreduce_grads(dm), "yc_dist_allreduce_grads");
+        need(yc_optim_step(odm, 10.0), "the rank's optimizer step");
+        need(be->iface->synchronize(be), "the steps");
+        need(yc_optim_step_done(oref), "the reference's step");
+        need(yc_optim_step_done(odm), "the rank's step");
+    }
+    float *wr = read_arena(ref, ref->param_buf, np), *wd_ = read_arena(dm, dm->param_buf, np);
+    /* the change the steps made, and how far the ranks' is from the one process's */
+    double moved = 0, err = 0;
+    size_t worst = 0;
+    for (size_t i = 0; i < np; i++) {
+        moved = fmax(moved, fabs((double)wr[i] - w0[i]));
+        double d = fabs((double)wd_[i] - wr[i]);
+        if (d > err) {
+            err = d;
+            worst = i;
+        }
+    }
+    CHECK(moved > 0 && isfinite(moved), "%d optimizer steps did not change the weights",
+          STEPS);
+    CHECK(err <= 1e-4 * moved, "after %d steps the ranks' weights differ from one process's by "
+          "%g at %zu (%.9g vs %.9g; largest change %g)", STEPS, err, worst, wd_[worst],
+          wr[worst], moved);
+    CHECK(yc_dist_check_weights(dm, STEPS) == YC_OK, "the ranks' weights: %s", yc_last_error());
+    printf("rank %d: %d optimizer steps, %d ranks x batch %d vs 1 process accumulating %d x %d: "
+           "max |diff| %.3g (largest change %.3g)\n", rank, STEPS, n, RB, n, RB, err, moved);
+    free(w0);
+    free(wr);
+    free(wd_);
+    free(images);
+    yc_optim_free(oref);
+    yc_optim_free(odm);
+    yc_step_free(sref);
+    yc_step_free(sdm);
+    yc_model_free(ref);
+    yc_model_free(dm);
+}
+
+/* Where the progress callback raises SIGINT, on one rank only, as a signal reaching one rank. */
+typedef struct interrupt_at {
+    int rank, epoch, batch;
+} interrupt_at;
+
+static void interrupt_cb(void *ctx, int epoch, int batch, double loss)
+{
+    (void)loss;
+    const interrupt_at *at = ctx;
+    if (yc_dist_rank() == at->rank && epoch == at->epoch && batch == at->batch)
+        raise(SIGINT);
+}
+
+/* yc_train of the tiny model on `data` (4 epochs of 2 batches per rank at global batch 4) into
+ * project/name, interrupted at `at` when not NULL; `resume` continues a run instead.  Returns
+ * whether the run was interrupted. */
+static bool tiny_train(const char *data, const char *project, const char *name,
+                       const interrupt_at *at, const char *resume)
+{
+    const char *dir = getenv("YOLOCL_TEST_DATA");
+    char cfg[1024], weights[1024];
+    snprintf(cfg, sizeof cfg, "%s/tiny/yolov5n-tiny.yaml", dir ? dir : "tests/data");
+    snprintf(weights, sizeof weights, "%s/tiny/weights.safetensors", dir ? dir : "tests/data");
+    yc_train_opts o;
+    yc_train_opts_defaults(&o);
+    if (!resume) {
+        o.data = data;
+        o.cfg = cfg;
+        o.weights = weights;
+        o.epochs = 4;
+        o.batch = 4;
+        o.imgsz = 64;
+        o.noplots = true;
+        o.noautoanchor = true;
+        o.exist_ok = true;
+        o.project = project;
+        o.name = name;
+        o.seed = 3;
+    }
+    o.device = "cpu";
+    o.threads = 1;
+    o.workers = 1;
+    o.resume = resume;
+    o.progress = at ? interrupt_cb : NULL;
+    o.progress_ctx = (void *)at;
+    bool interrupted = false;
+    int verbosity = yc_verbosity;
+    yc_verbosity = 0;
+    int st = yc_train(&o, &interrupted);
+    yc_verbosity = verbosity;
+    char what[256];
+    snprintf(what, sizeof what, "training %s%s", name, resume ? " (resumed)" : "");
+    need(st, what);
+    return interrupted;
+}
+
+/* The EMA weights a run ended with (its final last.safetensors), on `be`. */
+static float *final_weights(yc_backend *be, const char *project, const char *name, size_t *np)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s/weights/last.safetensors", project, name);
+    yc_model *m = tiny_model(be, 1);
+    need(yc_checkpoint_load_weights(path, m), path);
+    *np = m->param_elems;
+    float *w = read_arena(m, m->param_buf, *np);
+    yc_model_free(m);
+    return w;
+}
+
+static void test_resume(yc_backend *be, const char *data, const char *project)
+{
+    tiny_train(data, project, "straight", NULL, NULL);
+    /* 6 images, 3 per rank, 2 batches an epoch: warmup's accumulate is 2 from global batch 4 on,
+     * so the optimizer steps after batches 3 and 5 and batch 4 (epoch 2, batch 0) leaves
+     * gradients pending */
+    interrupt_at at = {1, 2, 0};
+    CHECK(tiny_train(data, project, "interrupted", &at, NULL), "the run was not interrupted");
+    char last[2100], dir[2048];
+    snprintf(dir, sizeof dir, "%s/interrupted", project);
+    snprintf(last, sizeof last, "%s/weights/last.safetensors", dir);
+    yc_ckpt_meta meta;
+    need(yc_checkpoint_read_meta(last, &meta), last);
+    int world = 0;
+    need(yc_train_saved_world(meta.opt_json, &world), "the checkpoint's world_size");
+    CHECK(meta.epoch == 1 && meta.next_batch == 1 && meta.grads && world == 2,
+          "interrupted checkpoint: epoch %d, next batch %d, gradients %d, %d ranks; expected 1, "
+          "1, 1, 2", meta.epoch, meta.next_batch, meta.grads, world);
+    yc_ckpt_meta_free(&meta);
+    /* all ranks have read the checkpoint before any resumes (and rewrites it) */
+    need(yc_dist_barrier(), "the barrier before resuming");
+    CHECK(!tiny_train(data, project, "interrupted", NULL, dir), "the resumed run was interrupted");
+    size_t na = 0, nb = 0;
+    float *wa = final_weights(be, project, "straight", &na);
+    float *wb = final_weights(be, project, "interrupted", &nb);
+    double scale = 0, err = 0;
+    for (size_t i = 0; i < na && na == nb; i++) {
+        scale = fmax(scale, fabs(wa[i]));
+        err = fmax(err, fabs((double)wa[i] - wb[i]));
+    }
+    CHECK(na == nb && scale > 0, "final weights: %zu and %zu parameters", na, nb);
+    CHECK(err <= 1e-5 * scale, "the resumed run's final weights differ from the straight run's "
+          "by %g (largest weight %g)", err, scale);
+    printf("rank %d: 2 ranks interrupted inside an accumulation cycle and resumed on 2 ranks: "
+           "final weights within %.3g of the straight run's (largest weight %.3g)\n",
+           yc_dist_rank(), err, scale);
+    free(wa);
+    free(wb);
+}
+
 static void test_bcast_model(yc_backend *be)
 {
     int rank = yc_dist_rank(), n = yc_dist_size();
@@ -223,6 +438,9 @@ int main(int argc, char **argv)
     test_collectives();
     test_bcast_model(be);
     test_gradients(be);
+    test_steps(be);
+    if (argc > 2)
+        test_resume(be, argv[1], argv[2]);
     yc_backend_free(be);
     /* every rank's verdict */
     int failed = failures > 0;

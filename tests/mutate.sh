@@ -263,6 +263,19 @@ mut nan_gradients src/nn/step.c "test_golden test_cl test_golden_ref test_cl_ref
     $'    return yc_graph_backward(s->g);\n}' \
     $'    return yc_graph_backward(s->g) ? YC_ERR\n                                   : m->be->iface->buffer_memset(m->be, m->grad_buf, 0, 0xff,\n                                                                 m->param_elems * sizeof(float));\n}'
 
+# data-parallel training (src/train/train.c): an interruption inside an accumulation cycle saves
+# rank 0's gradients alone; a resumed rank other than 0 keeps the saved sum (counted twice); the
+# ranks of a machine each take all its cores
+mut mpi_interrupt_grads_not_summed src/train/train.c "test_mpi" \
+    'if (t->world > 1 && t->epoch_grads && (st = yc_dist_allreduce_grads(m)))' \
+    'if (0 && t->world > 1 && t->epoch_grads && (st = yc_dist_allreduce_grads(m)))'
+mut mpi_resumed_grads_not_zeroed src/train/train.c "test_mpi" \
+    'if (resuming && t->rank > 0 && t->resume_grads && (st = yc_model_zero_grad(t->m)))' \
+    'if (0 && resuming && t->rank > 0 && t->resume_grads && (st = yc_model_zero_grad(t->m)))'
+mut mpi_threads_all_cores src/train/train.c "test_mpi" \
+    'int cores = yc_physical_cores() / per_node;' \
+    'int cores = yc_physical_cores();'
+
 # ------------------------------------------------------------------------------------------------
 
 selected=()

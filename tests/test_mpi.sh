@@ -1,14 +1,64 @@
 #!/bin/sh
-# Data-parallel training on MPI: tests/mpi_dist (see its head comment) on 2 ranks of mpirun,
-# then `mpirun -np 2 yolocl train` on the demo dataset with the tiny model: it must finish with
-# status 0 and leave one run directory with rank 0's results.csv (one row per epoch); a global
-# batch the ranks do not divide must be refused naming the numbers; a SIGTERM to one rank must
-# stop both and leave rank 0's resumable checkpoint.  Skipped (77) without mpirun or in a build
-# without MPI.
+# Data-parallel training on MPI: tests/mpi_dist (see its head comment: gradients, optimizer
+# steps, resume) on 2 ranks of mpirun, then `mpirun -np 2 yolocl train` on the demo dataset with
+# the tiny model: it must finish with status 0 and leave one run directory with rank 0's
+# results.csv (one row per epoch); a global batch the ranks do not divide must be refused naming
+# the numbers; a SIGTERM to one rank must stop both and leave rank 0's resumable checkpoint, and
+# so must a SIGINT and a SIGTERM to mpirun (Open MPI's mpirun sends the ranks SIGTERM, then
+# SIGKILL a second later); resuming that 2-rank run in one process must be refused naming both
+# numbers; a rank killed with SIGKILL must end the run with a message naming it, and a stopped
+# rank (SIGSTOP) must end it after YOLOCL_DIST_TIMEOUT seconds, each within a time bound.  The
+# checks of yolocl plan --ranks come first and need no MPI.  Skipped (77) without mpirun or in a
+# build without MPI.
 set -u
 # make check runs this in the build directory, where tests/mpi_dist is built
 prog=./tests/mpi_dist
-if ! "${YOLOCL:-./yolocl}" --version | grep -q '^MPI: yes'; then
+yolocl=${YOLOCL:-./yolocl}
+data=${YOLOCL_TEST_DATA:-tests/data}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/yolocl-dist.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() {
+    echo "FAIL: $*"
+    for f in "$tmp"/out "$tmp"/err; do [ -f "$f" ] && { echo "==== $f"; cat "$f"; }; done
+    exit 1
+}
+# yolocl plan --ranks N (no MPI needed): one rank's plan, batch / N per rank, the CPU's cores
+# and memory shared by the ranks of a machine, the devices of a list per local rank
+"$yolocl" plan --cfg yolov5n --img 320 --batch 16 --device cpu --ranks 4 --ranks-per-node 2 \
+    >"$tmp/out" 2>"$tmp/err" || fail "plan --ranks 4"
+grep -q '^YOLOv5n at 320x320, batch 4,' "$tmp/out" || fail "plan --ranks 4: not batch 4 per rank"
+grep -q '^one of 4 data-parallel ranks (2 per machine): global batch 16, 4 per rank$' \
+    "$tmp/out" || fail "plan --ranks 4: no line about the ranks"
+cores=$("$yolocl" devices 2>/dev/null | sed -n 's/^ *cores *\([0-9]*\) physical.*/\1/p')
+threads=$((cores / 2))
+[ "$threads" -ge 1 ] || threads=1
+grep -q "^each rank computes on the CPU with $threads thread" "$tmp/out" ||
+    fail "plan --ranks 4: not $threads threads per rank ($cores cores, 2 ranks per machine)"
+"$yolocl" plan --cfg yolov5n --batch 16 --device cpu --ranks 4 --ranks-per-node 2 --json \
+    >"$tmp/out" 2>"$tmp/err" || fail "plan --ranks 4 --json"
+grep -q '"batch": 4,.*"accumulate": 4,.*"ranks": 4, "ranks_per_node": 2, "global_batch": 16' \
+    "$tmp/out" || fail "plan --ranks 4 --json: batch 4 per rank, accumulate round(64 / 16)"
+"$yolocl" plan --cfg yolov5n --batch 15 --ranks 2 --device cpu >"$tmp/out" 2>"$tmp/err" &&
+    fail "plan: --batch 15 on 2 ranks accepted"
+grep -q -- "--batch 15 is the global batch and must be a multiple of the 2 ranks" "$tmp/err" ||
+    fail "plan: no message naming --batch 15 and the 2 ranks"
+"$yolocl" plan --cfg yolov5n --batch 12 --ranks 3 --device opencl:0,1 >"$tmp/out" \
+    2>"$tmp/err" && fail "plan: 2 devices listed for 3 ranks accepted"
+grep -q -- "--device opencl:0,1 lists 2 devices for the 3 ranks of this machine" "$tmp/err" ||
+    fail "plan: no message naming the 2 devices and the 3 ranks"
+# the devices of the local ranks, where an OpenCL device opencl:0 is there for local rank 0
+if "$yolocl" devices 2>/dev/null | grep -q '^ *opencl:0:'; then
+    "$yolocl" plan --cfg yolov5n --img 320 --batch 16 --ranks 2 --device opencl >"$tmp/out" \
+        2>"$tmp/err" || fail "plan --ranks 2 --device opencl"
+    grep -q '^devices of the local ranks: 0: opencl:0, 1: opencl:1;' "$tmp/out" ||
+        fail "plan --ranks 2 --device opencl: not opencl:0 and opencl:1"
+    "$yolocl" plan --cfg yolov5n --img 320 --batch 16 --ranks 4 --ranks-per-node 2 \
+        --device opencl:0,0 >"$tmp/out" 2>"$tmp/err" || fail "plan --device opencl:0,0"
+    grep -q '^devices of the local ranks: 0: opencl:0, 1: opencl:0;' "$tmp/out" ||
+        fail "plan --ranks 4 --ranks-per-node 2 --device opencl:0,0: not opencl:0 twice"
+fi
+echo "PASS: yolocl plan --ranks"
+if ! "$yolocl" --version | grep -q '^MPI: yes'; then
     echo "SKIP: yolocl is built without MPI"
     exit 77
 fi
@@ -30,25 +80,21 @@ if [ -n "${ASAN_OPTIONS:-}" ]; then
     ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
     export ASAN_OPTIONS
 fi
-# one thread per rank; a hung rank ends the test after 300 s instead of hanging make check
-OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$prog" || exit 1
-
-yolocl=${YOLOCL:-./yolocl}
-data=${YOLOCL_TEST_DATA:-tests/data}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/yolocl-dist.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() {
-    echo "FAIL: $*"
-    for f in "$tmp"/out "$tmp"/err; do [ -f "$f" ] && { echo "==== $f"; cat "$f"; }; done
-    exit 1
-}
 "$yolocl" demo-data "$tmp/demo" --train 6 --val 2 >/dev/null || fail "demo-data"
+# one thread per rank; a hung rank ends the test after 300 s instead of hanging make check
+mkdir "$tmp/resume" || exit 1
+OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$prog" "$tmp/demo/demo.yaml" "$tmp/resume" \
+    >"$tmp/out" 2>"$tmp/err" || fail "tests/mpi_dist"
+grep '^rank 0:\|^PASS' "$tmp/out"
 train="train --data $tmp/demo/demo.yaml --weights $data/tiny/weights.safetensors
     --cfg $data/tiny/yolov5n-tiny.yaml --device cpu --img 64 --noautoanchor --noplots
     --project $tmp/runs"
 # shellcheck disable=SC2086
-OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" $train --epochs 2 --batch 4 \
+# (OMP_NUM_THREADS not set: each rank takes cores / 2 threads of the CPU backend itself)
+timeout 300 mpirun -np 2 $flags "$yolocl" $train --epochs 2 --batch 4 \
     --name ddp >"$tmp/out" 2>"$tmp/err" </dev/null || fail "mpirun -np 2 yolocl train: status $?"
+grep -q "^device: cpu (OpenMP, $threads thread" "$tmp/out" ||
+    fail "the ranks do not compute with $threads threads each ($cores cores, 2 ranks)"
 [ "$(ls "$tmp/runs")" = ddp ] || fail "run directories: $(ls "$tmp/runs" | tr '\n' ' ')"
 rows=$(($(wc -l <"$tmp/runs/ddp/results.csv") - 1))
 [ "$rows" = 2 ] || fail "results.csv has $rows rows, not 2 (one per epoch)"
@@ -59,27 +105,44 @@ OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" $train --epochs 1 --
     --name odd >"$tmp/out" 2>"$tmp/err" </dev/null && fail "--batch 3 on 2 ranks was accepted"
 grep -q -- "--batch 3 is the global batch and must be a multiple of the 2 ranks" "$tmp/err" ||
     fail "no message naming --batch 3 and the 2 ranks"
+# the pid of a yolocl rank of the run named $1 of this test (its project is in $tmp: another
+# test_mpi.sh may run beside this one), not mpirun's or timeout's command line, the last one
+# listed, from /proc
+rank_of() {
+    r=
+    for d in /proc/[0-9]*; do
+        c=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
+        case $c in
+        *mpirun* | timeout*) ;;
+        *"yolocl train"*"--project $tmp/runs"*"--name $1 "*) r=${d#/proc/} ;;
+        esac
+    done
+    echo "$r"
+}
+# waits (at most 60 s) until the run named $1 has written an epoch's row: its ranks are in the
+# epoch loop, their signal handlers installed
+wait_epoch() {
+    i=0
+    while [ "$(cat "$tmp/runs/$1/results.csv" 2>/dev/null | wc -l)" -lt 2 ] && [ $i -lt 600 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+}
+# a classifier (classify/train.py's DDP is not implemented): refused on every rank
+# shellcheck disable=SC2086
+OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" train --cfg yolov5n-cls \
+    --data "$tmp/demo" --epochs 1 --project "$tmp/runs" --name cls >"$tmp/out" 2>"$tmp/err" \
+    </dev/null && fail "a classifier trained on 2 ranks"
+[ "$(grep -c "training a classifier across 2 ranks is not supported yet" "$tmp/err")" = 2 ] ||
+    fail "no message about the classifier on both ranks"
 # SIGTERM to one rank during the epochs: both stop after the same batch (status 130) and rank 0
 # writes the resumable checkpoint
 # shellcheck disable=SC2086
 OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" $train --epochs 1000 --batch 4 \
-    --name sig >"$tmp/out" 2>"$tmp/err" </dev/null &
+    --name sig --exist-ok >"$tmp/out" 2>"$tmp/err" </dev/null &
 job=$!
-i=0
-# (an epoch's row in results.csv: the ranks are in the epoch loop, their handlers installed)
-while [ "$(cat "$tmp/runs/sig/results.csv" 2>/dev/null | wc -l)" -lt 2 ] && [ $i -lt 600 ]; do
-    sleep 0.1
-    i=$((i + 1))
-done
-# a rank: a yolocl process of that run (not mpirun's or timeout's command line), from /proc
-rank=
-for d in /proc/[0-9]*; do
-    c=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
-    case $c in
-    *mpirun* | timeout*) ;;
-    *"yolocl train"*"--name sig"*) rank=${d#/proc/} ;;
-    esac
-done
+wait_epoch sig
+rank=$(rank_of sig)
 [ -n "$rank" ] || fail "no rank of the signalled run"
 kill -TERM "$rank"
 wait $job
@@ -88,4 +151,69 @@ status=$?
 grep -q "interrupted: saving a resumable checkpoint" "$tmp/out" ||
     fail "rank 0 did not save the interrupted run's checkpoint"
 [ "$(grep -c "training interrupted" "$tmp/err")" = 2 ] || fail "not both ranks stopped"
+# SIGTERM or SIGINT ($1) to mpirun (a batch system ending the job, Ctrl-C): rank 0's interrupted
+# checkpoint (next_batch not 0) of a 2-rank run (world_size 2 in its options) lands before
+# mpirun's SIGKILL.  An asynchronous command of sh starts with SIGINT ignored: env gives mpirun
+# the default action back (and execs it: $! is mpirun).
+signal_mpirun() {
+    # shellcheck disable=SC2086
+    env --default-signal=INT mpirun -np 2 $flags "$yolocl" $train --epochs 1000 --batch 4 \
+        --name "$2" --exist-ok >"$tmp/out" 2>"$tmp/err" </dev/null &
+    job=$!
+    wait_epoch "$2"
+    kill -"$1" $job
+    i=0
+    while kill -0 $job 2>/dev/null && [ $i -lt 300 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    kill -0 $job 2>/dev/null && { kill -KILL $job; fail "mpirun still runs 30 s after its SIG$1"; }
+    wait $job
+    ckpt=$tmp/runs/$2/weights/last.safetensors
+    head -c 65536 "$ckpt" | grep -a -q '"next_batch":"[1-9]' ||
+        fail "no interrupted checkpoint after the SIG$1 to mpirun"
+    head -c 65536 "$ckpt" | grep -a -q 'world_size\\": 2,' ||
+        fail "the checkpoint does not say 2 ranks"
+}
+if env --default-signal=INT true 2>/dev/null; then
+    signal_mpirun INT int
+else
+    echo "(no env --default-signal: SIGINT to mpirun not tested)"
+fi
+signal_mpirun TERM term
+# that 2-rank run resumed in one process: refused, naming both numbers
+"$yolocl" train --resume "$tmp/runs/term" >"$tmp/out" 2>"$tmp/err" </dev/null &&
+    fail "a 2-rank run resumed in 1 process"
+grep -q "was trained by 2 ranks, this is 1 process.*mpirun -np 2 yolocl train --resume" \
+    "$tmp/err" || fail "no message naming the 2 ranks and the 1 process"
+# SIGKILL to a rank: mpirun ends the run naming the rank, within the 60 s bound
+# shellcheck disable=SC2086
+OMP_NUM_THREADS=1 timeout 60 mpirun -np 2 $flags "$yolocl" $train --epochs 1000 --batch 4 \
+    --name kill --exist-ok >"$tmp/out" 2>"$tmp/err" </dev/null &
+job=$!
+wait_epoch kill
+rank=$(rank_of kill)
+[ -n "$rank" ] || fail "no rank of the run to kill"
+kill -KILL "$rank"
+wait $job
+status=$?
+[ $status != 0 ] && [ $status != 124 ] || fail "a rank killed: status $status"
+grep -q -i "rank [01].*signal 9\|rank [01] PID.*KILLED BY SIGNAL: 9" "$tmp/err" ||
+    fail "no message naming the killed rank"
+# SIGSTOP to a rank (a hung rank): the other one gives up after YOLOCL_DIST_TIMEOUT (5 s: more
+# than a loaded machine's pauses before the stop) and ends the run, within the 60 s bound
+# shellcheck disable=SC2086
+YOLOCL_DIST_TIMEOUT=5 OMP_NUM_THREADS=1 timeout 60 mpirun -np 2 $flags "$yolocl" $train \
+    --epochs 1000 --batch 4 --name hang --exist-ok >"$tmp/out" 2>"$tmp/err" </dev/null &
+job=$!
+wait_epoch hang
+rank=$(rank_of hang)
+[ -n "$rank" ] || fail "no rank of the run to stop"
+kill -STOP "$rank"
+wait $job
+status=$?
+kill -KILL "$rank" 2>/dev/null
+[ $status != 0 ] && [ $status != 124 ] || fail "a rank stopped: status $status"
+grep -q "waited 5 s for the other ranks (YOLOCL_DIST_TIMEOUT): one of them has stopped or hangs" \
+    "$tmp/err" || fail "no message about the rank that stopped"
 echo "PASS: mpirun -np 2 yolocl train"

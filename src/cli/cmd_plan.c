@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "dataset.h"
 #include "device.h"
+#include "dist.h"
 #include "image_read.h"
 #include "imgcache.h"
 #include "loader.h"
@@ -17,6 +18,7 @@
 #include "memplan.h"
 #include "model.h"
 #include "modelcfg.h"
+#include "optim.h"
 #include "options.h"
 #include "util.h"
 #include "val_full.h"
@@ -26,6 +28,13 @@
 typedef struct plan_cli {
     const char *cfg, *device, *data;
     int nc, img, batch, workers, max_w, max_h, tile, half, optim, cache;
+    /* data-parallel training: ranks in all and per machine; the global batch they share */
+    int ranks, per_node, global_batch;
+    /* --device as given, whether auto would open a GPU, and the device local rank 0 opens
+     * (--device as yc_dist_rank_device maps it), which the plan uses */
+    const char *device_arg;
+    bool auto_gpu;
+    char rank_device[64];
     size_t mem;
     bool json, noval, recompute, val_full;
     yc_read_limits lim;
@@ -74,6 +83,12 @@ static const yc_option rows[] = {
                                             "yolocl-val(1)) in place of the validation loader"),
     YC_OPT_BOOL(0, "noval", T, noval, "no validation graph"),
     YC_OPTS_DEVICE(T, device),
+    YC_OPT_INT(0, "ranks", "N", T, ranks, 1, 65536,
+               "plan one of N data-parallel ranks (mpirun -np N): --batch\n"
+               "is the global batch, batch / N per rank (default 1)"),
+    YC_OPT_INT(0, "ranks-per-node", "M", T, per_node, 1, 65536,
+               "of those, ranks per machine: they share its cores and\n"
+               "memory, and take its devices in turn (default N)"),
     YC_OPT_BOOL(0, "json", T, json, "one JSON object for scripts"),
     YC_OPT_HELP(),
     YC_OPT_END(),
@@ -92,6 +107,39 @@ static const yc_command_options spec = {
 /* Why the plan shows a micro-batch instead of the requested batch ("" when it does not). */
 static char micro_note[1400];
 
+/* The command line, for the printers (set by yc_cmd_plan). */
+static const plan_cli *cli;
+
+/* With --ranks: whose plan this is, and the devices and threads of the ranks of a machine. */
+static void print_ranks(const yc_backend *be)
+{
+    const plan_cli *c = cli;
+    if (c->ranks == 1)
+        return;
+    printf("one of %d data-parallel ranks (%d per machine): global batch %d, %d per rank\n",
+           c->ranks, c->per_node, c->global_batch, c->batch);
+    if (be->iface->buffer_host_ptr) {
+        /* the CPU backend: the machine's cores and memory shared */
+        int threads = yc_physical_cores() / c->per_node;
+        printf("each rank computes on the CPU with %d thread%s (%d physical cores / %d ranks per "
+               "machine) and plans within 1/%d of the memory\n", threads > 0 ? threads : 1,
+               threads > 1 ? "s" : "", yc_physical_cores(), c->per_node, c->per_node);
+        return;
+    }
+    printf("devices of the local ranks:");
+    for (int r = 0; r < c->per_node; r++) {
+        char d[64];
+        if (yc_dist_rank_device(c->device_arg, c->auto_gpu, r, c->per_node, d, sizeof d))
+            snprintf(d, sizeof d, "?");
+        printf("%s %d: %s", r ? "," : "", r, d);
+        if (r == 7 && c->per_node > 9) {
+            printf(", ... (%d in all)", c->per_node);
+            break;
+        }
+    }
+    printf("; this plan is local rank 0's\n");
+}
+
 static void print_text(const yc_run_shape *rs, const yc_mem_report *r, const yc_mem_fit *fit,
                        size_t limit, const yc_backend *be)
 {
@@ -105,6 +153,7 @@ static void print_text(const yc_run_shape *rs, const yc_mem_report *r, const yc_
         printf("%s at %dx%d, batch %d%s%s, %s\n", rs->m->cfg->name, rs->imgsz, rs->imgsz,
                rs->batch, rs->half ? ", FP16 storage" : "", rs->recompute ? ", recomputation" : "",
                yc_optim_kind_name(rs->optimizer));
+    print_ranks(be);
     printf("\n%-44s %12s  %s\n", "item", "bytes", "where");
     for (int i = 0; i < r->nitems; i++)
         printf("%-44s %12s  %s\n", r->items[i].what,
@@ -147,14 +196,15 @@ static void print_json(const yc_run_shape *rs, const yc_mem_report *r, const yc_
            "\"workspace_bytes\": %zu, \"micro_batch\": %d, \"micro_batches\": %d, "
            "\"last_micro_batch\": %d, \"accumulate\": %d, \"half\": %s, "
            "\"recompute\": %s, \"fit_peak_bytes\": %zu, \"limit_bytes\": %zu, \"device\": %s, "
-           "\"planned_batch\": %d, \"chunks\": [",
+           "\"planned_batch\": %d, \"ranks\": %d, \"ranks_per_node\": %d, "
+           "\"global_batch\": %d, \"chunks\": [",
            name ? name : "\"\"", rs->imgsz, rs->loader_batch ? rs->loader_batch : rs->batch,
            r->peak_bytes, r->lower_bound_bytes,
            r->device_bytes, r->host_bytes, r->train_plan.arena_bytes,
            r->train_plan.lower_bound_bytes, r->workspace_bytes, fit->micro_batch,
            fit->micro_batches, fit->last_micro, fit->accumulate,
            fit->half ? "true" : "false", fit->recompute ? "true" : "false", fit->peak_bytes, limit,
-           dev ? dev : "\"\"", rs->batch);
+           dev ? dev : "\"\"", rs->batch, cli->ranks, cli->per_node, cli->global_batch);
     for (int c = 0; c < r->train_plan.nchunks; c++)
         printf("%s%zu", c ? ", " : "", r->train_plan.chunk_bytes[c]);
     printf("], \"items\": [");
@@ -173,11 +223,30 @@ static void print_json(const yc_run_shape *rs, const yc_mem_report *r, const yc_
 static int parse(int argc, char **argv, plan_cli *c)
 {
     *c = (plan_cli){.device = "auto", .img = 640, .batch = 16, .tile = -1, .half = YC_HALF_AUTO,
-                    .optim = YC_OPTIM_SGD, .cache = YC_CACHE_NONE};
+                    .optim = YC_OPTIM_SGD, .cache = YC_CACHE_NONE, .ranks = 1};
     yc_opt_state s;
     int st = yc_options_parse(&spec, argc, argv, c, &s);
     if (st)
         return st;
+    /* as yolocl train under mpirun -np N (setup_distributed in src/train/train.c) */
+    if (!c->per_node)
+        c->per_node = c->ranks;
+    if (c->per_node > c->ranks)
+        return yc_usage_error(spec.cmd, "--ranks-per-node %d is more than the %d ranks",
+                              c->per_node, c->ranks);
+    c->global_batch = c->batch;
+    if (c->ranks > 1) {
+        if (c->batch == -1)
+            return yc_usage_error(spec.cmd, "--batch -1 (the largest that fits) is not "
+                                  "supported with --ranks %d: give the global batch, a multiple "
+                                  "of %d", c->ranks, c->ranks);
+        if (c->batch % c->ranks)
+            return yc_usage_error(spec.cmd, "--batch %d is the global batch and must be a "
+                                  "multiple of the %d ranks (%d images per rank would leave %d "
+                                  "over)", c->batch, c->ranks, c->batch / c->ranks,
+                                  c->batch % c->ranks);
+        c->batch /= c->ranks;
+    }
     if (!c->cfg)
         return yc_usage_error(spec.cmd, "--cfg is required (for example --cfg yolov5s)");
     if (c->cache == YC_CACHE_RAM && !c->data)
@@ -301,6 +370,9 @@ static int plan_and_fit(const plan_cli *c, yc_run_shape *rs, const yc_backend *b
 {
     size_t avail = be->info.mem_free ? be->info.mem_free : be->info.mem_total;
     size_t limit = c->mem ? c->mem : (size_t)(0.9 * (double)avail);
+    /* the ranks of one machine share its memory on the CPU backend (as fit_memory in train.c) */
+    if (!c->mem && be->iface->buffer_host_ptr && c->per_node > 1)
+        limit /= (size_t)c->per_node;
     yc_mem_report r;
     yc_mem_fit fit;
     yc_run_shape fs = *rs;
@@ -326,6 +398,11 @@ static int plan_and_fit(const plan_cli *c, yc_run_shape *rs, const yc_backend *b
         yc_mem_report_free(&r);
         return st;
     }
+    /* YOLOv5's accumulate is that of the global batch, which the ranks' batches make up */
+    if (c->ranks > 1) {
+        double a = yc_round_half_even(64.0 / c->global_batch);
+        fit.accumulate = a > 1 ? (int)a : 1;
+    }
     if (c->json)
         print_json(rs, &r, &fit, limit, be);
     else
@@ -344,9 +421,33 @@ int yc_cmd_plan(int argc, char **argv)
     plan_run r;
     memset(&r, 0, sizeof r);
     yc_run_shape rs;
+    cli = &c;
+    /* local rank 0's device and share of the cores, as yolocl train gives it under mpirun */
+    int threads = 0;
+    if (c.ranks > 1 || strchr(c.device, ',')) {
+        /* (whether auto opens a GPU matters only when several ranks share the machine) */
+        bool auto_cpu = true, cpu = false;
+        if (c.per_node > 1 && strcmp(c.device, "auto") == 0 &&
+            yc_device_is_cpu("auto", &auto_cpu)) {
+            yc_error_clear(); /* no OpenCL device could be listed: auto is the CPU backend */
+            auto_cpu = true;
+        }
+        c.device_arg = c.device;
+        c.auto_gpu = !auto_cpu;
+        if ((st = yc_dist_rank_device(c.device, c.auto_gpu, 0, c.per_node, c.rank_device,
+                                      sizeof c.rank_device)) ||
+            (st = yc_device_is_cpu(c.rank_device, &cpu)))
+            return yc_report_failure(st);
+        c.device = c.rank_device;
+        if (cpu)
+            threads = yc_physical_cores() / c.per_node > 0 ? yc_physical_cores() / c.per_node : 1;
+        if (!c.workers && c.ranks > 1)
+            c.workers = yc_physical_cores() / c.per_node > 0 ? yc_physical_cores() / c.per_node : 1;
+    }
     if (!(c.data && (st = open_data(&c, &r)))) {
         yc_model_spec ms = {.cfg = c.cfg, .nc = c.nc, .device = c.device, .announce = !c.json,
-                            .use = YC_MODEL_SHAPE, .detection_only = "yolocl plan"};
+                            .use = YC_MODEL_SHAPE, .threads = threads,
+                            .detection_only = "yolocl plan"};
         if (!(st = yc_model_open(&ms, &r.om))) {
             c.half = yc_half_default((yc_half_policy)c.half, r.om.be);
             if (!(st = run_shape(&c, &r, &rs)))

@@ -288,16 +288,25 @@ int yc_cmd_train(int argc, char **argv)
         return st == YC_OPT_DONE ? YC_EXIT_OK : st;
     if ((st = finish_options(&c, &s)))
         return st;
-    if (classifier_run(&c, &s)) {
-        bool stopped = false;
-        if ((st = yc_classify_train(&c.o, &stopped)))
-            return yc_report_failure(st);
-        return stopped ? 130 : YC_EXIT_OK;
-    }
     /* MPI when started by mpirun (dist.h); otherwise rank 0 of 1 */
     if ((st = yc_dist_init(NULL, NULL))) {
         yc_dist_finalize();
         return yc_report_failure(st);
+    }
+    if (classifier_run(&c, &s)) {
+        /* classify/train.py's DDP is not implemented: N ranks would each train alone into the
+         * same run directory */
+        if (yc_dist_size() > 1)
+            st = yc_error_status(YC_EUNSUPPORTED, "training a classifier across %d ranks is not "
+                                 "supported yet: run it in one process (without mpirun)",
+                                 yc_dist_size());
+        yc_dist_finalize();
+        if (st)
+            return yc_report_failure(st);
+        bool stopped = false;
+        if ((st = yc_classify_train(&c.o, &stopped)))
+            return yc_report_failure(st);
+        return stopped ? 130 : YC_EXIT_OK;
     }
     if (c.evolve > 0) {
         st = run_evolve(&c, &s);

@@ -21,7 +21,13 @@ static struct {
     /* the host copy of an OpenCL device's gradient arena */
     float *host;
     size_t host_bytes;
-} g = {false, 0, 1, 0, 1, "", NULL, 0};
+    /* seconds a collective may wait for the other ranks before the run is ended */
+    double timeout;
+    /* the gradient allreduces so far: how many, their bytes and seconds (yc_dist_stats) */
+    long grad_reduces;
+    size_t grad_bytes;
+    double grad_seconds;
+} g = {false, 0, 1, 0, 1, "", NULL, 0, YC_DIST_TIMEOUT_DEFAULT, 0, 0, 0.0};
 
 /* The number of processes an MPI launcher says it started, or 0 when none did: Open MPI's
  * mpirun (OMPI_COMM_WORLD_SIZE), MPICH's hydra and Intel MPI (PMI_SIZE), PMIx launchers
@@ -81,6 +87,13 @@ int yc_dist_size(void) { return g.size; }
 int yc_dist_local_rank(void) { return g.local_rank; }
 int yc_dist_local_size(void) { return g.local_size; }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 #ifdef HAVE_MPI
 static int mpi_status(int rc, const char *what)
 {
@@ -93,9 +106,12 @@ static int mpi_status(int rc, const char *what)
 }
 
 /* Waits for a non-blocking request, sleeping 100 us between tests so that an idle rank leaves its
- * core to the ranks still computing. */
+ * core to the ranks still computing, for at most g.timeout seconds: a rank that hangs (or a
+ * machine that vanished without its connections closing) must not hold the others forever.  The
+ * request is left pending on a timeout: the caller ends the run (MPI_Abort). */
 static int wait_polling(MPI_Request *req, const char *what)
 {
+    double start = now_s();
     for (;;) {
         int done = 0;
         int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
@@ -103,6 +119,12 @@ static int wait_polling(MPI_Request *req, const char *what)
             return mpi_status(rc, what);
         if (done)
             return YC_OK;
+        if (now_s() - start > g.timeout)
+            return yc_error_status(YC_ERR, "rank %d of %d: %s waited %.0f s for the other ranks "
+                                   "(" YC_DIST_TIMEOUT_ENV "): one of them has stopped or hangs; "
+                                   "see its messages, or raise " YC_DIST_TIMEOUT_ENV " if a rank "
+                                   "legitimately works that long alone (validation on rank 0)",
+                                   g.rank, g.size, what, g.timeout);
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
@@ -115,6 +137,15 @@ int yc_dist_init(int *argc, char ***argv)
 #ifdef HAVE_MPI
     if (launched == 0)
         return YC_OK;
+    const char *tv = getenv(YC_DIST_TIMEOUT_ENV);
+    if (tv && tv[0]) {
+        char *end = NULL;
+        double v = strtod(tv, &end);
+        if (end == tv || *end || !(v > 0) || v > 1e9)
+            return yc_error_status(YC_EUSAGE, YC_DIST_TIMEOUT_ENV "=%s: expected a number of "
+                                   "seconds above 0", tv);
+        g.timeout = v;
+    }
     int provided = 0;
     int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
     if (rc != MPI_SUCCESS)
@@ -166,6 +197,48 @@ void yc_dist_finalize(void)
 #endif
 }
 
+int yc_dist_rank_device(const char *spec, bool auto_gpu, int local, int local_size, char *out,
+                        size_t len)
+{
+    const char *d = spec ? spec : "";
+    int n = 0;
+    if (strncmp(d, "opencl:", 7) == 0 && strchr(d, ',')) {
+        /* the local-th of the listed numbers */
+        const char *p = d + 7, *item = NULL;
+        size_t item_len = 0;
+        for (;;) {
+            size_t k = strcspn(p, ",");
+            if (k == 0)
+                return yc_error_status(YC_EUSAGE, "--device %s: an empty entry in the list of "
+                                       "devices (write opencl:A,B,... with device numbers)", d);
+            if (n == local) {
+                item = p;
+                item_len = k;
+            }
+            n++;
+            if (!p[k])
+                break;
+            p += k + 1;
+        }
+        if (n < local_size)
+            return yc_error_status(YC_EUSAGE, "--device %s lists %d device%s for the %d ranks of "
+                                   "this machine: list one per rank (or start %d ranks per "
+                                   "machine)", d, n, n == 1 ? "" : "s", local_size, n);
+        if (item_len > 16 || snprintf(out, len, "opencl:%.*s", (int)item_len, item) >= (int)len)
+            return yc_error_status(YC_EUSAGE, "--device %s: entry %d is not a device number", d,
+                                   local);
+        return YC_OK;
+    }
+    if (strcmp(d, "opencl") == 0 ||
+        (local_size > 1 && auto_gpu && (strcmp(d, "") == 0 || strcmp(d, "auto") == 0)))
+        n = snprintf(out, len, "opencl:%d", local);
+    else
+        n = snprintf(out, len, "%s", d);
+    if (n < 0 || (size_t)n >= len)
+        return yc_error_status(YC_EUSAGE, "--device %.100s...: too long", d);
+    return YC_OK;
+}
+
 int yc_dist_allreduce_sum_f32(float *buf, size_t n)
 {
 #ifdef HAVE_MPI
@@ -174,9 +247,13 @@ int yc_dist_allreduce_sum_f32(float *buf, size_t n)
     const size_t chunk = (size_t)1 << 28;
     for (size_t i = 0; i < n; i += chunk) {
         int count = (int)(n - i < chunk ? n - i : chunk);
-        int rc = MPI_Allreduce(MPI_IN_PLACE, buf + i, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Request req;
+        int rc = MPI_Iallreduce(MPI_IN_PLACE, buf + i, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                &req);
         if (rc != MPI_SUCCESS)
-            return mpi_status(rc, "MPI_Allreduce of the gradients");
+            return mpi_status(rc, "MPI_Iallreduce (a sum over the ranks)");
+        if ((rc = wait_polling(&req, "MPI_Iallreduce (a sum over the ranks)")))
+            return rc;
     }
     return YC_OK;
 #else
@@ -191,8 +268,11 @@ int yc_dist_allreduce_max_int(int *v)
 #ifdef HAVE_MPI
     if (!g.mpi || g.size == 1)
         return YC_OK;
-    int rc = MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return rc == MPI_SUCCESS ? YC_OK : mpi_status(rc, "MPI_Allreduce of a flag");
+    MPI_Request req;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req);
+    if (rc != MPI_SUCCESS)
+        return mpi_status(rc, "MPI_Iallreduce of a flag");
+    return wait_polling(&req, "MPI_Iallreduce of a flag");
 #else
     (void)v;
     return YC_OK;
@@ -252,10 +332,25 @@ _Noreturn void yc_dist_abort(int code, const char *msg)
     exit(code);
 }
 
+/* The gradient allreduce proper (yc_dist_allreduce_grads times and counts it). */
+static int allreduce_grads(yc_model *m);
+
 int yc_dist_allreduce_grads(yc_model *m)
 {
     if (g.size == 1)
         return YC_OK;
+    double start = now_s();
+    int st = allreduce_grads(m);
+    if (!st) {
+        g.grad_reduces++;
+        g.grad_bytes += m->param_elems * sizeof(float);
+        g.grad_seconds += now_s() - start;
+    }
+    return st;
+}
+
+static int allreduce_grads(yc_model *m)
+{
     if (!m->grad_buf)
         return yc_error_status(YC_EUSAGE, "internal: the model has no gradients to reduce");
     yc_backend *be = m->be;
@@ -353,4 +448,11 @@ int yc_dist_check_weights(yc_model *m, int epoch)
                              "rank 0): the ranks no longer train the same model", epoch, count,
                              count == 1 ? "" : "s", g.size - first, sum, root);
     return st;
+}
+
+void yc_dist_stats(long *count, size_t *bytes, double *seconds)
+{
+    *count = g.grad_reduces;
+    *bytes = g.grad_bytes;
+    *seconds = g.grad_seconds;
 }

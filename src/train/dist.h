@@ -17,6 +17,13 @@
 
 #include "model.h"
 
+/* The environment variable that bounds, in seconds, how long one collective operation waits for
+ * the other ranks (default YC_DIST_TIMEOUT_DEFAULT, 3 hours, the timeout YOLOv5 gives its process
+ * group: rank 0 may validate that long while the others wait); past it the operation fails and
+ * the run ends on every rank instead of hanging. */
+#define YC_DIST_TIMEOUT_ENV "YOLOCL_DIST_TIMEOUT"
+#define YC_DIST_TIMEOUT_DEFAULT 10800.0
+
 /* Initialises MPI when launched under an MPI launcher (see above).  A launch with several
  * processes of a yolocl built without MPI is an error (every process would train alone). */
 int yc_dist_init(int *argc, char ***argv);
@@ -38,8 +45,20 @@ int yc_dist_size(void);
 int yc_dist_local_rank(void);
 int yc_dist_local_size(void);
 
+/* The device spec of local rank `local` of the `local_size` ranks of a machine, into out:
+ * "opencl:A,B,..." lists one device per local rank (the local-th; an error when the list is
+ * shorter than local_size), "opencl" takes opencl:<local> (the devices as `yolocl devices` numbers
+ * them), and so does "auto" (or none) when several ranks share the machine and OpenCL has a GPU
+ * (auto_gpu); any other spec is every rank's. */
+int yc_dist_rank_device(const char *spec, bool auto_gpu, int local, int local_size, char *out,
+                        size_t len);
+
 /* In place, on every rank: buf[i] = the sum over ranks of buf[i]. */
 int yc_dist_allreduce_sum_f32(float *buf, size_t n);
+/* The gradient allreduces (yc_dist_allreduce_grads) of this process so far: how many, the
+ * bytes of gradients they summed and the seconds they took, waiting for slower ranks and the
+ * device's copies included (for the run's summary and bench/mpi_bench.sh). */
+void yc_dist_stats(long *count, size_t *bytes, double *seconds);
 /* In place, on every rank: *v = the largest *v of the ranks (a flag any rank may raise). */
 int yc_dist_allreduce_max_int(int *v);
 /* bytes of buf from rank `root` to every rank.  Ranks that arrive early wait by polling with

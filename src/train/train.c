@@ -1216,6 +1216,10 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 memcpy(t->epoch_loss, mloss, sizeof mloss);
                 t->epoch_batches = seen_batches;
                 t->epoch_grads = ni != last_opt_step;
+                /* under several ranks each holds its own gradients since the last step: rank 0
+                 * saves their sum (a resumed run adds the later batches to it) */
+                if (t->world > 1 && t->epoch_grads && (st = yc_dist_allreduce_grads(m)))
+                    break;
                 yc_info("\ninterrupted: saving a resumable checkpoint (epoch %d, batch %d)\n",
                         epoch, i + 1);
                 st = t->rank == 0 ? save_checkpoint(t, t->last, epoch - 1, i + 1, false) : YC_OK;
@@ -1359,18 +1363,78 @@ static int resolve_resumed_paths(trainer *t, const yc_ckpt_meta *meta)
                            "from here: resume from the directory the run was started in", data);
 }
 
+/* Under several ranks, a failure of one rank's part (`st`, rank 0's alone for the steps it
+ * does alone) becomes every rank's: the ranks agree whether any failed, and the others fail
+ * naming `what`, instead of waiting in the next collective operation. */
+static int dist_agree(trainer *t, int st, const char *what)
+{
+    if (t->world == 1)
+        return st;
+    int failed = st != YC_OK;
+    int rc = yc_dist_allreduce_max_int(&failed);
+    if (rc)
+        return rc;
+    if (failed && !st)
+        return yc_error_status(YC_ERR, "rank %d of %d: another rank failed %s (see its message)",
+                               t->rank, t->world, what);
+    return st;
+}
+
+/* A run continues on as many ranks as it was trained on: the shards of each epoch, the per-rank
+ * batch and the accumulated gradients of an interrupted step depend on the number. */
+static int check_resumed_world(trainer *t, const yc_ckpt_meta *meta, const char *path)
+{
+    int saved = 1;
+    int st = yc_train_saved_world(meta->opt_json, &saved);
+    if (st)
+        return yc_error_context(st, "%s", path);
+    if (saved == t->world)
+        return YC_OK;
+    char now[64], then[64];
+    if (t->world > 1)
+        snprintf(now, sizeof now, "%d ranks (mpirun -np %d)", t->world, t->world);
+    else
+        snprintf(now, sizeof now, "1 process");
+    if (saved > 1)
+        snprintf(then, sizeof then, "mpirun -np %d yolocl train --resume", saved);
+    else
+        snprintf(then, sizeof then, "yolocl train --resume without mpirun");
+    return yc_error_status(YC_EUSAGE, "%s was trained by %d rank%s, this is %s: the shards of "
+                           "each epoch and the per-rank batch depend on the number of ranks, so "
+                           "the run continues only on %d: resume it with %s", path, saved,
+                           saved == 1 ? "" : "s", now, saved, then);
+}
+
+/* The device this process opens into t->device (yc_dist_rank_device: its entry of a list, its
+ * local rank's device) and whether it is the CPU backend. */
+static int rank_device(trainer *t, int local, int per_node, bool *cpu)
+{
+    /* whether --device auto would open a GPU matters only for automatic choices shared by
+     * several ranks (listing the OpenCL devices starts the drivers: not for --device cpu) */
+    const char *d = t->o.device ? t->o.device : "";
+    bool auto_gpu = false;
+    if (per_node > 1 && (!d[0] || strcmp(d, "auto") == 0)) {
+        bool auto_cpu = true;
+        if (yc_device_is_cpu("auto", &auto_cpu)) {
+            yc_error_clear(); /* no OpenCL device could be listed: auto is the CPU backend */
+            auto_cpu = true;
+        }
+        auto_gpu = !auto_cpu;
+    }
+    int st = yc_dist_rank_device(d, auto_gpu, local, per_node, t->device, sizeof t->device);
+    if (st)
+        return st;
+    return yc_device_is_cpu(t->device, cpu);
+}
+
 /* The checks and choices of a run across several ranks (dist.h): --batch is the global batch,
  * split evenly; what YOLOv5's DDP refuses or yolocl does not shard yet is refused; each rank
  * takes its share of the machine: on the CPU backend cores / ranks-per-machine threads (and as
  * many loader threads by default), on OpenCL the local-rank-th device. */
-static int setup_distributed(trainer *t, bool resuming)
+static int setup_distributed(trainer *t)
 {
     yc_train_opts *o = &t->o;
     int n = t->world, local = yc_dist_local_rank(), per_node = yc_dist_local_size();
-    if (resuming)
-        return yc_error_status(YC_EUNSUPPORTED, "--resume under %d ranks is not supported yet: "
-                               "resume the run in one process (yolocl train --resume, without "
-                               "mpirun)", n);
     if (o->batch == -1)
         return yc_error_status(YC_EUSAGE, "--batch -1 (AutoBatch) is not supported under %d "
                                "ranks: give the global batch, a multiple of %d", n, n);
@@ -1386,20 +1450,17 @@ static int setup_distributed(trainer *t, bool resuming)
         return yc_error_status(YC_EUNSUPPORTED, "--rect is not supported under %d ranks (the "
                                "rectangular batch shapes follow the whole epoch's order): train "
                                "without --rect", n);
-    bool cpu = false;
-    int st = yc_device_is_cpu(o->device, &cpu);
-    if (st)
-        return st;
     int cores = yc_physical_cores() / per_node;
     if (cores < 1)
         cores = 1;
+    bool cpu = false;
+    int st = rank_device(t, local, per_node, &cpu);
+    if (st)
+        return st;
     if (cpu && o->threads <= 0)
         o->threads = cores;
     if (o->workers <= 0)
         o->workers = cores;
-    const char *d = o->device ? o->device : "";
-    if (!cpu && (strcmp(d, "") == 0 || strcmp(d, "auto") == 0 || strcmp(d, "opencl") == 0))
-        snprintf(t->device, sizeof t->device, "opencl:%d", local);
     return YC_OK;
 }
 
@@ -1419,16 +1480,25 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     int verbosity = yc_verbosity;
     t->rank = yc_dist_rank();
     t->world = yc_dist_size();
-    if (t->world > 1) {
-        if ((st = setup_distributed(t, resuming)))
-            goto done;
-        /* progress and results from rank 0 alone; the others print warnings and errors */
-        if (t->rank > 0)
-            yc_verbosity = 0;
-    }
+    /* progress and results from rank 0 alone; the others print warnings and errors */
+    if (t->world > 1 && t->rank > 0)
+        yc_verbosity = 0;
+    /* (a resumed run's checks come once its options are restored) */
+    if (t->world > 1 && !resuming && (st = setup_distributed(t)))
+        goto done;
+    /* one process given a list of devices (as for mpirun) takes the first */
+    bool cpu = false;
+    if (t->world == 1 && opts->device && strchr(opts->device, ',') &&
+        (st = rank_device(t, 0, 1, &cpu)))
+        goto done;
     if (resuming) {
-        if ((st = find_resume(opts->resume, opts->project ? opts->project : "runs/train",
-                              resume_path, sizeof resume_path)) ||
+        /* every rank continues from the checkpoint rank 0 finds (each reads it: the run
+         * directory must be visible to every rank, as the dataset) */
+        if (t->rank == 0)
+            st = find_resume(opts->resume, opts->project ? opts->project : "runs/train",
+                             resume_path, sizeof resume_path);
+        if ((st = dist_agree(t, st, "finding the checkpoint to resume")) ||
+            (t->world > 1 && (st = yc_dist_bcast(resume_path, sizeof resume_path, 0))) ||
             (st = yc_checkpoint_read_meta(resume_path, &meta)))
             goto done;
         if (meta.epoch == -1) {
@@ -1441,6 +1511,8 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                 st = yc_error_status(YC_EFORMAT, "%s holds no run options", resume_path);
             goto done;
         }
+        if ((st = check_resumed_world(t, &meta, resume_path)))
+            goto done;
         t->o.device = opts->device;
         t->o.workers = opts->workers;
         t->o.threads = opts->threads;
@@ -1449,6 +1521,8 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         t->o.recompute = opts->recompute;
         t->o.cache = opts->cache;
         t->o.max_pixels = opts->max_pixels;
+        if (t->world > 1 && (st = setup_distributed(t)))
+            goto done;
         choose_wait_policy(&t->o);
         char *wdir = yc_path_dirname(resume_path);
         char *dir = wdir ? yc_path_dirname(wdir) : NULL;
@@ -1458,8 +1532,9 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
             goto done;
         }
         snprintf(t->save_dir, sizeof t->save_dir, "%s", dir);
-        /* the temporary files of checkpoint and results writes a killed run left behind */
-        int stale = yc_atomic_remove_stale(wdir) + yc_atomic_remove_stale(dir);
+        /* the temporary files of checkpoint and results writes a killed run left behind (rank
+         * 0 writes them, and alone removes them) */
+        int stale = t->rank == 0 ? yc_atomic_remove_stale(wdir) + yc_atomic_remove_stale(dir) : 0;
         if (stale)
             yc_info("removed %d temporary file%s an interrupted write left in %s\n", stale,
                     stale == 1 ? "" : "s", dir);
@@ -1515,7 +1590,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         goto done;
     if ((st = fit_memory(t)))
         goto done;
-    if (!(t->opt_json = yc_train_opts_json(&t->o, t->micro_batch)) || !(t->hyp_json = hyp_to_json(&t->hyp))) {
+    if (!(t->opt_json = yc_train_run_json(&t->o, t->micro_batch, t->world)) || !(t->hyp_json = hyp_to_json(&t->hyp))) {
         st = YC_ENOMEM;
         goto done;
     }
@@ -1543,12 +1618,17 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         goto done;
     if (resuming && (st = yc_checkpoint_load_train_state(resume_path, t->m, t->ema->ema, t->opt)))
         goto done;
+    /* the gradients an interruption saved are those of every rank, summed (run_epochs): rank 0
+     * continues with the sum, the others from zero, so that the next allreduce adds each rank's
+     * further batches once */
+    if (resuming && t->rank > 0 && t->resume_grads && (st = yc_model_zero_grad(t->m)))
+        goto done;
     if (resuming && t->epochs < t->start_epoch) {
         yc_info("%s has been trained for %d epochs. Fine-tuning for %d more epochs.\n",
                 resume_path, t->start_epoch, t->epochs);
         t->epochs += t->start_epoch;
     }
-    if (resuming && (st = yc_results_truncate(t->csv, t->start_epoch)))
+    if (resuming && t->rank == 0 && (st = yc_results_truncate(t->csv, t->start_epoch)))
         goto done;
 
     int workers = t->o.workers > 0 ? t->o.workers : yc_physical_cores();
@@ -1634,6 +1714,19 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     double t0 = yc_now();
     st = run_epochs(t, first_batch, interrupted);
     restore_signals(&old_int, &old_term);
+    if (!st && t->world > 1) {
+        /* what the gradient sums cost this rank (rank 0's line; bench/mpi_bench.sh reads it) */
+        long n = 0;
+        size_t bytes = 0;
+        double secs = 0, wall = yc_now() - t0;
+        yc_dist_stats(&n, &bytes, &secs);
+        char sz[32];
+        size_t each = n > 0 ? bytes / (size_t)n : 0;
+        yc_info("data-parallel: %d ranks, %ld gradient allreduces of %zu bytes (%s) each, %.2f ms "
+                "each on average, %.1f%% of the %.1f s of training\n", t->world, n, each,
+                yc_format_size(each, sz, sizeof sz),
+                n > 0 ? 1e3 * secs / (double)n : 0.0, wall > 0 ? 100.0 * secs / wall : 0.0, wall);
+    }
     if (!st && !*interrupted && t->rank == 0) {
         yc_info("\n%d epochs completed in %.3f hours.\n", t->epochs - t->start_epoch,
                 (yc_now() - t0) / 3600.0);

@@ -9,6 +9,7 @@
 
 #include "image_read.h"
 #include "imgcache.h"
+#include "json.h"
 #include "log.h"
 #include "memplan.h"
 #include "optim.h"
@@ -90,6 +91,8 @@ const yc_field yc_train_fields[] = {
     INT("epochs", epochs, R, 1, 1000000),
     INT("batch_size", batch, R, -1, 65536),
     {.key = "micro_batch", .type = YC_FIELD_INT, .offset = offsetof(yc_train_saved, micro_batch)},
+    {.key = "world_size", .type = YC_FIELD_INT, .offset = offsetof(yc_train_saved, world_size),
+     .flags = YC_FIELD_OPTIONAL, .lo = 1, .hi = 1 << 24, .def = 1},
     INT("imgsz", imgsz, R, 32, 16384),
     INT("accumulate", accumulate, R, 0, 65536),
     BOOL("rect", rect, R),
@@ -130,7 +133,32 @@ const yc_field yc_train_fields[] = {
 
 char *yc_train_opts_json(const yc_train_opts *o, int micro_batch)
 {
-    yc_train_saved s = {.o = *o, .micro_batch = micro_batch};
+    return yc_train_run_json(o, micro_batch, 1);
+}
+
+int yc_train_saved_world(const char *json, int *world_size)
+{
+    *world_size = 1;
+    if (!json)
+        return YC_OK;
+    yc_json *root = NULL;
+    int st = yc_json_parse(&root, json, strlen(json));
+    if (st)
+        return yc_error_context(st, "checkpoint options");
+    const yc_json *v = yc_json_get(root, "world_size");
+    int64_t n = 1;
+    if (v && (yc_json_get_i64(v, &n) || n < 1 || n > (1 << 24)))
+        st = yc_error_status(YC_EFORMAT, "checkpoint options: world_size is not a number of "
+                             "ranks");
+    else
+        *world_size = (int)n;
+    yc_json_free(root);
+    return st;
+}
+
+char *yc_train_run_json(const yc_train_opts *o, int micro_batch, int world_size)
+{
+    yc_train_saved s = {.o = *o, .micro_batch = micro_batch, .world_size = world_size};
     if (!s.o.max_pixels)
         s.o.max_pixels = YC_READ_MAX_PIXELS;
     return yc_fields_to_json(yc_train_fields, &s);
