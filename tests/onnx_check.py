@@ -1,6 +1,6 @@
 """Checks one ONNX file yolocl exported (tests/test_onnx.sh):
 
-    onnx_check.py MODEL.onnx REFDIR NC STRIDE TOL_SCORE TOL_BOX [--no-cv]
+    onnx_check.py MODEL.onnx REFDIR NC STRIDE TOL_SCORE TOL_BOX TOL_BOX_REL [--no-cv]
 
 1. onnx.checker.check_model(full_check=True) (the structure and the shape inference);
 2. YOLOv5's contract: input `images` and output `output0`, both float32 (float16 for a file with
@@ -8,7 +8,7 @@
    literal of NC names;
 3. OpenCV DNN (cv2.dnn.readNetFromONNX) on REFDIR/input.npy: output0 equal to REFDIR/output0.npy
    (yolocl's own inference, tests/onnx_ref) within TOL_SCORE on the objectness and class scores
-   and TOL_BOX pixels on the boxes (skipped with --no-cv).
+   and TOL_BOX + TOL_BOX_REL * |yolocl's value| pixels on the boxes (skipped with --no-cv).
 Prints the differences; exits 1 on any failure."""
 import ast
 import sys
@@ -24,7 +24,7 @@ def fail(msg):
     sys.exit(1)
 
 
-def compare(name, got, want, tol_score, tol_box):
+def compare(name, got, want, tol_score, tol_box, tol_rel):
     """Max differences of boxes and scores; fails beyond the tolerances."""
     if got.shape != want.shape:
         fail("%s: output0 has shape %s, yolocl's %s" % (name, got.shape, want.shape))
@@ -32,19 +32,21 @@ def compare(name, got, want, tol_score, tol_box):
     want = want.astype(np.float64)
     if not np.isfinite(got).all():
         fail("%s: output0 has NaN or Inf" % name)
-    dbox = np.abs(got[..., :4] - want[..., :4]).max()
+    dbox = np.abs(got[..., :4] - want[..., :4])
+    over = (dbox - tol_rel * np.abs(want[..., :4])).max()
     dscore = np.abs(got[..., 4:] - want[..., 4:]).max()
-    print("%s: %s, max |diff| boxes %.3g px (tolerance %g), scores %.3g (tolerance %g)"
-          % (name, "x".join(map(str, got.shape)), dbox, tol_box, dscore, tol_score))
-    if dbox > tol_box or dscore > tol_score:
+    print("%s: %s, max |diff| boxes %.3g px (tolerance %g%s), scores %.3g (tolerance %g)"
+          % (name, "x".join(map(str, got.shape)), dbox.max(), tol_box,
+             " + %g |box|" % tol_rel if tol_rel else "", dscore, tol_score))
+    if over > tol_box or dscore > tol_score:
         fail("%s: output0 differs from yolocl's beyond the tolerance" % name)
 
 
 def main():
     path, ref = sys.argv[1], sys.argv[2]
     nc, stride = int(sys.argv[3]), sys.argv[4]
-    tol_score, tol_box = float(sys.argv[5]), float(sys.argv[6])
-    use_cv = "--no-cv" not in sys.argv[7:]
+    tol_score, tol_box, tol_rel = float(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
+    use_cv = "--no-cv" not in sys.argv[8:]
 
     model = onnx.load(path)
     onnx.checker.check_model(model, full_check=True)
@@ -75,7 +77,7 @@ def main():
         x = np.load(ref + "/input.npy")
         net.setInput(x)
         compare("OpenCV %s DNN" % cv2.__version__, net.forward(), np.load(ref + "/output0.npy"),
-                tol_score, tol_box)
+                tol_score, tol_box, tol_rel)
 
 
 main()

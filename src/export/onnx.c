@@ -425,41 +425,46 @@ static int upsample(ob *b, const char *prefix, const char *x, int f, char *out)
     return YC_OK;
 }
 
-/* The constants Detect's decoding shares (names "detect.*"). */
+/* The constants Detect's decoding shares (names "detect.*"); those of the grid's computation
+ * only in a dynamic file (runtimes warn about unused initializers). */
 static int detect_constants(ob *b)
 {
     const float two = 2, zero = 0, minus_half = -0.5f;
+    const int64_t v0 = 0, v1 = 1, v2 = 2, v3 = 3, v4 = 4, no = b->m->no;
+    const int64_t flat[3] = {0, -1, no}, view[4] = {0, b->m->na, no, -1};
     int st;
-    if ((st = init_float(b, "detect.two", NULL, 0, &two)) ||
-        (st = init_float(b, "detect.zero", NULL, 0, &zero)) ||
-        (st = init_float(b, "detect.minus_half", NULL, 0, &minus_half)))
+    if ((st = init_float(b, "detect.two", NULL, 0, &two)))
         return st;
-    const int64_t v0 = 0, v1 = 1, v2 = 2, v3 = 3, v4 = 4, row[2] = {1, -1}, col[2] = {-1, 1};
-    const int64_t flat[3] = {0, -1, b->m->no}, view[4] = {0, b->m->na, b->m->no, -1};
-    const int64_t grid[4] = {1, 1, -1, 2};
-    const int64_t no = b->m->no;
-    init_i64(b, "detect.i0", 0, &v0);
-    init_i64(b, "detect.i1", 0, &v1);
-    init_i64(b, "detect.i2", 0, &v2);
-    init_i64(b, "detect.i3", 0, &v3);
     init_i64(b, "detect.axis3", 1, &v3);
     init_i64(b, "detect.at0", 1, &v0);
     init_i64(b, "detect.at2", 1, &v2);
     init_i64(b, "detect.at4", 1, &v4);
     init_i64(b, "detect.at_no", 1, &no);
-    init_i64(b, "detect.row", 2, row);
-    init_i64(b, "detect.col", 2, col);
     init_i64(b, "detect.view", 4, view);
     init_i64(b, "detect.flat", 3, flat);
+    if (!b->o->dynamic)
+        return YC_OK;
+    const int64_t row[2] = {1, -1}, col[2] = {-1, 1}, grid[4] = {1, 1, -1, 2};
+    if ((st = init_float(b, "detect.zero", NULL, 0, &zero)) ||
+        (st = init_float(b, "detect.minus_half", NULL, 0, &minus_half)))
+        return st;
+    init_i64(b, "detect.i0", 0, &v0);
+    init_i64(b, "detect.i1", 0, &v1);
+    init_i64(b, "detect.i2", 0, &v2);
+    init_i64(b, "detect.i3", 0, &v3);
+    init_i64(b, "detect.row", 2, row);
+    init_i64(b, "detect.col", 2, col);
     init_i64(b, "detect.grid", 4, grid);
     return YC_OK;
 }
 
 /* Level l's grid and anchor grid: (x - 0.5, y - 0.5) and the anchor (w, h) in pixels of each
- * cell and anchor.  Static: stored at the full shape (1, na, ny*nx, 2), as torch's export stores
- * Detect's grid and anchor_grid (OpenCV DNN 4.6 adds and multiplies constants of the input's own
- * shape or scalars only).  Dynamic: the grid (1, 1, ny*nx, 2) computed from the conv output y's
- * shape, the anchor grid (1, na, 1, 2), both broadcast. */
+ * cell and anchor.  Static: stored as the grid (N, na, ny*nx, 2) and the anchor grid
+ * (1, na, ny*nx, 2) (torch's export stores Detect's grid and anchor_grid at (1, na, ny, nx, 2)):
+ * OpenCV DNN 4.6 adds a constant only of the other input's own shape, and multiplies by one of
+ * that shape with a batch of 1 (other shapes fail its shape check, or a batch over 1 gives wrong
+ * boxes).  Dynamic: the grid (1, 1, ny*nx, 2) computed from the conv output y's shape, the anchor
+ * grid (1, na, 1, 2), both broadcast. */
 static int detect_grid(ob *b, const char *prefix, int l, const char *y, char *grid, char *anchors)
 {
     const yc_model *m = b->m;
@@ -470,9 +475,10 @@ static int detect_grid(ob *b, const char *prefix, int l, const char *y, char *gr
     fmt(grid, "%s.grid", prefix);
     if (!b->o->dynamic) {
         int stride = (int)m->stride[l], ny = b->o->h / stride, nx = b->o->w / stride;
-        size_t cells = (size_t)ny * (size_t)nx, n = (size_t)m->na * cells * 2;
-        float *g = yc_malloc(n * sizeof *g, "a Detect grid"), *ga = yc_malloc(n * sizeof *ga,
-                                                                               "a Detect grid");
+        size_t cells = (size_t)ny * (size_t)nx, per = (size_t)m->na * cells * 2;
+        size_t n = per * (size_t)b->o->batch;
+        float *g = yc_malloc(n * sizeof *g, "a Detect grid");
+        float *ga = yc_malloc(per * sizeof *ga, "a Detect anchor grid");
         int st = YC_ENOMEM;
         if (g && ga) {
             for (int a = 0; a < m->na; a++)
@@ -483,9 +489,13 @@ static int detect_grid(ob *b, const char *prefix, int l, const char *y, char *gr
                     ga[i] = ag[2 * a];
                     ga[i + 1] = ag[2 * a + 1];
                 }
-            int64_t dims[4] = {1, m->na, (int64_t)cells, 2};
-            if (!(st = init_float(b, grid, dims, 4, g)))
+            for (int k = 1; k < b->o->batch; k++)
+                memcpy(g + (size_t)k * per, g, per * sizeof *g);
+            int64_t dims[4] = {b->o->batch, m->na, (int64_t)cells, 2};
+            if (!(st = init_float(b, grid, dims, 4, g))) {
+                dims[0] = 1;
                 st = init_float(b, anchors, dims, 4, ga);
+            }
         }
         free(g);
         free(ga);
