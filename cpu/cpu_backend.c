@@ -338,6 +338,7 @@ int yc_backend_cpu_new(yc_backend **out, int threads)
     info->max_alloc = info->mem_total ? info->mem_total : SIZE_MAX;
     info->alignment = YC_CPU_ALIGN;
     info->fp16_storage = true;
+    info->conv_silu = true;
     info->fp16_arith = false;
     info->is_gpu = false;
     info->compute_units = threads;

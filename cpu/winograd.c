@@ -84,6 +84,8 @@ typedef struct wgeom {
     int nt, ldt;
     /* blocks */
     int nblocks;
+    /* forward with the SiLU epilogue (op.p.conv.silu): applied to each output row with the bias */
+    bool silu;
 } wgeom;
 
 /* A run of a block's tiles along one tile row: image i, tile row ty, columns [tx0, tx0 + len),
@@ -260,7 +262,9 @@ static wgeom wgeom_of(const yc_op *op, int T)
     conv_dims(op, &N, &C, &K, &H, &W, &P, &Q);
     if (op->kind == YC_OP_CONV2D_BWD_DATA)
         return wgeom_make(algo_of(op), N, K, C, P, Q, H, W, false, T);
-    return wgeom_make(algo_of(op), N, C, K, H, W, P, Q, op->kind == YC_OP_CONV2D_BWD_FILTER, T);
+    wgeom g = wgeom_make(algo_of(op), N, C, K, H, W, P, Q, op->kind == YC_OP_CONV2D_BWD_FILTER, T);
+    g.silu = op->kind == YC_OP_CONV2D && op->p.conv.silu;
+    return g;
 }
 
 /* Where one op's buffers lie (floats from the workspace's start). */
@@ -398,7 +402,7 @@ static void input_tiles(const wgeom *g, const yc_hv *t, const run *runs, int nru
 }
 
 /* Output t (Kout channels; FP32 or FP16, acc: added to, FP32 only) of the block's runs from M
- * (np x Kout x ldt), plus bias[k] (may be NULL). */
+ * (np x Kout x ldt), plus bias[k] (may be NULL), then SiLU with g->silu. */
 static void output_tiles(const wgeom *g, const float *M, const run *runs, int nruns, const float *bias,
                          const yc_hv *t, int acc, float *scr)
 {
@@ -413,6 +417,8 @@ static void output_tiles(const wgeom *g, const float *M, const run *runs, int nr
         for (int k = 0; k < g->Kout; k++) {
             al->output(out, M + (size_t)k * g->ldt + u.j0, sm, u.len, bias ? bias[k] : 0.0f);
             for (int h = 0; h < al->out && al->out * u.ty + h < g->oH; h++) {
+                if (g->silu)
+                    yc_cpu_silu_span(out[h], out[h], (size_t)n);
                 size_t off = (size_t)u.i * t->ns + (size_t)k * hw + (size_t)(al->out * u.ty + h) * g->oW +
                              (size_t)col;
                 if (acc)

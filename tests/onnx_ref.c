@@ -6,7 +6,8 @@
  * loads WEIGHTS (as `yolocl detect` does, on the CPU backend), letterboxes the images to exactly
  * H x W (YOLOv5's letterbox with auto=False: the shape an exported file takes), image b of the
  * batch being IMAGE[b % n], runs the evaluation forward pass and decodes the heads as Detect in
- * export mode (nms.h's yc_detect_decode).  Writes OUTDIR/input.npy, the batch as the ONNX input
+ * export mode (nms.h's yc_detect_decode), with the model fused (yc_model_fuse) as val and
+ * detect run it.  Writes OUTDIR/input.npy, the batch as the ONNX input
  * `images` (BATCH, 3, H, W) float32 in [0, 1], and OUTDIR/output0.npy (BATCH, anchors, 5 + nc)
  * float32, for numpy (Python) and a small .npy reader (Node).  Exit status 0, or 1 with a
  * message. */
@@ -136,6 +137,8 @@ int main(int argc, char **argv)
     size_t in_elems = (size_t)batch * 3 * (size_t)h * (size_t)w;
     if (!st && !(input = yc_malloc(in_elems * sizeof *input, "the input batch")))
         st = YC_ENOMEM;
+    if (!st)
+        st = yc_model_fuse(im.m);
     if (!st)
         st = load_batch(argv + 6, argc - 6, batch, h, w, im.stride, input);
     if (!st)

@@ -289,10 +289,11 @@ static int conv_module(ob *b, const char *prefix, const char *x, int k, int s, i
         st = yc_error_status(YC_ERR, "internal: %s: the conv and BatchNorm sizes differ", prefix);
     if (!st) {
         /* fuse_conv_and_bn in float32: w_bn = gamma / sqrt(eps + var) scales each output
-         * channel's filter; b = beta - gamma * mean / sqrt(var + eps) */
+         * channel's filter; b = beta - gamma * mean / sqrt(var + eps) (a model fused already,
+         * yc_model_fuse, holds those in its conv weights and BN biases) */
         int c2 = (int)ng, c1 = (int)(nw / (ng * (size_t)k * (size_t)k));
         size_t per = nw / ng;
-        for (int o = 0; o < c2; o++) {
+        for (int o = 0; o < c2 && !b->m->fused; o++) {
             float scale = gamma[o] / sqrtf(BN_EPS + var[o]);
             for (size_t j = 0; j < per; j++)
                 w[(size_t)o * per + j] *= scale;
