@@ -683,8 +683,18 @@ void yc_cpu_gemm_conv_fwd(const yc_cpu_args *a)
     const float *w = a->src[1].p, *b = a->src[2].p;
     geom g = geom_make(a->op, x->n, x->c, x->h, x->w, y->c, y->h, y->w);
     plan pl = plan_make(YC_OP_CONV2D, &g, a->threads);
-    float *wp = a->ws; /* W[K, CRS] packed for the GEMMs */
-    yc_sgemm_pack(false, g.K, g.crs, w, g.crs, wp);
+    /* W[K, CRS] packed for the GEMMs: in the workspace, or kept from an earlier run (frozen
+     * weights, yc_cpu_wcache_get) */
+    static const char packed_form = 0;
+    bool fill;
+    float *wp = yc_cpu_wcache_get(a->wcache, a->op->src[1], &packed_form,
+                                  yc_sgemm_packed_floats(g.K, g.crs), &fill);
+    if (!wp) {
+        wp = a->ws;
+        fill = true;
+    }
+    if (fill)
+        yc_sgemm_pack(false, g.K, g.crs, w, g.crs, wp);
     if (g.implicit)
         implicit_offsets(&g, bufs_of(&pl, a->ws, 0).offs);
     else

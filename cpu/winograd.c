@@ -432,19 +432,25 @@ static void output_tiles(const wgeom *g, const float *M, const run *runs, int nr
 
 /* out (=|+= with acc) = the convolution of in by the 3x3 kernels w, plus bias: w is (Kout, Cin, 3, 3)
  * (forward), or (Cin, Kout, 3, 3) taken transposed and rotated (flip: backward-data, U'[c, k] from
- * W[k, c]). */
+ * W[k, c]).  kept: where the packed transformed kernels are kept between runs (frozen weights,
+ * yc_cpu_wcache_get), written when fill, else read as they are; NULL: the workspace's. */
 static void wino_forward(const wgeom *g, const wplan *pl, const yc_hv *in, const yc_hv *out, const float *w,
-                         bool flip, const float *bias, int acc, void *ws)
+                         bool flip, const float *bias, int acc, void *ws, float *kept, bool fill)
 {
     const yc_wino_algo *al = g->al;
     float *U = ws, *Up = U + pl->u;
     ptrdiff_t *offs = (ptrdiff_t *)(Up + (size_t)g->np * pl->pk);
     size_t kc = (size_t)g->Kout * (size_t)g->Cin, rows = (size_t)g->Kout, cols = (size_t)g->Cin;
+    if (kept)
+        Up = kept;
+    if (!kept || fill) {
 #pragma omp parallel for num_threads(pl->T) schedule(static)
-    for (size_t r = 0; r < rows; r++)
-        al->weights(U + r * cols, kc, w + (flip ? r : r * cols) * 9, flip ? rows * 9 : 9, (int)cols, flip);
-    for (int xi = 0; xi < g->np; xi++)
-        yc_sgemm_pack(false, g->Kout, g->Cin, U + (size_t)xi * kc, g->Cin, Up + (size_t)xi * pl->pk);
+        for (size_t r = 0; r < rows; r++)
+            al->weights(U + r * cols, kc, w + (flip ? r : r * cols) * 9, flip ? rows * 9 : 9, (int)cols,
+                        flip);
+        for (int xi = 0; xi < g->np; xi++)
+            yc_sgemm_pack(false, g->Kout, g->Cin, U + (size_t)xi * kc, g->Cin, Up + (size_t)xi * pl->pk);
+    }
     for (int c = 0; c < g->Cin; c++)
         offs[c] = (ptrdiff_t)c * g->ldt;
 #pragma omp parallel num_threads(pl->T)
@@ -471,7 +477,10 @@ void yc_cpu_winograd_fwd(const yc_cpu_args *a)
 {
     wgeom g = wgeom_of(a->op, a->threads);
     wplan pl = wplan_make(YC_OP_CONV2D, &g, a->threads);
-    wino_forward(&g, &pl, &a->src[0], &a->dst[0], a->src[1].p, false, a->src[2].p, 0, a->ws);
+    bool fill = false;
+    float *kept = yc_cpu_wcache_get(a->wcache, a->op->src[1], g.al, (size_t)g.np * pl.pk, &fill);
+    wino_forward(&g, &pl, &a->src[0], &a->dst[0], a->src[1].p, false, a->src[2].p, 0, a->ws, kept,
+                 fill);
 }
 
 /* dx (=|+=) the convolution of dy by W transposed and rotated: Cin = K (dy's channels), Kout = C */
@@ -479,7 +488,8 @@ void yc_cpu_winograd_bwd_data(const yc_cpu_args *a)
 {
     wgeom g = wgeom_of(a->op, a->threads);
     wplan pl = wplan_make(YC_OP_CONV2D_BWD_DATA, &g, a->threads);
-    wino_forward(&g, &pl, &a->src[0], &a->dst[0], a->src[1].p, true, NULL, a->op->accumulate, a->ws);
+    wino_forward(&g, &pl, &a->src[0], &a->dst[0], a->src[1].p, true, NULL, a->op->accumulate, a->ws, NULL,
+                 false);
 }
 
 /* ---------------------------------------------------------------------------------------------

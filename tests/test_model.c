@@ -511,11 +511,31 @@ static void eval_heads(yc_model *m, float **heads)
     yc_graph_free(g);
 }
 
+/* Whether two models' heads (eval_heads) are bit for bit the same. */
+static bool same_heads(const yc_model *m, float **a, float **b)
+{
+    size_t per = (size_t)2 * (size_t)(m->na * m->no);
+    for (int l = 0; l < m->nl; l++) {
+        size_t n = per * (size_t)(96 / (int)m->stride[l]) * (size_t)(128 / (int)m->stride[l]);
+        if (memcmp(a[l], b[l], n * sizeof **a))
+            return false;
+    }
+    return true;
+}
+
+static void free_heads(const yc_model *m, float **h)
+{
+    for (int l = 0; l < m->nl; l++)
+        free(h[l]);
+}
+
 /* YOLOv5n with random BatchNorm weights and statistics: its fused copy (each BatchNorm folded into
  * its convolution, as val and detect run it) gives the unfused model's heads up to rounding, with
  * the SiLU in the convolution's epilogue (_i 0: the CPU backend, through its GEMM, implicit and
  * Winograd convolutions) and as an op after it (_i 1: a backend without the epilogue, as OpenCL);
- * a fused model builds no training graph. */
+ * a fused model builds no training graph.  Its frozen weights, kept transformed by the CPU
+ * backend after the first run, give the same heads again, and a weight written afterwards is
+ * seen: the heads then equal those of a copy that never ran. */
 START_TEST(fused_model_matches_unfused)
 {
     yc_backend *be = NULL;
@@ -555,8 +575,38 @@ START_TEST(fused_model_matches_unfused)
     ck_assert(b->fused && !a->fused);
 
     float *ha[YC_CFG_MAX_LEVELS] = {NULL}, *hb[YC_CFG_MAX_LEVELS] = {NULL};
+    float *hb2[YC_CFG_MAX_LEVELS] = {NULL}, *hc[YC_CFG_MAX_LEVELS] = {NULL};
+    float *hd[YC_CFG_MAX_LEVELS] = {NULL};
     eval_heads(a, ha);
     eval_heads(b, hb);
+    eval_heads(b, hb2);
+    ck_assert_msg(same_heads(b, hb, hb2), "a second run of the fused model differs");
+    /* a weight written after the runs: every Conv's weights scaled by 1.5 */
+    for (int i = 0; i < b->nparams; i++) {
+        yc_param *p = &b->params[i];
+        if (p->ndim != 4)
+            continue;
+        float *v = malloc(p->numel * sizeof *v);
+        ck_assert_ptr_nonnull(v);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &p->t, v), YC_OK);
+        for (size_t j = 0; j < p->numel; j++)
+            v[j] *= 1.5f;
+        ck_assert_int_eq(yc_tensor_set_f32(be, &p->t, v), YC_OK);
+        free(v);
+    }
+    eval_heads(b, hc);
+    yc_model *c = NULL;
+    ck_assert_int_eq(yc_model_clone(b, &c), YC_OK);
+    ck_assert_int_eq(yc_model_alloc_weights(c, be), YC_OK);
+    ck_assert_int_eq(yc_model_copy_weights(c, b), YC_OK);
+    ck_assert(c->fused);
+    eval_heads(c, hd);
+    ck_assert_msg(!same_heads(b, hb, hc), "the written weights were not seen");
+    ck_assert_msg(same_heads(b, hc, hd), "the written weights give other heads than a fresh copy");
+    free_heads(b, hb2);
+    free_heads(b, hc);
+    free_heads(b, hd);
+    yc_model_free(c);
     double worst = 0;
     size_t per = (size_t)2 * (size_t)(a->na * a->no);
     for (int l = 0; l < a->nl; l++) {

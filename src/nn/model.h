@@ -141,7 +141,9 @@ int yc_model_load(yc_model *m, const char *path);
  * gamma / sqrt(var + eps), the bias beta - gamma * mean / sqrt(var + eps) stored in the BN bias),
  * in place: the model then builds evaluation graphs only (Conv with a bias and the SiLU
  * epilogue where the backend has it: YC_OP_CONV2D's p.conv.silu), as `yolocl val` and
- * `yolocl detect` run it.  A model that is fused already is left as it is; after a failure (a
+ * `yolocl detect` run it; its convolutions' weights are frozen (p.conv.frozen), so their
+ * transformed copies are kept by the backend between runs, until the weights are written again.
+ * A model that is fused already is left as it is; after a failure (a
  * read-back error) the model is partly fused and must not be used. */
 int yc_model_fuse(yc_model *m);
 

@@ -43,7 +43,8 @@ static int find_state(const yc_graph *g, const char *fmt, ...)
 
 /* The Conv of a fused model (yc_model_fuse: the BatchNorm folded into the conv weights w and the
  * BN bias b): one CONV2D with the bias and the SiLU epilogue where the backend has it
- * (yc_device_info.conv_silu), else CONV2D with the bias then SILU.  Evaluation graphs only. */
+ * (yc_device_info.conv_silu), else CONV2D with the bias then SILU; its weights frozen (the
+ * backend may keep them transformed between runs).  Evaluation graphs only. */
 static int forward_conv_fused(yc_graph *g, const char *prefix, int x, int w, int b, int c2, int k,
                               int s, int p, int P, int Q, int *out)
 {
@@ -63,6 +64,8 @@ static int forward_conv_fused(yc_graph *g, const char *prefix, int x, int w, int
     nd.op.p.conv.pad_h = nd.op.p.conv.pad_w = p;
     nd.op.p.conv.groups = 1;
     nd.op.p.conv.silu = epilogue;
+    /* an inference model's weights: kept transformed by the backend between runs */
+    nd.op.p.conv.frozen = 1;
     if ((status = yc_graph_push_node(g, &nd)))
         return status;
     if (epilogue) {
@@ -354,6 +357,8 @@ static int forward_detect(yc_graph *g, const char *prefix, const yc_layer_cfg *l
         nd.op.p.conv.kh = nd.op.p.conv.kw = 1;
         nd.op.p.conv.stride_h = nd.op.p.conv.stride_w = 1;
         nd.op.p.conv.groups = 1;
+        /* a fused model is an inference model: its weights stay as they are */
+        nd.op.p.conv.frozen = m->fused;
         if ((status = yc_graph_push_node(g, &nd)))
             return status;
         g->heads[i] = y;
