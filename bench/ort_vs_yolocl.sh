@@ -9,12 +9,13 @@
 #
 # Environment: THREADS (default 2), MODELS (default "yolov5n yolov5s": bundled configs, randomly
 # initialised, or weights files), IMGS ("320 640"), BATCHES ("1 8"), YOLOCL_ORT_DIR (where
-# `npm install --ignore-scripts onnxruntime-node` ran), SPIN (default 0).  With SPIN=0 both
-# runtimes put their idle threads to sleep (OMP_WAIT_POLICY=PASSIVE for yolocl, ONNX Runtime's
-# allow_spinning 0): on a machine other processes load, a spinning thread that loses its core
-# stalls every barrier until it is scheduled again.  SPIN=1 lets both spin (OMP_WAIT_POLICY=ACTIVE,
-# ONNX Runtime's default), for an otherwise idle machine.  The two runtimes alternate
-# configuration by configuration, so that load from other processes falls on both alike.
+# `npm install --ignore-scripts onnxruntime-node` ran), SPIN (default 1).  With SPIN=1 idle
+# threads spin between parallel regions in both runtimes (OMP_WAIT_POLICY=ACTIVE, as `yolocl
+# bench` runs; ONNX Runtime's default), so that each op starts without waking a sleeping thread.
+# SPIN=0 puts them to sleep in both (OMP_WAIT_POLICY=PASSIVE, ONNX Runtime's allow_spinning 0),
+# for a machine that other processes load: there a spinning thread that loses its core stalls
+# every barrier until it is scheduled again.  The two runtimes alternate configuration by
+# configuration, so that load from other processes falls on both alike.
 set -eu
 iters=${1:-10}
 threads=${THREADS:-2}
@@ -23,7 +24,7 @@ prog=./bench/infer_bench
 [ -x "$prog" ] || { echo "build it first: make bench/infer_bench" >&2; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/yolocl-ort.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-spin=${SPIN:-0}
+spin=${SPIN:-1}
 policy=PASSIVE
 [ "$spin" = 1 ] && policy=ACTIVE
 export OMP_NUM_THREADS=$threads OMP_WAIT_POLICY=$policy
