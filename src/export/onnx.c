@@ -126,7 +126,8 @@ static int init_float(ob *b, const char *name, const int64_t *dims, int nd, cons
     return init_float_as(b, name, dims, nd, v, false);
 }
 
-/* A 1-D int64 initializer of n values (n 0: a 0-D scalar of v[0]). */
+/* A 1-D int64 initializer of n values, n <= 8 (the shapes and indices of Detect's decoding; n 0:
+ * a 0-D scalar of v[0]). */
 static void init_i64(ob *b, const char *name, int n, const int64_t *v)
 {
     uint8_t raw[8 * 8];
