@@ -55,6 +55,8 @@ typedef enum yc_cl_kid {
     YC_K_MAXPOOL_BWD,
     YC_K_UPSAMPLE_FWD,
     YC_K_UPSAMPLE_BWD,
+    YC_K_AVGPOOL_FWD,
+    YC_K_AVGPOOL_BWD,
     YC_K_IM2COL,
     YC_K_COL2IM,
     YC_K_BIAS_STORE,

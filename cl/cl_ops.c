@@ -314,6 +314,24 @@ static int upsample(yc_cl_ctx *c, const yc_op *op)
     return run_images(&a, op->dst[0]);
 }
 
+/* Global average pooling: a work-item per channel forward, per pixel backward */
+static int avgpool(yc_cl_ctx *c, const yc_op *op)
+{
+    bool fwd = op->kind == YC_OP_AVGPOOL;
+    const yc_tensor *img = fwd ? op->src[0] : op->dst[0];
+    yc_cl_args a;
+    int st = yc_cl_begin(c, fwd ? YC_K_AVGPOOL_FWD : YC_K_AVGPOOL_BWD, &a);
+    if (st)
+        return st;
+    yc_cl_arg_tensor(&a, op->src[0]);
+    yc_cl_arg_tensor(&a, op->dst[0]);
+    yc_cl_arg_int(&a, img->c);
+    yc_cl_arg_int(&a, img->h * img->w);
+    if (!fwd)
+        yc_cl_arg_int(&a, op->accumulate);
+    return run_images(&a, op->dst[0]);
+}
+
 /* The optimizer ops' optional sum of squares: its buffer (the gradient's when absent, unread),
  * the flag and the clipping norm. */
 static void sumsq_args(yc_cl_args *a, const yc_op *op, float max_norm)
@@ -441,6 +459,9 @@ int yc_cl_op(yc_cl_ctx *c, const yc_op *op, yc_span ws)
     case YC_OP_UPSAMPLE:
     case YC_OP_UPSAMPLE_BWD:
         return upsample(c, op);
+    case YC_OP_AVGPOOL:
+    case YC_OP_AVGPOOL_BWD:
+        return avgpool(c, op);
     case YC_OP_SGD:
     case YC_OP_ADAM:
     case YC_OP_EMA:

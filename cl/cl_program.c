@@ -57,6 +57,8 @@ static const struct {
     [YC_K_MAXPOOL_BWD] = {"maxpool_bwd", YC_CL_PROG_POOL},
     [YC_K_UPSAMPLE_FWD] = {"upsample_fwd", YC_CL_PROG_POOL},
     [YC_K_UPSAMPLE_BWD] = {"upsample_bwd", YC_CL_PROG_POOL},
+    [YC_K_AVGPOOL_FWD] = {"avgpool_fwd", YC_CL_PROG_POOL},
+    [YC_K_AVGPOOL_BWD] = {"avgpool_bwd", YC_CL_PROG_POOL},
     [YC_K_IM2COL] = {"im2col", YC_CL_PROG_CONV},
     [YC_K_COL2IM] = {"col2im", YC_CL_PROG_CONV},
     [YC_K_BIAS_STORE] = {"bias_store", YC_CL_PROG_CONV},

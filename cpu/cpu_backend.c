@@ -312,6 +312,12 @@ static int cpu_exec(yc_backend *be, const yc_op *op, yc_span ws)
     case YC_OP_UPSAMPLE_BWD:
         yc_cpu_upsample_bwd(&a);
         break;
+    case YC_OP_AVGPOOL:
+        yc_cpu_avgpool_fwd(&a);
+        break;
+    case YC_OP_AVGPOOL_BWD:
+        yc_cpu_avgpool_bwd(&a);
+        break;
     case YC_OP_SGD:
         yc_cpu_sgd(&a);
         break;

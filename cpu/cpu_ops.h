@@ -222,6 +222,10 @@ void yc_cpu_maxpool_bwd(const yc_cpu_args *a);
 void yc_cpu_upsample_fwd(const yc_cpu_args *a);
 void yc_cpu_upsample_bwd(const yc_cpu_args *a);
 
+/* avgpool.c: YC_OP_AVGPOOL, YC_OP_AVGPOOL_BWD */
+void yc_cpu_avgpool_fwd(const yc_cpu_args *a);
+void yc_cpu_avgpool_bwd(const yc_cpu_args *a);
+
 /* elementwise.c: YC_OP_ADD, YC_OP_COPY, YC_OP_FILL */
 void yc_cpu_add(const yc_cpu_args *a);
 void yc_cpu_copy(const yc_cpu_args *a);

@@ -222,6 +222,9 @@ mut cpu_silu_bwd_avx512 cpu/silu_avx512.c "test_ops test_golden" \
 mut cpu_upsample_bwd cpu/upsample.c "test_ops test_golden" \
     's += g[b];' \
     's = g[b];'
+mut cpu_avgpool_skips_last cpu/avgpool.c "test_ops" \
+    'for (size_t k = 0; k < m; k++)' \
+    'for (size_t k = 0; k + 1 < m; k++)'
 mut cpu_maxpool_ties_last cpu/pool.c "test_ops test_golden" \
     $'bool take = v > m || isnan(v);\n        m = take ? v : m;\n        idx = take ? ih * W' \
     $'bool take = v >= m || isnan(v);\n        m = take ? v : m;\n        idx = take ? ih * W'
@@ -251,6 +254,9 @@ mut cl_maxpool_ties_last cl/kernels/pool.cl "test_cl test_ops" \
 mut cl_upsample_bwd cl/kernels/pool.cl "test_cl test_ops" \
     's += LD(dy, n, (uint)((c * H * f + h * f + r) * Wo + w * f + b));' \
     's = LD(dy, n, (uint)((c * H * f + h * f + r) * Wo + w * f + b));'
+mut cl_avgpool_bwd_scale cl/kernels/pool.cl "test_ops" \
+    'float g = LD(dy, n, i / (uint)HW) / (float)HW;' \
+    'float g = LD(dy, n, i / (uint)HW);'
 
 # every gradient NaN after backward (src/nn/step.c)
 mut nan_gradients src/nn/step.c "test_golden test_cl test_golden_ref test_cl_ref" \

@@ -256,6 +256,27 @@ void ref_upsample_bwd(const double *dy, int N, int C, int H, int W, int f, doubl
                     AT(dx, C, H, W, n, c, h / f, w / f) += AT(dy, C, H * f, W * f, n, c, h, w);
 }
 
+void ref_avgpool_fwd(const double *x, int N, int C, int H, int W, double *y)
+{
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) {
+            double s = 0.0;
+            for (int h = 0; h < H; h++)
+                for (int w = 0; w < W; w++)
+                    s += AT(x, C, H, W, n, c, h, w);
+            y[(size_t)n * C + c] = s / ((double)H * W);
+        }
+}
+
+void ref_avgpool_bwd(const double *dy, int N, int C, int H, int W, double *dx)
+{
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            for (int h = 0; h < H; h++)
+                for (int w = 0; w < W; w++)
+                    AT(dx, C, H, W, n, c, h, w) = dy[(size_t)n * C + c] / ((double)H * W);
+}
+
 void ref_sgd(const double *grad, size_t n, double lr, double momentum, double wd, double scale, int nesterov,
              double *w, double *buf)
 {

@@ -58,6 +58,9 @@ void ref_maxpool_bwd(const double *dy, const double *x, int N, int C, int H, int
 /* Nearest upsampling by f: y (N,C,H*f,W*f);  backward: dx (N,C,H,W) = sums over f x f blocks */
 void ref_upsample_fwd(const double *x, int N, int C, int H, int W, int f, double *y);
 void ref_upsample_bwd(const double *dy, int N, int C, int H, int W, int f, double *dx);
+/* global average pooling: y (N,C) = the mean of each (H,W) plane of x; dx = dy / (H*W) */
+void ref_avgpool_fwd(const double *x, int N, int C, int H, int W, double *y);
+void ref_avgpool_bwd(const double *dy, int N, int C, int H, int W, double *dx);
 
 /* Optimizer steps over n values, in place (w, buf, m, v and e are read and updated):
  * SGD (dampening 0): g = scale*grad + wd*w; buf = momentum*buf + g;

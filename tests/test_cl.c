@@ -45,6 +45,7 @@
 #include "cl_backend.h"
 #include "cl_devices.h"
 #include "device.h"
+#include "half.h"
 #include "hyp.h"
 #include "log.h"
 #include "loss_device.h"
@@ -693,6 +694,44 @@ static void check_big_convs(bool clblast)
     unsetenv("YOLOCL_CL_CONV");
     free(xv), free(wv), free(yv), free(ref), free(got);
 }
+
+/* yc_tensor_set_u8_scaled on each of its three paths: in place in host memory (CPU), converted
+ * on the device (OpenCL, dense tensors), through host floats (OpenCL, an image stride wider than
+ * the image); FP32 and FP16; every value v/255, rounded to FP16 where stored so. */
+START_TEST(u8_scaled_paths)
+{
+    enum { N = 2, C = 3, H = 5, W = 7, E = N * C * H * W, IMG = C * H * W };
+    uint8_t px[E];
+    float back[E];
+    for (int i = 0; i < E; i++)
+        px[i] = (uint8_t)(i * 37 + 11);
+    for (int b = 0; b < 2; b++) {
+        yc_backend *be = NULL;
+        ck_assert_int_eq(b ? yc_backend_opencl_new(&be, 0) : yc_backend_cpu_new(&be, 1), YC_OK);
+        yc_buffer *buf = yc_buffer_alloc(be, 4 * (E + 2 * IMG));
+        ck_assert_ptr_nonnull(buf);
+        for (int half = 0; half < 2; half++)
+            for (int strided = 0; strided < 2; strided++) {
+                yc_tensor t = yc_tensor_make(N, C, H, W, half ? YC_F16 : YC_F32, "input");
+                t.buf = buf;
+                if (strided)
+                    t.nstride = IMG + 8;
+                ck_assert_int_eq(yc_tensor_set_u8_scaled(be, &t, px), YC_OK);
+                ck_assert_int_eq(yc_tensor_get_f32(be, &t, back), YC_OK);
+                for (int i = 0; i < E; i++) {
+                    float want = (float)px[i] / 255.0f;
+                    if (half)
+                        want = yc_half_to_float(yc_float_to_half(want));
+                    ck_assert_msg(back[i] == want, "%s backend, %s%s: element %d is %g, not %g",
+                                  be->iface->name, half ? "FP16" : "FP32", strided ? ", strided" : "",
+                                  i, back[i], want);
+                }
+            }
+        yc_buffer_free(be, buf);
+        yc_backend_free(be);
+    }
+}
+END_TEST
 
 START_TEST(conv_with_clblast_temp)
 {
@@ -1406,6 +1445,7 @@ int main(void)
         tcase_set_timeout(be, 300);
         tcase_add_test(be, backend_basics);
         tcase_add_test(be, conv_with_clblast_temp);
+        tcase_add_test(be, u8_scaled_paths);
         tcase_add_test(be, conv_igemm_big);
         tcase_add_test(be, step_counts);
         tcase_add_test(be, val_on_device);

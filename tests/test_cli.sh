@@ -107,6 +107,7 @@ check 0 --version
 expect_output_re '^yolocl [0-9]+\.[0-9]+'
 expect_output_re '^OpenCL: (yes|no)'
 expect_output "OpenMP"
+expect_output_re '^Video: (yes \(libavformat [0-9.]+, .*; webcams: (yes|no, .*)\)|no \(built without FFmpeg)'
 expect_stderr_empty
 opencl_built=no
 if grep -q '^OpenCL: yes' "$tmp/out"; then opencl_built=yes; fi
@@ -174,6 +175,20 @@ expect_stderr "the safetensors file would replace the weights best.safetensors: 
 check 2 export --weights yolov5n.pt --include onnx --opset 9
 expect_stderr "--opset"
 
+# YOLOv5's remaining options (issue 31): their usage errors
+check 2 val --data d.yaml --weights w.pt --task bogus
+expect_stderr "expected val, test, train, speed or study"
+check 2 val --data d.yaml --weights w.pt --save-hybrid --tile 64
+expect_stderr "--save-hybrid needs whole images"
+check 2 val --data d.yaml --weights w.pt --augment --val-full --tile 64
+expect_stderr "--augment with --val-full is not supported"
+check 2 detect --weights w.pt --source x.jpg --augment --slice 640
+expect_stderr "--augment with --slice is not supported"
+check 2 train --evolve 0
+expect_stderr "--evolve"
+check 2 train --evolve 3 --resume
+expect_stderr "--resume is not allowed with --evolve"
+
 # ---------------------------------------------------------------------------------------------
 # devices
 
@@ -211,6 +226,12 @@ expect_output 'YOLOv5n6 summary:'
 expect_output '18.6 GFLOPs'
 check 0 info --cfg yolov5s --nc 3
 expect_output '7027720 parameters'
+check 0 info --cfg yolov5s-cls
+expect_output 'YOLOv5s-cls summary: 118 layers, 5453480 parameters, 5453480 gradients, 11.5 GFLOPs'
+expect_output_re '^  9 +-1 +1 +1938920  models.common.Classify +\[512, 1000\]'
+expect_output 'classifier: 1000 classes'
+check 2 plan --cfg yolov5n-cls
+expect_stderr 'YOLOv5n-cls is a classification model: yolocl plan works on detection models'
 check 1 info --cfg no-such-model
 expect_stderr "model config 'no-such-model'"
 printf 'nc: 2\ndepth_multiple: 1.0\nwidth_multiple: 1.0\nanchors: 3\nbackbone:\n  [[-1, 1, Conv, [16, 3, 2]],\n   [-1, 1, Conv2x, [32]]]\nhead:\n  [[[-1], 1, Detect, [nc, anchors]]]\n' >"$tmp/bad.yaml"
@@ -389,6 +410,8 @@ check 2 val --data "$tmp/demo/demo.yaml" --weights x --max-pixels lots
 expect_stderr "--max-pixels"
 check 2 detect --weights x --source "$tmp" --max-pixels 0
 expect_stderr "--max-pixels"
+check 2 detect --weights x --source "$tmp" --vid-stride 0
+expect_stderr "invalid value '0' for --vid-stride"
 # shellcheck disable=SC2086
 check 0 $policy_train --img 448 --name policy448
 if grep -q -F "OpenMP threads spin" "$tmp/out" "$tmp/err"; then fail "spinning at 448"; else pass; fi

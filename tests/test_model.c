@@ -511,6 +511,37 @@ static void eval_heads(yc_model *m, float **heads)
     yc_graph_free(g);
 }
 
+/* Random BatchNorm weights, biases and statistics for m (allocated), so that folding them into
+ * the convolutions changes every weight. */
+static void randomize_bn(yc_model *a, uint32_t *seed)
+{
+    yc_backend *be = a->be;
+    uint32_t s = *seed;
+    for (int i = 0; i < a->nparams; i++) {
+        yc_param *p = &a->params[i];
+        size_t n = strlen(p->name);
+        bool gamma = n > 10 && !strcmp(p->name + n - 10, ".bn.weight");
+        bool beta = n > 8 && !strcmp(p->name + n - 8, ".bn.bias");
+        if (!gamma && !beta)
+            continue;
+        float v[2048];
+        ck_assert_uint_le(p->numel, 2048);
+        fill_uniform(v, p->numel, gamma ? 0.5f : -0.5f, gamma ? 1.5f : 0.5f, &s);
+        ck_assert_int_eq(yc_tensor_set_f32(be, &p->t, v), YC_OK);
+    }
+    for (int i = 0; i < a->nstate; i++) {
+        yc_state *st = &a->state[i];
+        if (st->kind == YC_STATE_NUM_BATCHES)
+            continue;
+        float v[2048];
+        ck_assert_int_le(st->numel, 2048);
+        bool var = st->kind == YC_STATE_RUNNING_VAR;
+        fill_uniform(v, (size_t)st->numel, var ? 0.2f : -0.5f, var ? 2.0f : 0.5f, &s);
+        ck_assert_int_eq(yc_tensor_set_f32(be, &st->t, v), YC_OK);
+    }
+    *seed = s;
+}
+
 /* Whether two models' heads (eval_heads) are bit for bit the same. */
 static bool same_heads(const yc_model *m, float **a, float **b)
 {
@@ -546,28 +577,7 @@ START_TEST(fused_model_matches_unfused)
     ck_assert_int_eq(yc_model_alloc_weights(a, be), YC_OK);
     ck_assert_int_eq(yc_model_init_weights(a, 3), YC_OK);
     uint32_t s = 11;
-    for (int i = 0; i < a->nparams; i++) {
-        yc_param *p = &a->params[i];
-        size_t n = strlen(p->name);
-        bool gamma = n > 10 && !strcmp(p->name + n - 10, ".bn.weight");
-        bool beta = n > 8 && !strcmp(p->name + n - 8, ".bn.bias");
-        if (!gamma && !beta)
-            continue;
-        float v[1024];
-        ck_assert_uint_le(p->numel, 1024);
-        fill_uniform(v, p->numel, gamma ? 0.5f : -0.5f, gamma ? 1.5f : 0.5f, &s);
-        ck_assert_int_eq(yc_tensor_set_f32(be, &p->t, v), YC_OK);
-    }
-    for (int i = 0; i < a->nstate; i++) {
-        yc_state *st = &a->state[i];
-        if (st->kind == YC_STATE_NUM_BATCHES)
-            continue;
-        float v[1024];
-        ck_assert_int_le(st->numel, 1024);
-        bool var = st->kind == YC_STATE_RUNNING_VAR;
-        fill_uniform(v, (size_t)st->numel, var ? 0.2f : -0.5f, var ? 2.0f : 0.5f, &s);
-        ck_assert_int_eq(yc_tensor_set_f32(be, &st->t, v), YC_OK);
-    }
+    randomize_bn(a, &s);
     ck_assert_int_eq(yc_model_clone(a, &b), YC_OK);
     ck_assert_int_eq(yc_model_alloc_weights(b, be), YC_OK);
     ck_assert_int_eq(yc_model_copy_weights(b, a), YC_OK);
@@ -637,6 +647,60 @@ START_TEST(fused_model_matches_unfused)
 }
 END_TEST
 
+/* A classifier (yolov5n-cls, random BatchNorm statistics): fused, its logits equal the unfused
+ * ones up to rounding; its Classify head's BatchNorm has PyTorch's eps (1e-5), the backbone's
+ * YOLOv5's (1e-3), and folding the wrong one would move them. */
+START_TEST(fused_classifier_matches_unfused)
+{
+    yc_backend *be = NULL;
+    yc_harness_cpu(&be, 2);
+    yc_model *a = load_model("yolov5n-cls", 0), *b = NULL;
+    ck_assert_int_eq(yc_model_alloc_weights(a, be), YC_OK);
+    ck_assert_int_eq(yc_model_init_weights(a, 5), YC_OK);
+    uint32_t s = 13;
+    randomize_bn(a, &s);
+    ck_assert_int_eq(yc_model_clone(a, &b), YC_OK);
+    ck_assert_int_eq(yc_model_alloc_weights(b, be), YC_OK);
+    ck_assert_int_eq(yc_model_copy_weights(b, a), YC_OK);
+    ck_assert_msg(yc_model_fuse(b) == YC_OK, "%s", yc_last_error());
+    float *la = NULL, *lb = NULL;
+    yc_model *ms[2] = {a, b};
+    float **ls[2] = {&la, &lb};
+    for (int k = 0; k < 2; k++) {
+        yc_graph *g = NULL;
+        ck_assert_msg(yc_graph_new(&g, ms[k], 2, 64, 64, YC_GRAPH_EVAL) == YC_OK, "%s",
+                      yc_last_error());
+        ck_assert_int_eq(yc_graph_alloc(g), YC_OK);
+        const yc_tensor *in = yc_graph_input(g);
+        float *x = malloc(yc_tensor_elems(in) * sizeof *x);
+        ck_assert_ptr_nonnull(x);
+        uint32_t xs = 7;
+        fill_uniform(x, yc_tensor_elems(in), 0, 1, &xs);
+        ck_assert_int_eq(yc_tensor_set_f32(be, in, x), YC_OK);
+        ck_assert_msg(yc_graph_forward(g) == YC_OK, "%s", yc_last_error());
+        const yc_tensor *t = yc_graph_head(g, 0);
+        ck_assert_uint_eq(yc_tensor_elems(t), (size_t)2 * (size_t)a->cfg->nc);
+        *ls[k] = malloc(yc_tensor_elems(t) * sizeof **ls[k]);
+        ck_assert_ptr_nonnull(*ls[k]);
+        ck_assert_int_eq(yc_tensor_get_f32(be, t, *ls[k]), YC_OK);
+        free(x);
+        yc_graph_free(g);
+    }
+    double worst = 0;
+    for (int i = 0; i < 2 * a->cfg->nc; i++) {
+        double d = fabs((double)la[i] - lb[i]) / (1 + fabs((double)la[i]));
+        ck_assert_msg(d == d, "logit %d is NaN", i);
+        worst = d > worst ? d : worst;
+    }
+    ck_assert_msg(worst < 1e-4, "fused logits differ from the unfused by %g (relative)", worst);
+    free(la);
+    free(lb);
+    yc_model_free(a);
+    yc_model_free(b);
+    yc_backend_free(be);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("model");
@@ -659,6 +723,7 @@ static Suite *suite(void)
     tcase_add_test(tc, planner_best_fit_cases);
     tcase_add_test(tc, chunked_training_plan_is_deterministic);
     tcase_add_loop_test(tc, fused_model_matches_unfused, 0, 2);
+    tcase_add_test(tc, fused_classifier_matches_unfused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -354,6 +354,11 @@ static void up_fwd_fd(const simple_fd *s)
     ref_upsample_fwd(s->x, s->N, s->C, s->H, s->W, s->f, s->y);
 }
 
+static void avg_fwd_fd(const simple_fd *s)
+{
+    ref_avgpool_fwd(s->x, s->N, s->C, s->H, s->W, s->y);
+}
+
 START_TEST(fd_silu)
 {
     yc_rng r;
@@ -413,6 +418,26 @@ START_TEST(fd_upsample)
         ref_upsample_bwd(s.gy, s.N, s.C, s.H, s.W, f, dx);
         double e = fd_check(s.x, s.nx, dx, 1e-3, simple_loss, &s);
         ck_assert_msg(e < 1e-9, "upsample f%d: %g", f, e);
+        free(s.x), free(s.gy), free(s.y), free(dx);
+    }
+}
+END_TEST
+
+START_TEST(fd_avgpool)
+{
+    static const int shapes[][2] = {{1, 1}, {4, 3}, {5, 7}};
+    yc_rng r;
+    yc_rng_seed(&r, 16, 1);
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        simple_fd s = {.fwd = avg_fwd_fd, .N = 2, .C = 3, .H = shapes[k][0], .W = shapes[k][1]};
+        s.nx = (size_t)s.N * s.C * s.H * s.W, s.ny = (size_t)s.N * s.C;
+        s.x = dalloc(s.nx), s.gy = dalloc(s.ny), s.y = dalloc(s.ny);
+        fill_uniform(&r, s.x, s.nx, -1, 1);
+        fill_uniform(&r, s.gy, s.ny, -1, 1);
+        double *dx = dalloc(s.nx);
+        ref_avgpool_bwd(s.gy, s.N, s.C, s.H, s.W, dx);
+        double e = fd_check(s.x, s.nx, dx, 1e-3, simple_loss, &s);
+        ck_assert_msg(e < 1e-9, "avgpool %dx%d: %g", s.H, s.W, e);
         free(s.x), free(s.gy), free(s.y), free(dx);
     }
 }
@@ -510,6 +535,7 @@ static bool f16_slot(yc_op_kind kind, bool dst, int i)
     case YC_OP_COPY:
     case YC_OP_MAXPOOL:
     case YC_OP_UPSAMPLE:
+    case YC_OP_AVGPOOL:
         return i == 0; /* x and y */
     case YC_OP_CONV2D_BWD_FILTER:
     case YC_OP_SUMSQ:
@@ -673,6 +699,21 @@ static void build_cases(void)
                     c.view = v >> 1 & 1;
                     add_case(c);
                 }
+
+    /* global average pooling: shapes (a 1x1 plane, odd planes, one larger than a conversion chunk)
+     * x (acc, view) */
+    static const int avgs[][4] = {{3, 4, 1, 1}, {2, 5, 7, 3}, {1, 3, 23, 29}, {4, 1280, 2, 2}};
+    for (size_t s = 0; s < sizeof avgs / sizeof avgs[0]; s++)
+        for (int k = 0; k < 2; k++)
+            for (int v = 0; v < 4; v++) {
+                if (!k && (v & 1))
+                    continue;
+                op_case c = {.kind = k ? YC_OP_AVGPOOL_BWD : YC_OP_AVGPOOL};
+                set_shape(&c, avgs[s][0], avgs[s] + 1);
+                c.acc = v & 1;
+                c.view = v >> 1 & 1;
+                add_case(c);
+            }
 
     /* optimizer steps and sums of squares: dense tensors of 1, odd, many (several threads) elements
      * and a 4-D parameter shape x parameter sets (accumulate 0 and 1 for sumsq) */
@@ -940,6 +981,14 @@ static void case_spec(const op_case *c, tspec *sp, yc_op *op)
         sp->src[0] = td("dy", N, C, H * c->kh, W * c->kh, R_IN, I_UNIFORM, true);
         sp->dst[0] = td("dx", N, C, H, W, R_ACC, I_UNIFORM, true);
         break;
+    case YC_OP_AVGPOOL:
+        sp->src[0] = td("x", N, C, H, W, R_IN, I_UNIFORM, true);
+        sp->dst[0] = td("y", N, C, 1, 1, R_OUT, I_UNIFORM, true);
+        break;
+    case YC_OP_AVGPOOL_BWD:
+        sp->src[0] = td("dy", N, C, 1, 1, R_IN, I_UNIFORM, true);
+        sp->dst[0] = td("dx", N, C, H, W, R_ACC, I_UNIFORM, true);
+        break;
     case YC_OP_SGD: {
         const sgd_par *q = &sgd_pars[c->opt];
         op->p.sgd.lr = q->lr, op->p.sgd.momentum = q->momentum, op->p.sgd.wd = q->wd;
@@ -996,6 +1045,10 @@ static double case_tol(yc_op_kind kind)
     case YC_OP_MAXPOOL_BWD:
     case YC_OP_UPSAMPLE_BWD:
         return 1e-6; /* FP32 sums of a few gradients */
+    case YC_OP_AVGPOOL:
+        return 2e-6; /* an FP32 sum of up to 667 values, then a division */
+    case YC_OP_AVGPOOL_BWD:
+        return 2e-7; /* one division (and one addition with acc) */
     case YC_OP_SGD:
     case YC_OP_EMA:
         return 2e-7; /* FP32 formulas of a few roundings */
@@ -1320,6 +1373,16 @@ static void ref_run(const op_case *c, double *const s[], double *const d[])
     case YC_OP_UPSAMPLE_BWD: {
         double *t = dalloc(nx);
         ref_upsample_bwd(s[0], N, C, H, W, c->kh, t);
+        acc_into(d[0], t, nx, c->acc);
+        free(t);
+        break;
+    }
+    case YC_OP_AVGPOOL:
+        ref_avgpool_fwd(s[0], N, C, H, W, d[0]);
+        break;
+    case YC_OP_AVGPOOL_BWD: {
+        double *t = dalloc(nx);
+        ref_avgpool_bwd(s[0], N, C, H, W, t);
         acc_into(d[0], t, nx, c->acc);
         free(t);
         break;
@@ -3198,6 +3261,7 @@ static Suite *ops_suite(void)
     tcase_add_test(fd, fd_silu);
     tcase_add_test(fd, fd_maxpool);
     tcase_add_test(fd, fd_upsample);
+    tcase_add_test(fd, fd_avgpool);
     suite_add_tcase(s, fd);
 
     TCase *tc = tcase_create("backend_vs_reference");

@@ -409,6 +409,70 @@ START_TEST(test_val_loss_and_files)
 }
 END_TEST
 
+/* val.py's --save-hybrid, --augment and --half through yc_validate on the synthetic set with a
+ * random YOLOv5n: with the labels merged into the predictions at confidence 1 (save_hybrid) every
+ * label is found first, so P, mAP@0.5 and mAP@0.5:0.95 are near 1 where the random model alone
+ * scores near 0, and the saved label files hold the labels; test-time augmentation detects,
+ * differently from the plain pass and the same twice; FP16 storage gives nearly the plain
+ * detections. */
+START_TEST(test_val_hybrid_augment_half)
+{
+    yc_data_yaml y;
+    yc_dataset ds;
+    load_split(demo_yaml, &y, &ds);
+    yc_backend *be;
+    yc_model *m;
+    open_model(4, NULL, &be, &m);
+    yc_loader *l = val_loader(&ds, 256, 4);
+    const char *const *names = (const char *const *)y.names;
+    yc_val_options o;
+    yc_val_options_default(&o);
+    o.print = false;
+    o.imgsz = 256;
+    o.batch = 4;
+    /* no cap on the detections: the random model's would reach max_det 300 in every image */
+    o.max_det = 30000;
+    yc_val_result plain, hyb, aug, aug2, half;
+    ck_assert_int_eq(yc_validate(m, l, &ds, names, &o, NULL, &plain), YC_OK);
+    ck_assert(plain.metrics.map50 < 0.5 && plain.n_det > 0);
+
+    char save_dir[700];
+    snprintf(save_dir, sizeof save_dir, "%s/val_hybrid", yc_harness_tmpdir());
+    o.save_hybrid = true;
+    o.save_txt = true;
+    o.save_dir = save_dir;
+    ck_assert_msg(yc_validate(m, l, &ds, names, &o, NULL, &hyb) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(hyb.metrics.mp > 0.9 && hyb.metrics.map50 > 0.95 && hyb.metrics.map > 0.95,
+                  "P %g, mAP@0.5 %g, mAP@0.5:0.95 %g", hyb.metrics.mp, hyb.metrics.map50,
+                  hyb.metrics.map);
+    ck_assert_uint_ge(hyb.n_det, (size_t)ds.n_boxes);
+    ck_assert_int_eq(hyb.n_label_files, (int)ds.n);
+    o.save_hybrid = o.save_txt = false;
+    o.save_dir = NULL;
+
+    o.augment = true;
+    ck_assert_msg(yc_validate(m, l, &ds, names, &o, NULL, &aug) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(yc_validate(m, l, &ds, names, &o, NULL, &aug2), YC_OK);
+    ck_assert(aug.n_det > 0 && aug.n_det != plain.n_det);
+    ck_assert(aug.n_det == aug2.n_det && aug.metrics.map == aug2.metrics.map);
+    o.augment = false;
+
+    o.half = true;
+    ck_assert_msg(yc_validate(m, l, &ds, names, &o, NULL, &half) == YC_OK, "%s", yc_last_error());
+    double d = fabs((double)half.n_det - (double)plain.n_det) / (double)plain.n_det;
+    ck_assert_msg(d < 0.05, "FP16 storage: %zu detections, FP32 %zu", half.n_det, plain.n_det);
+
+    yc_val_result *all[5] = {&plain, &hyb, &aug, &aug2, &half};
+    for (int i = 0; i < 5; i++)
+        yc_val_result_free(all[i]);
+    yc_loader_free(l);
+    yc_model_free(m);
+    yc_backend_free(be);
+    yc_dataset_free(&ds);
+    yc_data_yaml_free(&y);
+}
+END_TEST
+
 /* Validation on the OpenCL device against the CPU backend: the synthetic images with a random
  * YOLOv5n at a confidence threshold of 0.003 (YOLOv5's initial objectness biases are 0.00125,
  * 0.005 and 0.02 on the three levels, its class biases 0.2: the stride-16 and stride-32 rows pass,
@@ -794,7 +858,7 @@ START_TEST(test_cli_errors)
         {"val --data x.yaml --weights w --img abc", "invalid value 'abc' for --img"},
         {"val --data x.yaml --weights w --batch 0", "--batch"},
         {"val --data x.yaml --weights w --conf-thres 2", "--conf-thres"},
-        {"val --data x.yaml --weights w --task speed", "--task"},
+        {"val --data x.yaml --weights w --task bogus", "--task"},
         {"val --data x.yaml --weights w --frobnicate", "unknown option '--frobnicate'"},
         {"val --data x.yaml --weights w extra", "unexpected argument 'extra'"},
         {"val --data", "needs a value"},
@@ -843,6 +907,7 @@ static Suite *val_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_rect_roundtrip);
     tcase_add_test(tc, test_val_loss_and_files);
+    tcase_add_test(tc, test_val_hybrid_augment_half);
     tcase_add_test(tc, test_val_opencl);
     tcase_add_test(tc, test_detect_files);
     tcase_add_test(tc, test_cli_errors);

@@ -104,3 +104,26 @@ __kernel void upsample_bwd(TENSOR(dy), TENSOR(dx), int C, int H, int W, int f, i
             s += LD(dy, n, (uint)((c * H * f + h * f + r) * Wo + w * f + b));
     ST(dx, n, i, acc ? LD(dx, n, i) + s : s);
 }
+
+/* Global average pooling: y (N,C,1,1) = the row-major sum of each (H,W) plane over H*W, one
+ * work-item per channel */
+__kernel void avgpool_fwd(TENSOR(x), TENSOR(y), int C, int HW)
+{
+    uint c = get_global_id(0), n = get_global_id(1);
+    if (c >= (uint)C)
+        return;
+    float s = 0.0f;
+    for (int k = 0; k < HW; k++)
+        s += LD(x, n, c * (uint)HW + (uint)k);
+    ST(y, n, c, s / (float)HW);
+}
+
+/* dx (=|+=) dy / (H*W) at every pixel of its plane */
+__kernel void avgpool_bwd(TENSOR(dy), TENSOR(dx), int C, int HW, int acc)
+{
+    uint i = get_global_id(0), n = get_global_id(1);
+    if (i >= (uint)(C * HW))
+        return;
+    float g = LD(dy, n, i / (uint)HW) / (float)HW;
+    ST(dx, n, i, acc ? LD(dx, n, i) + g : g);
+}

@@ -170,3 +170,37 @@ int yc_tensor_set_f32(yc_backend *be, const yc_tensor *t, const float *src)
     int rc = check_placed(be, t, "writing");
     return rc ? rc : transfer(be, t, NULL, src, write_run, "writing");
 }
+
+int yc_tensor_set_u8_scaled(yc_backend *be, const yc_tensor *t, const uint8_t *src)
+{
+    int rc = check_placed(be, t, "writing");
+    if (rc)
+        return rc;
+    const long long n = (long long)yc_tensor_elems(t);
+    char *base = be->iface->buffer_host_ptr ? be->iface->buffer_host_ptr(be, t->buf) : NULL;
+    if (base && yc_tensor_dense(t)) {
+        if (t->type == YC_F32) {
+            float *dst = (float *)(void *)(base + t->offset);
+#pragma omp parallel for schedule(static)
+            for (long long i = 0; i < n; i++)
+                dst[i] = (float)src[i] / 255.0f;
+        } else {
+            uint16_t *dst = (uint16_t *)(void *)(base + t->offset);
+#pragma omp parallel for schedule(static)
+            for (long long i = 0; i < n; i++)
+                dst[i] = yc_float_to_half((float)src[i] / 255.0f);
+        }
+        return YC_OK;
+    }
+    if (be->iface->write_u8_scaled && yc_tensor_dense(t))
+        return be->iface->write_u8_scaled(be, t, src);
+    float *tmp = yc_malloc((size_t)n * sizeof *tmp, "the input batch as floats");
+    if (!tmp)
+        return YC_ENOMEM;
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < n; i++)
+        tmp[i] = (float)src[i] / 255.0f;
+    rc = yc_tensor_set_f32(be, t, tmp);
+    free(tmp);
+    return rc;
+}

@@ -95,6 +95,11 @@ typedef enum yc_op_kind {
     YC_OP_UPSAMPLE,
     /* Upsample backward: dx[h][w] = sum of dy over its f*f block.  src: dy;  dst: dx [acc] */
     YC_OP_UPSAMPLE_BWD,
+    /* Global average pooling (nn.AdaptiveAvgPool2d(1)): y = the sum of x over (H,W), in row-major
+     * order, divided by H*W.  src: x (N,C,H,W);  dst: y (N,C,1,1) */
+    YC_OP_AVGPOOL,
+    /* Its backward: dx[h][w] = dy / (H*W).  src: dy (N,C,1,1);  dst: dx (N,C,H,W) [acc] */
+    YC_OP_AVGPOOL_BWD,
 
     /* The optimizer ops below work on flat ranges of the parameter arena: dense FP32 tensors of
      * equal element count N (usually (1,N,1,1)).  They update their dst tensors in place. */
@@ -368,5 +373,10 @@ int yc_backend_exec(yc_backend *be, const yc_op *op, yc_span ws);
 int yc_tensor_get_f32(yc_backend *be, const yc_tensor *t, float *dst);
 /* Writes a dense host float array into a tensor (FP16 converted). */
 int yc_tensor_set_f32(yc_backend *be, const yc_tensor *t, const float *src);
+/* Writes a batch of uint8 pixels (as many as the tensor has elements, in its dense order) into
+ * an FP32 or FP16 tensor, each divided by 255: in place where the backend's memory is the host's,
+ * on the device where the backend converts uint8 itself (a quarter of float32's bytes moved),
+ * else converted on the host and written as floats. */
+int yc_tensor_set_u8_scaled(yc_backend *be, const yc_tensor *t, const uint8_t *src);
 
 #endif

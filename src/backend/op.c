@@ -49,6 +49,8 @@ static const op_sig op_sigs[YC_OP_COUNT] = {
     [YC_OP_MAXPOOL_BWD] = {"maxpool_bwd", {"dy", "x"}, {"dx"}, 0, 0, true},
     [YC_OP_UPSAMPLE] = {"upsample", {"x"}, {"y"}, 0, 0, false},
     [YC_OP_UPSAMPLE_BWD] = {"upsample_bwd", {"dy"}, {"dx"}, 0, 0, true},
+    [YC_OP_AVGPOOL] = {"avgpool", {"x"}, {"y"}, 0, 0, false},
+    [YC_OP_AVGPOOL_BWD] = {"avgpool_bwd", {"dy"}, {"dx"}, 0, 0, true},
     [YC_OP_SGD] = {"sgd", {"grad", "sumsq"}, {"w", "buf"}, 1u << 1, 0, false},
     [YC_OP_ADAM] = {"adam", {"grad", "sumsq"}, {"w", "m", "v"}, 1u << 1, 0, false},
     [YC_OP_EMA] = {"ema", {"x"}, {"e"}, 0, 0, false},
@@ -345,6 +347,15 @@ static int check_kind(const checker *ck)
         snprintf(why, sizeof why, "%s %s upsampled by %d", lr, shape_str(lo, a, sizeof a), f);
         return expect_shape(ck, hr, hi, lo->n, lo->c, lo->h * f, lo->w * f, why);
     }
+    case YC_OP_AVGPOOL:
+    case YC_OP_AVGPOOL_BWD: {
+        bool fwd = op->kind == YC_OP_AVGPOOL;
+        const yc_tensor *img = fwd ? s[0] : d[0];
+        char a[64], why[128];
+        snprintf(why, sizeof why, "%s %s averaged over its height and width", fwd ? "x" : "dx",
+                 shape_str(img, a, sizeof a));
+        return expect_shape(ck, fwd ? "y" : "dy", fwd ? d[0] : s[0], img->n, img->c, 1, 1, why);
+    }
     case YC_OP_SGD: {
         float lr = op->p.sgd.lr, mom = op->p.sgd.momentum, wd = op->p.sgd.wd, sc = op->p.sgd.scale;
         int nest = op->p.sgd.nesterov;
@@ -434,6 +445,7 @@ static bool may_be_f16(yc_op_kind kind, bool dst, int i)
     case YC_OP_COPY:
     case YC_OP_MAXPOOL:
     case YC_OP_UPSAMPLE:
+    case YC_OP_AVGPOOL:
         return i == 0; /* x and y (a) */
     case YC_OP_CONV2D_BWD_FILTER:
     case YC_OP_SUMSQ:

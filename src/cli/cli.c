@@ -179,3 +179,14 @@ int yc_open_infer_model(const char *device, const char *weights, const char *cfg
     /* val.py and detect.py run the fused model (attempt_load(fuse=True)) */
     return yc_model_fuse(m);
 }
+
+int yc_half_check(const yc_backend *be, const char *cmd)
+{
+    if (!be->info.fp16_storage)
+        return yc_error_status(YC_EUSAGE, "%s --half: %s cannot store FP16 tensors; run without "
+                               "--half", cmd, be->info.name);
+    printf("--half: FP16 storage of activations with FP32 arithmetic on %s (%s)\n",
+           be->info.name, be->info.fp16_arith ? "yolocl has no FP16 arithmetic kernels"
+                                              : "the device has no FP16 arithmetic");
+    return YC_OK;
+}

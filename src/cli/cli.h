@@ -44,4 +44,9 @@ struct yc_infer_model;
 int yc_open_infer_model(const char *device, const char *weights, const char *cfg,
                         struct yc_backend **be, struct yc_infer_model *im);
 
+/* val and detect --half: FP16 storage of the activations with FP32 arithmetic (yolocl has no FP16
+ * arithmetic kernels; YOLOv5's --half computes in FP16 on CUDA).  Prints which it is on be's
+ * device; YC_EUSAGE (message naming the device) when the device cannot store FP16. */
+int yc_half_check(const struct yc_backend *be, const char *cmd);
+
 #endif

@@ -1,10 +1,13 @@
-/* yolocl detect: YOLOv5 v7.0 detect.py on image files (see detect.h). */
+/* yolocl detect: YOLOv5 v7.0 detect.py on images, videos and streams (see detect.h). */
 #include <getopt.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "classify_cmds.h"
 #include "cli.h"
 #include "commands.h"
 #include "dataset.h"
@@ -16,19 +19,24 @@
 #include "rundir.h"
 #include "slice.h"
 #include "val.h"
+#include "video.h"
 
 #define MAX_CLASSES 4096
 
 /* The command line. */
 typedef struct detect_cli {
     const char *weights, *cfg, *source, *data, *project, *name, *device;
-    int img_h, img_w, max_det, line;
+    int img_h, img_w, max_det, line, vid_stride;
     float conf, iou;
     bool agnostic, save_txt, save_conf, save_crop, nosave, hide_labels, hide_conf, exist_ok;
     int classes[MAX_CLASSES];
     int n_classes;
     yc_slice_options so;
     size_t max_pixels;
+    /* --img was given (a classifier's default is 224, not 640) */
+    bool img_given;
+    /* YOLOv5 v7.0 detect.py's --augment, --half, --view-img (issue 31) */
+    bool augment, half, view_img, visualize;
 } detect_cli;
 
 static int img_size(const yc_option *row, const char *arg, void *obj, yc_opt_state *s);
@@ -41,7 +49,9 @@ static const yc_option rows[] = {
     YC_OPT_STRING('c', "cfg", "MODEL", T, cfg,
                   "model config of the weights: a bundled name (yolov5n, ...)\nor a model yaml"),
     YC_OPT_STRING('s', "source", "PATH", T, source,
-                  "an image, a directory of images or a glob ('dir/*.jpg')"),
+                  "an image or video, a directory of them, a glob\n"
+                  "('dir/*.jpg'), a stream URL (rtsp, rtmp, http) or a\n"
+                  "webcam number (0)"),
     YC_OPT_STRING(0, "data", "FILE", T, data,
                   "dataset yaml whose names label the classes (when the\nweights carry none)"),
     {.type = YC_OPT_T_CALLBACK, .name = "img", .aliases = {"imgsz", "img-size"},
@@ -60,6 +70,8 @@ static const yc_option rows[] = {
     YC_OPT_INT(0, "line-thickness", "N", T, line, 1, 100, "box line width in pixels (default 3)"),
     YC_OPT_BOOL(0, "hide-labels", T, hide_labels, "draw boxes without labels"),
     YC_OPT_BOOL(0, "hide-conf", T, hide_conf, "labels without confidences"),
+    YC_OPT_INT(0, "vid-stride", "N", T, vid_stride, 1, 100000,
+               "detect in every Nth frame of a video (default 1)"),
     YC_OPTS_RUN_DIR(T, project, name, exist_ok,
                     "parent of the run directory (default runs/detect)",
                     "run directory name (default exp; exp2, exp3... when taken)",
@@ -68,6 +80,17 @@ static const yc_option rows[] = {
     YC_OPT_PIXELS("max-pixels", "N|WxH", T, max_pixels,
                   "most pixels one image read may decode (default 2^30);\n"
                   "larger images are skipped: detect them with --slice"),
+    YC_OPT_BOOL(0, "augment", T, augment,
+                "test-time augmentation: scales 1, 0.83, 0.67, the second\n"
+                "flipped left-right, merged before NMS (YOLOv5's)"),
+    YC_OPT_BOOL(0, "half", T, half,
+                "FP16 storage of the activations (arithmetic stays FP32)"),
+    YC_OPT_BOOL(0, "visualize", T, visualize,
+                "save every layer's feature maps per image: <stem>/stage*\n"
+                "png (32 channels) and .npy (the whole output)"),
+    YC_OPT_BOOL(0, "view-img", T, view_img,
+                "accepted with a warning: no display library is built in;\n"
+                "open the saved images instead"),
     YC_OPT_TEXT("\n"
                 "Images larger than 4096x4096 pixels are read reduced to --img while they decode, never\n"
                 "whole, and their annotated copy is drawn strip by strip.\n"
@@ -91,7 +114,8 @@ static const yc_option rows[] = {
 static const yc_command_options spec = {
     .cmd = "detect",
     .head = "Usage: yolocl detect --weights W [--cfg MODEL] --source PATH [options]\n"
-            "Detect objects in images as YOLOv5's detect.py; results in runs/detect/expN.\n"
+            "Detect objects in images and videos as YOLOv5's detect.py; results in\n"
+            "runs/detect/expN.\n"
             "\n",
     .rows = rows,
     .help_col = 27,
@@ -163,6 +187,7 @@ static int parse(int argc, char **argv, detect_cli *c)
     c->img_h = c->img_w = 640;
     c->max_det = 1000;
     c->line = 3;
+    c->vid_stride = 1;
     c->conf = 0.25f;
     c->iou = 0.45f;
     yc_slice_options_default(&c->so);
@@ -178,8 +203,18 @@ static int parse(int argc, char **argv, detect_cli *c)
     if (yc_opt_slice_given(&s) && !c->so.tile)
         return yc_usage_error(spec.cmd, "--slice-overlap, --slice-merge, --slice-thres and "
                                         "--slice-full need --slice SIZE");
+    c->img_given = yc_opt_given(&s, "img");
     if (c->so.tile && !yc_opt_given(&s, "img"))
         c->img_h = c->img_w = c->so.tile;
+    if (c->augment && c->so.tile)
+        return yc_usage_error(spec.cmd, "--augment with --slice is not supported: the slices are "
+                                        "already a multi-scale view (use one or the other)");
+    if (c->visualize && (c->augment || c->so.tile))
+        yc_warn("--visualize does nothing with %s (YOLOv5's augmented forward does not "
+                "visualize)", c->augment ? "--augment" : "--slice");
+    if (c->view_img)
+        yc_warn("--view-img: yolocl has no display library built in; the annotated images are "
+                "saved in the run directory%s", c->nosave ? " (not with --nosave)" : "");
     return 0;
 }
 
@@ -239,12 +274,40 @@ static int open_detector(const detect_cli *c, detect_run *r)
     dopt.agnostic = c->agnostic;
     /* sliced: every window and the full pass letterboxed to h x w, one graph planned for it */
     dopt.fixed_shape = c->so.tile > 0;
+    dopt.augment = c->augment;
+    if (c->half && (st = yc_half_check(r->be, spec.cmd)))
+        return st;
+    dopt.half = c->half;
+    dopt.visualize = c->visualize && !c->augment && !c->so.tile;
     return yc_detector_new(&r->det, &r->im, &dopt);
 }
 
-/* Detects in every image into the run directory. */
+/* A first SIGINT or SIGTERM ends detection after the frame in hand, finishing the annotated
+ * video (a live source runs until then); a second one exits at once. */
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    if (stop_requested)
+        _exit(128 + sig);
+    stop_requested = 1;
+}
+
+/* Whether the sources hold a video or a live source. */
+static bool has_video(const yc_path_list *files)
+{
+    for (size_t i = 0; i < files->n; i++)
+        if (yc_is_video_path(files->paths[i]) || yc_is_live_source(files->paths[i]))
+            return true;
+    return false;
+}
+
+/* Detects in every image and video into the run directory. */
 static int run(const detect_cli *c, detect_run *r)
 {
+    if (c->so.tile && has_video(&r->files))
+        return yc_error_status(YC_EUSAGE, "--slice detects in images only, and %s holds videos "
+                               "or is a stream: leave --slice out for them", c->source);
     char save_dir[4096];
     int st = yc_run_dir(c->project, c->name, c->exist_ok, NULL, save_dir, sizeof save_dir);
     if (st)
@@ -253,17 +316,30 @@ static int run(const detect_cli *c, detect_run *r)
                          .save_conf = c->save_conf, .save_crop = c->save_crop,
                          .line_thickness = c->line, .hide_labels = c->hide_labels,
                          .hide_conf = c->hide_conf, .print = true,
-                         .limits = {.max_pixels = c->max_pixels}};
+                         .limits = {.max_pixels = c->max_pixels},
+                         .vid_stride = c->vid_stride, .stop = &stop_requested,
+                         .visualize = c->visualize && !c->augment && !c->so.tile};
     yc_detect_summary sum;
     int nc = r->im.m->nc;
-    if (c->so.tile)
+    if (c->so.tile) {
         st = yc_detect_files_sliced(r->det, &r->files, r->names, nc, &sv, &c->so, &sum);
-    else
+    } else {
+        struct sigaction sa, old_int, old_term;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        stop_requested = 0;
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
         st = yc_detect_files(r->det, &r->files, r->names, nc, &sv, &sum);
-    if (!st && sum.images == 0 && r->files.n > 0)
-        st = yc_error_status(YC_EFORMAT, "none of the %zu image%s of %s could be read (see the "
-                             "warnings above)", r->files.n, r->files.n == 1 ? "" : "s",
-                             c->source);
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+    }
+    if (!st && sum.images == 0 && r->files.n > 0 && !stop_requested)
+        st = yc_error_status(YC_EFORMAT, "none of the %zu %s%s of %s could be read (see the "
+                             "warnings above)", r->files.n,
+                             has_video(&r->files) ? "source" : "image",
+                             r->files.n == 1 ? "" : "s", c->source);
     return st;
 }
 
@@ -274,10 +350,21 @@ int yc_cmd_detect(int argc, char **argv)
     int st = parse(argc, argv, &c);
     if (st)
         return st == YC_OPT_DONE ? YC_EXIT_OK : st;
+    if (yc_cli_is_classifier(c.weights, c.cfg)) {
+        st = yc_cli_classify_predict(c.weights, c.cfg, c.source, c.img_given ? c.img_h : 0,
+                                     c.device);
+        return st ? yc_report_failure(st) : YC_EXIT_OK;
+    }
     detect_run r;
     memset(&r, 0, sizeof r);
     if (!(st = open_detector(&c, &r)))
         st = run(&c, &r);
     detect_run_free(&r);
-    return st ? yc_report_failure(st) : YC_EXIT_OK;
+    if (st)
+        return yc_report_failure(st);
+    if (stop_requested) {
+        fprintf(stderr, "yolocl: detection interrupted; the results so far are saved\n");
+        return 130;
+    }
+    return YC_EXIT_OK;
 }

@@ -71,6 +71,10 @@ static void print_summary(yc_model *m, int img, const char *path)
     double gflops = yc_model_gflops(m, img);
     printf("%s summary: %d layers, %zu parameters, %zu gradients, %.1f GFLOPs\n", m->cfg->name,
            yc_model_count_modules(m), np, np, gflops);
+    if (m->cfg->task == YC_TASK_CLASSIFY) {
+        printf("classifier: %d classes  config: %s\n", m->nc, path);
+        return;
+    }
     printf("strides:");
     for (int l = 0; l < m->nl; l++)
         printf(" %g", m->stride[l]);

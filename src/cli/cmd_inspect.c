@@ -168,7 +168,8 @@ static int write_result(const char *out, yc_step *s, const yc_loss_result *res, 
  * random initialisation. */
 static int read_batch_and_model(const inspect_cli *c, batch_data *b, yc_opened_model *om)
 {
-    yc_model_spec ms = {.cfg = c->cfg, .nc = c->nc, .use = YC_MODEL_SHAPE};
+    yc_model_spec ms = {.cfg = c->cfg, .nc = c->nc, .use = YC_MODEL_SHAPE,
+                        .detection_only = "yolocl inspect"};
     int st = yc_model_open(&ms, om);
     if (st || (st = read_batch(c->batch, b)))
         return st;

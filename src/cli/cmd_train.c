@@ -6,12 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classify_train.h"
 #include "cli.h"
 #include "commands.h"
 #include "dist.h"
+#include "evolve.h"
 #include "imgcache.h"
 #include "log.h"
 #include "memplan.h"
+#include "modelcfg.h"
 #include "optim.h"
 #include "options.h"
 #include "train.h"
@@ -26,6 +29,8 @@
 typedef struct train_cli {
     yc_train_opts o; /* first: the saved fields' offsets are offsets into it */
     const char *resume;
+    /* --evolve [N]: generations of hyperparameter evolution (evolve.h); 0: a plain run */
+    int evolve;
 } train_cli;
 
 static int freeze_layers(const yc_option *row, const char *arg, void *obj, yc_opt_state *s);
@@ -70,6 +75,9 @@ static const yc_option rows[] = {
     SAVED(YC_OPT_T_BOOL, 0, "image-weights", NULL, "image_weights",
           "sample images by class-weighted mAP"),
     SAVED(YC_OPT_T_BOOL, 0, "multi-scale", NULL, "multi_scale", "vary image size +/- 50%"),
+    SAVED(YC_OPT_T_BOOL, 0, "quad", NULL, "quad",
+          "quad batches: each 4 images become one of twice the size\n"
+          "(2x2 tiles or the first enlarged), gradients x4"),
     SAVED(YC_OPT_T_BOOL, 0, "single-cls", NULL, "single_cls",
           "train multi-class data as one class"),
     {.type = YC_OPT_T_ENUM, .name = "optimizer", .metavar = "NAME", .key = "optimizer",
@@ -125,8 +133,11 @@ static const yc_option rows[] = {
     SAVED(YC_OPT_T_PIXELS, 0, "max-pixels", "N|WxH", "max_pixels",
           "most pixels one image read may decode (default 2^30);\n"
           "larger images are skipped: train them with --tile"),
-    {.type = YC_OPT_T_CALLBACK, .name = "evolve", .metavar = "[N]", .flags = YC_OPT_OPTIONAL_ARG | YC_OPT_HIDDEN,
-     .fn = evolve},
+    {.type = YC_OPT_T_CALLBACK, .name = "evolve", .metavar = "[N]", .flags = YC_OPT_OPTIONAL_ARG,
+     .fn = evolve,
+     .help = "evolve the hyperparameters for N generations (bare: 300),\n"
+             "each a training run; evolve.csv and hyp_evolve.yaml in\n"
+             "runs/evolve/expN (yolocl-train(1) EVOLUTION)"},
     YC_OPT_HELP(),
     YC_OPT_END(),
 };
@@ -180,12 +191,40 @@ static int resume_value(void *obj, yc_opt_state *s)
     return 0;
 }
 
+/* --evolve [N]: N generations, 300 when bare (argparse's const=300) */
 static int evolve(const yc_option *row, const char *arg, void *obj, yc_opt_state *s)
 {
     (void)row;
-    (void)arg;
-    (void)obj;
-    return yc_usage_error(s->spec->cmd, "--evolve (hyperparameter evolution) is not supported");
+    train_cli *c = obj;
+    c->evolve = 300;
+    /* the value may also be the next argument (argparse nargs='?') */
+    if (!arg && optind < s->argc && s->argv[optind][0] != '-')
+        arg = s->argv[optind++];
+    return arg ? yc_cli_int(s->spec->cmd, "--evolve", arg, 1, 1000000, &c->evolve) : 0;
+}
+
+/* train.py's main with --evolve: its checks, the runs/evolve project, the generations. */
+static int run_evolve(train_cli *c, const yc_opt_state *s)
+{
+    if (c->o.resume)
+        return yc_usage_error(s->spec->cmd, "--resume is not allowed with --evolve (evolve.csv "
+                              "is the state: rerun --evolve with --exist-ok into the same "
+                              "--project/--name to continue)");
+    if (yc_dist_size() > 1)
+        return yc_usage_error(s->spec->cmd, "--evolve is not compatible with distributed "
+                              "training (mpirun)");
+    if (!yc_opt_given(s, "project"))
+        c->o.project = "runs/evolve"; /* opt.project = str(ROOT / 'runs/evolve') */
+    bool interrupted = false;
+    int st = yc_evolve(&c->o, c->evolve, &interrupted);
+    if (st)
+        return yc_report_failure(st);
+    if (interrupted) {
+        fprintf(stderr, "yolocl: evolution interrupted; continue it with --evolve N --exist-ok "
+                        "and the same --project/--name\n");
+        return 130;
+    }
+    return YC_EXIT_OK;
 }
 
 /* The checks across options, and the demo's settings without --data. */
@@ -214,6 +253,31 @@ static int finish_options(train_cli *c, const yc_opt_state *s)
     return 0;
 }
 
+/* Whether --cfg names a classifier config (its last layer Classify); then the defaults of
+ * classify/train.py replace train.py's for the options not given. */
+static bool classifier_run(train_cli *c, const yc_opt_state *s)
+{
+    yc_train_opts *o = &c->o;
+    char path[1024];
+    yc_model_cfg *cfg = NULL;
+    if (c->resume || !o->cfg || !o->cfg[0] || yc_model_cfg_find(o->cfg, path, sizeof path) ||
+        yc_model_cfg_load(&cfg, path, 0)) {
+        yc_error_clear(); /* train reports a bad config itself */
+        return false;
+    }
+    bool classify = cfg->task == YC_TASK_CLASSIFY;
+    yc_model_cfg_free(cfg);
+    if (classify) {
+        if (!yc_opt_given(s, "imgsz"))
+            o->imgsz = YC_CLS_IMGSZ;
+        if (!yc_opt_given(s, "optimizer"))
+            o->optimizer = YC_OPTIM_ADAM;
+        if (!yc_opt_given(s, "label-smoothing"))
+            o->label_smoothing = YC_CLS_LABEL_SMOOTHING;
+    }
+    return classify;
+}
+
 int yc_cmd_train(int argc, char **argv)
 {
     train_cli c = {.resume = NULL};
@@ -224,10 +288,21 @@ int yc_cmd_train(int argc, char **argv)
         return st == YC_OPT_DONE ? YC_EXIT_OK : st;
     if ((st = finish_options(&c, &s)))
         return st;
+    if (classifier_run(&c, &s)) {
+        bool stopped = false;
+        if ((st = yc_classify_train(&c.o, &stopped)))
+            return yc_report_failure(st);
+        return stopped ? 130 : YC_EXIT_OK;
+    }
     /* MPI when started by mpirun (dist.h); otherwise rank 0 of 1 */
     if ((st = yc_dist_init(NULL, NULL))) {
         yc_dist_finalize();
         return yc_report_failure(st);
+    }
+    if (c.evolve > 0) {
+        st = run_evolve(&c, &s);
+        yc_dist_finalize();
+        return st;
     }
     bool interrupted = false;
     st = yc_train(&c.o, &interrupted);

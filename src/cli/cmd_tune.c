@@ -86,7 +86,7 @@ int yc_cmd_tune(int argc, char **argv)
     char *file = NULL;
     const yc_op **ops = NULL;
     yc_model_spec ms = {.cfg = cfg_name, .device = device, .announce = true,
-                        .use = YC_MODEL_TRAIN};
+                        .use = YC_MODEL_TRAIN, .detection_only = "yolocl tune"};
     if ((st = yc_model_open(&ms, &om)))
         return yc_report_failure(st);
     yc_model *m = om.m;

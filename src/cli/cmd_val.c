@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "classify_cmds.h"
 #include "cli.h"
 #include "commands.h"
 #include "dataset.h"
@@ -14,6 +15,7 @@
 #include "loader.h"
 #include "log.h"
 #include "options.h"
+#include "plots.h"
 #include "rundir.h"
 #include "tileset.h"
 #include "util.h"
@@ -28,16 +30,40 @@ typedef struct val_cli {
     bool single_cls, verbose, save_txt, save_conf, save_json, exist_ok, val_full;
     yc_slice_options so;
     size_t max_pixels;
+    /* YOLOv5 v7.0 val.py's --augment, --half, --save-hybrid (issue 31) */
+    bool augment, half, save_hybrid;
+    /* --task speed or study (the split is then val) */
+    int task;
+    /* --img was given (a classifier's default is 224, not 640) */
+    bool img_given;
 } val_cli;
 
-static int parse_task(const char *name, int *v)
+/* --task beyond the splits: val.py's speed benchmark and its mAP/time study over image sizes */
+enum { TASK_SPLIT = 0, TASK_SPEED, TASK_STUDY };
+
+/* val.py's study: image sizes 256 to 1536 in steps of 128 */
+#define STUDY_FIRST 256
+#define STUDY_LAST 1536
+#define STUDY_STEP 128
+#define STUDY_SIZES ((STUDY_LAST - STUDY_FIRST) / STUDY_STEP + 1)
+
+static int task_option(const yc_option *row, const char *arg, void *obj, yc_opt_state *s)
 {
+    (void)row;
+    val_cli *c = obj;
+    c->task = TASK_SPLIT;
+    c->split = YC_SPLIT_VAL;
+    if (!strcmp(arg, "speed") || !strcmp(arg, "study")) {
+        c->task = arg[1] == 'p' ? TASK_SPEED : TASK_STUDY;
+        return 0;
+    }
     for (int k = 0; k < YC_SPLIT_COUNT; k++)
-        if (!strcmp(name, yc_split_name((yc_split)k))) {
-            *v = k;
+        if (!strcmp(arg, yc_split_name((yc_split)k))) {
+            c->split = k;
             return 0;
         }
-    return -1;
+    return yc_usage_error(s->spec->cmd, "invalid value '%s' for --task: expected val, test, "
+                          "train, speed or study", arg);
 }
 
 #define T val_cli
@@ -58,9 +84,19 @@ static const yc_option rows[] = {
     YC_OPT_FLOAT(0, "iou-thres", "X", T, iou, 0, 1, "NMS IoU threshold (default 0.6)"),
     YC_OPT_INT(0, "max-det", "N", T, max_det, 1, 100000,
                "maximum detections per image (default 300)"),
-    {.type = YC_OPT_T_ENUM, .name = "task", .metavar = "T", .offset = offsetof(T, split),
-     .parse = parse_task, .choices = "val, test or train",
-     .help = "split: val, test or train (default val)"},
+    YC_OPT_CALLBACK(0, "task", "T", T, task, task_option,
+                    "split: val, test or train (default val); speed: val with\n"
+                    "conf 0.25, IoU 0.45, no plots or JSON, for the speed line;\n"
+                    "study: mAP and times at --img 256 to 1536 (step 128)\n"
+                    "into study_<data>_<weights>.txt and study.png"),
+    YC_OPT_BOOL(0, "augment", T, augment,
+                "test-time augmentation: scales 1, 0.83, 0.67, the second\n"
+                "flipped left-right, merged before NMS (YOLOv5's)"),
+    YC_OPT_BOOL(0, "half", T, half,
+                "FP16 storage of the activations (arithmetic stays FP32)"),
+    YC_OPT_BOOL(0, "save-hybrid", T, save_hybrid,
+                "labels join the predictions before NMS (autolabelling);\n"
+                "implies --save-txt; the mAP is then not the model's"),
     YC_OPT_BOOL(0, "single-cls", T, single_cls, "treat every class as one"),
     YC_OPT_BOOL(0, "verbose", T, verbose, "per-class results for any number of classes"),
     YC_OPT_BOOL(0, "save-txt", T, save_txt, "save detections to labels/*.txt"),
@@ -121,6 +157,7 @@ static int parse(int argc, char **argv, val_cli *c)
         return st;
     if (!yc_opt_given(&s, "slice-overlap"))
         c->so.overlap = -1; /* the dataset yaml's */
+    c->img_given = yc_opt_given(&s, "img");
     if (!c->data || !c->weights)
         return yc_usage_error(spec.cmd, "--data and --weights are required");
     if (yc_opt_slice_given(&s) && !c->val_full)
@@ -130,8 +167,25 @@ static int parse(int argc, char **argv, val_cli *c)
         return yc_usage_error(spec.cmd, "--val-full needs tiles: --tile SIZE (not 0)");
     if ((st = yc_cli_run_name(spec.cmd, c->project, c->name)))
         return st;
-    if (c->conf > 0.001f)
-        yc_warn("confidence threshold %g > 0.001 produces invalid results", (double)c->conf);
+    if (c->augment && c->val_full)
+        return yc_usage_error(spec.cmd, "--augment with --val-full is not supported: the slices "
+                                        "are already a multi-scale view (use one or the other)");
+    if (c->save_hybrid && (c->tile > 0 || c->val_full))
+        return yc_usage_error(spec.cmd, "--save-hybrid needs whole images (not --tile or "
+                                        "--val-full)");
+    c->save_txt |= c->save_hybrid; /* opt.save_txt |= opt.save_hybrid */
+    if (c->task == TASK_SPLIT) {
+        if (c->conf > 0.001f)
+            yc_warn("confidence threshold %g > 0.001 produces invalid results", (double)c->conf);
+        if (c->save_hybrid)
+            yc_warn("--save-hybrid will return high mAP from hybrid labels, not from predictions "
+                    "alone");
+    } else if (c->task == TASK_SPEED) {
+        /* opt.conf_thres, opt.iou_thres, opt.save_json = 0.25, 0.45, False */
+        c->conf = 0.25f;
+        c->iou = 0.45f;
+        c->save_json = false;
+    }
     return 0;
 }
 
@@ -177,6 +231,9 @@ static int open_data(val_cli *c, val_run *r)
         return yc_error_status(YC_EUSAGE, "--save-txt and --save-json write whole-image "
                                "results: with tiles (--tile %d) add --val-full, or use yolocl "
                                "detect --slice", c->tile);
+    if (c->task == TASK_STUDY && (c->tile > 0 || c->val_full))
+        return yc_error_status(YC_EUSAGE, "--task study needs whole images (not --tile or "
+                               "--val-full)");
     if (r->y.n_entries[c->split] == 0)
         return yc_error_status(YC_EUSAGE, "%s has no '%s' images", c->data,
                                yc_split_name((yc_split)c->split));
@@ -195,6 +252,8 @@ static int open_model(const val_cli *c, val_run *r)
                                "what you passed (%d classes). Pass correct combination of "
                                "--weights and --data that are trained together.", c->weights,
                                m->nc, r->y.nc);
+    if (c->half && (st = yc_half_check(r->be, spec.cmd)))
+        return st;
     r->imgsz = yc_check_img_size(c->img, r->im.stride, 0);
     if (r->imgsz != c->img)
         yc_warn("--img-size %d must be multiple of max stride %d, updating to %d", c->img,
@@ -253,7 +312,10 @@ static int run(val_cli *c, val_run *r)
     vo.imgsz = r->imgsz;
     vo.batch = c->batch;
     vo.save_dir = r->save_dir;
-    vo.plots = true;
+    vo.plots = c->task == TASK_SPLIT; /* run(..., plots=False) for speed and study */
+    vo.augment = c->augment;
+    vo.half = c->half;
+    vo.save_hybrid = c->save_hybrid;
     vo.save_txt = c->save_txt;
     vo.save_conf = c->save_conf;
     vo.save_json = c->save_json;
@@ -270,17 +332,85 @@ static int run(val_cli *c, val_run *r)
     return yc_validate(m, r->loader, view, names, &vo, NULL, &r->res);
 }
 
+/* val.py's study: one validation per image size (each its own run directory), the rows
+ * (P, R, mAP@0.5, mAP@0.5:0.95, the three losses, the three times) written as np.savetxt(f, y,
+ * fmt='%10.4g') into study_<data stem>_<weights stem>.txt in the current directory, then
+ * plot_val_study's study.png beside it. */
+static int study(val_cli *c, val_run *r, const char *prefix)
+{
+    char dstem[256], wstem[256], file[600];
+    yc_path_stem(c->data, dstem, sizeof dstem);
+    yc_path_stem(c->weights, wstem, sizeof wstem);
+    snprintf(file, sizeof file, "study_%s_%s.txt", dstem, wstem);
+    double y[STUDY_SIZES][10];
+    int st = YC_OK, n = 0;
+    for (int sz = STUDY_FIRST; sz <= STUDY_LAST; sz += STUDY_STEP, n++) {
+        printf("\nRunning %s --imgsz %d...\n", file, sz);
+        c->img = sz;
+        r->imgsz = yc_check_img_size(sz, r->im.stride, 0);
+        yc_loader_free(r->loader);
+        r->loader = NULL;
+        yc_dataset_free(&r->ds);
+        yc_val_result_free(&r->res);
+        if ((st = open_images(c, r, prefix)) || (st = run(c, r)))
+            return st;
+        const yc_val_metrics *mt = &r->res.metrics;
+        double row[10] = {mt->mp, mt->mr, mt->map50, mt->map, r->res.loss[0], r->res.loss[1],
+                          r->res.loss[2], r->res.t_pre, r->res.t_inf, r->res.t_nms};
+        memcpy(y[n], row, sizeof row);
+    }
+    yc_atomic_file af;
+    if ((st = yc_atomic_open(&af, file)))
+        return yc_error_context(st, "writing %s", file);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 10; k++)
+            fprintf(af.f, "%10.4g%s", y[i][k], k < 9 ? " " : "\n");
+    if ((st = yc_atomic_commit(&af)))
+        return yc_error_context(st, "writing %s", file);
+    /* plot_val_study: mAP@0.5:0.95 * 100 against the inference time, up to its best size */
+    float x[STUDY_SIZES], ym[STUDY_SIZES], xmax = 0, ymax = 0;
+    int j = 0;
+    for (int i = 1; i < n; i++)
+        if (y[i][3] > y[j][3])
+            j = i;
+    int np = 0;
+    for (int i = 1; i <= j; i++, np++) {
+        x[np] = (float)y[i][8];
+        ym[np] = (float)(y[i][3] * 100);
+        xmax = x[np] > xmax ? x[np] : xmax;
+        ymax = ym[np] > ymax ? ym[np] : ymax;
+    }
+    const char *label = wstem;
+    yc_curve_plot p = {.xlabel = "Speed (ms/img)", .ylabel = "AP val", .n_points = np, .x = x,
+                       .n_series = 1, .y = ym, .series_labels = &label, .xmin = 0,
+                       .xmax = xmax > 0 ? xmax * 1.1f : 1, .ymin = 0,
+                       .ymax = ymax > 0 ? ymax * 1.1f : 1};
+    printf("Saving study.png...\n");
+    if ((st = yc_plot_curves("study.png", &p)))
+        return yc_error_context(st, "plotting study.png");
+    printf("Study saved to %s and study.png\n", file);
+    return YC_OK;
+}
+
 int yc_cmd_val(int argc, char **argv)
 {
     val_cli c;
     int st = parse(argc, argv, &c);
     if (st)
         return st == YC_OPT_DONE ? YC_EXIT_OK : st;
+    if (yc_cli_is_classifier(c.weights, c.cfg)) {
+        st = yc_cli_classify_val(c.weights, c.cfg, c.data, c.img_given ? c.img : 0, c.batch,
+                                 c.device);
+        return st ? yc_report_failure(st) : YC_EXIT_OK;
+    }
     val_run r;
     memset(&r, 0, sizeof r);
     char prefix[32];
     snprintf(prefix, sizeof prefix, "%s: ", yc_split_name((yc_split)c.split));
-    if (!(st = open_data(&c, &r)) && !(st = open_model(&c, &r)) &&
+    if (c.task == TASK_STUDY) {
+        if (!(st = open_data(&c, &r)) && !(st = open_model(&c, &r)))
+            st = study(&c, &r, prefix);
+    } else if (!(st = open_data(&c, &r)) && !(st = open_model(&c, &r)) &&
         !(st = open_images(&c, &r, prefix)) && !(st = run(&c, &r))) {
         printf("Results saved to %s\n", r.save_dir);
         if (c.save_txt)

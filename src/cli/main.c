@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "dist.h"
 #include "log.h"
+#include "video.h"
 #include "waitpolicy.h"
 
 typedef struct command {
@@ -104,6 +105,13 @@ static void print_version(void)
                yc_dist_library());
     else
         fputs("MPI: no (built without MPI: no distributed training)\n", stdout);
+    if (yc_video_built_in()) {
+        char v[256];
+        printf("Video: yes (%s; webcams: %s)\n", yc_video_versions(v, sizeof v),
+               yc_video_webcams_built_in() ? "yes" : "no, built without libavdevice");
+    } else {
+        fputs("Video: no (built without FFmpeg: detect reads images only)\n", stdout);
+    }
 }
 
 /* yolocl help [COMMAND] */

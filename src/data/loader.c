@@ -15,6 +15,7 @@
 
 #include "image.h"
 #include "log.h"
+#include "quad.h"
 #include "rng.h"
 
 typedef struct slot {
@@ -369,7 +370,8 @@ static int build_batch(worker *wk, int k, slot *s)
         h = l->rb.hw[2 * k];
         w = l->rb.hw[2 * k + 1];
     }
-    int status = ensure_capacity(s, count, h, w, 0);
+    /* quad: room for the 4 images a group's output takes even in a short last batch */
+    int status = ensure_capacity(s, o->quad && count < 4 ? 4 : count, h, w, 0);
     if (status)
         return status;
     yc_sample_params sp = {.hyp = o->hyp, .imgsz = o->imgsz, .n = l->total, .pool = l->pool,
@@ -409,6 +411,11 @@ static int build_batch(worker *wk, int k, slot *s)
         b->nt += wk->labels.n;
         b->sample[b->n] = index;
         b->n++;
+    }
+    if (o->quad && o->train && b->n > 0) {
+        yc_rng rng;
+        yc_rng_seed(&rng, mix64(l->epoch_seed ^ 0x90AD0000ull), (uint64_t)k);
+        return yc_quad_collate(b, &rng);
     }
     return YC_OK;
 }

@@ -101,6 +101,9 @@ typedef struct yc_loader_options {
      * its augmentation from streams of its own (rank 0's are a single process's).  Not with
      * rect batches (their shapes follow the whole order): YC_EUSAGE. */
     int rank, world;
+    /* training: YOLOv5's quad collate (quad.h): each batch of `batch` images becomes batch / 4
+     * images of twice the size, the group's choice drawn per (seed, epoch, batch) */
+    bool quad;
 } yc_loader_options;
 
 typedef struct yc_loader yc_loader;

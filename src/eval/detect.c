@@ -18,8 +18,11 @@
 #include "log.h"
 #include "modelcfg.h"
 #include "nms.h"
+#include "tta.h"
 #include "util.h"
 #include "val.h"
+#include "video.h"
+#include "visualize.h"
 #include "weights.h"
 
 /* ------------------------------------------------------------------------------------------------
@@ -31,7 +34,7 @@ int yc_infer_model_load(yc_infer_model *out, const char *weights, const char *cf
 {
     memset(out, 0, sizeof *out);
     yc_model_spec spec = {.cfg = cfg_name, .weights = weights, .backend = be,
-                          .use = YC_MODEL_INFER};
+                          .use = YC_MODEL_INFER, .detection_only = "this command"};
     yc_opened_model om;
     int st = yc_model_open(&spec, &om);
     if (st)
@@ -89,6 +92,8 @@ struct yc_detector {
     float *input, *heads[YC_MAX_LEVELS], *rows, *dets;
     size_t input_cap, heads_cap[YC_MAX_LEVELS], rows_cap;
     yc_nms_scratch *nms;
+    /* test-time augmentation's graphs (opt.augment) */
+    struct yc_tta *tta;
 };
 
 void yc_detect_options_default(yc_detect_options *o)
@@ -137,6 +142,7 @@ void yc_detector_free(yc_detector *d)
     free(d->rows);
     free(d->dets);
     yc_nms_scratch_free(d->nms);
+    yc_tta_free(d->tta);
     free(d);
 }
 
@@ -165,6 +171,9 @@ static float *host_f32(yc_backend *be, const yc_tensor *t)
     return base ? (float *)(void *)(base + t->offset) : NULL;
 }
 
+static int nms_scale(yc_detector *d, int h, int w, int img_h, int img_w, size_t rows,
+                     const float **dets, int *n, yc_detect_times *times, double t0, double t1);
+
 /* yc_detector_run after the letterbox: d->lb holds the input of an img_h x img_w image. */
 static int run_letterboxed(yc_detector *d, int img_h, int img_w, const float **dets, int *n,
                            int *in_h, int *in_w, yc_detect_times *times)
@@ -176,10 +185,15 @@ static int run_letterboxed(yc_detector *d, int img_h, int img_w, const float **d
         *in_h = h;
     if (in_w)
         *in_w = w;
-    if (!d->g || d->gh != h || d->gw != w) {
+    yc_graph_options go = {.mode = YC_GRAPH_EVAL, .half = d->opt.half,
+                           .keep_layers = d->opt.visualize};
+    if (d->opt.augment) {
+        if (!d->tta && (st = yc_tta_new(&d->tta, m, d->opt.half, d->opt.arena)))
+            return st;
+    } else if (!d->g || d->gh != h || d->gw != w) {
         yc_graph_free(d->g);
         d->g = NULL;
-        if ((st = yc_graph_new(&d->g, m, 1, h, w, YC_GRAPH_EVAL)) ||
+        if ((st = yc_graph_new_opts(&d->g, m, 1, h, w, &go)) ||
             (st = d->opt.arena ? yc_graph_alloc_in(d->g, d->opt.arena) : yc_graph_alloc(d->g))) {
             yc_graph_free(d->g);
             d->g = NULL;
@@ -189,10 +203,11 @@ static int run_letterboxed(yc_detector *d, int img_h, int img_w, const float **d
         d->gw = w;
     }
 
-    /* pre-process: HWC uint8 -> CHW float / 255 */
+    /* pre-process: HWC uint8 -> CHW float / 255 (into the graph's input where it is host
+     * memory) */
     double t0 = yc_now();
-    const yc_tensor *in = yc_graph_input(d->g);
-    float *dst = host_f32(m->be, in);
+    const yc_tensor *in = d->opt.augment ? NULL : yc_graph_input(d->g);
+    float *dst = in ? host_f32(m->be, in) : NULL;
     bool direct = dst != NULL;
     size_t plane = (size_t)h * (size_t)w;
     if (!direct) {
@@ -206,11 +221,22 @@ static int run_letterboxed(yc_detector *d, int img_h, int img_w, const float **d
         dst[plane + i] = (float)px[3 * i + 1] / 255.0f;
         dst[2 * plane + i] = (float)px[3 * i + 2] / 255.0f;
     }
+    size_t rows;
+    double t1 = yc_now();
+    if (d->opt.augment) {
+        /* inference: the three passes of _forward_augment, decoded, descaled and clipped */
+        const float *trows;
+        if ((st = yc_tta_predict(d->tta, dst, 1, h, w, &trows, &rows)) ||
+            (st = grow(&d->rows, &d->rows_cap, rows * (size_t)m->no, "augmented rows")))
+            return st;
+        memcpy(d->rows, trows, rows * (size_t)m->no * sizeof *d->rows);
+        return nms_scale(d, h, w, img_h, img_w, rows, dets, n, times, t0, t1);
+    }
     if (!direct && (st = yc_tensor_set_f32(m->be, in, dst)))
         return st;
 
     /* inference: forward, heads, decoding */
-    double t1 = yc_now();
+    t1 = yc_now();
     if ((st = yc_graph_forward(d->g)) || (st = m->be->iface->synchronize(m->be)))
         return st;
     yc_detect_level lv[YC_MAX_LEVELS];
@@ -226,11 +252,21 @@ static int run_letterboxed(yc_detector *d, int img_h, int img_w, const float **d
         lv[l] = (yc_detect_level){.p = p, .ny = t->h, .nx = t->w,
                                   .img_stride = yc_tensor_image_elems(t), .stride = m->stride[l]};
     }
-    size_t rows = yc_detect_rows(lv, m->nl, m->na);
+    rows = yc_detect_rows(lv, m->nl, m->na);
     if ((st = grow(&d->rows, &d->rows_cap, rows * (size_t)m->no, "decoded rows")) ||
         (st = yc_detect_decode(lv, m->nl, m->na, m->no, m->anchors, 0, d->rows)))
         return st;
+    return nms_scale(d, h, w, img_h, img_w, rows, dets, n, times, t0, t1);
+}
 
+/* The end of yc_detector_run: NMS over the `rows` decoded rows in d->rows of the h x w input,
+ * boxes scaled back to the img_h x img_w image; t0, t1: when pre-processing and inference
+ * started. */
+static int nms_scale(yc_detector *d, int h, int w, int img_h, int img_w, size_t rows,
+                     const float **dets, int *n, yc_detect_times *times, double t0, double t1)
+{
+    yc_model *m = d->im->m;
+    int st;
     /* NMS */
     double t2 = yc_now();
     yc_nms_params np = yc_nms_params_detect();
@@ -275,6 +311,21 @@ int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int
     return run_letterboxed(d, img->h, img->w, dets, n, in_h, in_w, times);
 }
 
+int yc_detector_visualize(yc_detector *d, const char *save_dir, const char *src)
+{
+    if (d->opt.augment)
+        return YC_OK;
+    if (!d->opt.visualize || !d->g)
+        return yc_error_status(YC_EUSAGE, "visualize: the detector was made without visualize, "
+                               "or has not run");
+    char stem[256], dir[4400];
+    yc_path_stem(src, stem, sizeof stem);
+    int st = yc_visualize_dir(save_dir, stem, dir, sizeof dir);
+    if (!st)
+        st = yc_visualize_features(d->im->m, d->g, dir);
+    return st;
+}
+
 void yc_detector_geometry(const yc_detector *d, int h0, int w0, yc_letterbox_info *g)
 {
     yc_letterbox_geometry(h0, w0, d->opt.img_h, d->opt.img_w, !d->opt.fixed_shape, false, true,
@@ -299,19 +350,22 @@ int yc_detector_run_reduced(yc_detector *d, const yc_image *content, int h0, int
  * Sources
  * ---------------------------------------------------------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b)
+/* LoadImages's order: the images, then the videos, each sorted by name */
+static int cmp_source(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    int vx = yc_is_video_path(x), vy = yc_is_video_path(y);
+    return vx != vy ? vx - vy : strcmp(x, y);
 }
 
-/* Builds a path list from n heap strings (taken over and freed), sorted by strcmp. */
+/* Builds a path list from n heap strings (taken over and freed), images first (cmp_source). */
 static int make_list(char **items, size_t n, yc_path_list *out)
 {
     memset(out, 0, sizeof *out);
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++)
         bytes += strlen(items[i]) + 1;
-    qsort(items, n, sizeof *items, cmp_str);
+    qsort(items, n, sizeof *items, cmp_source);
     int st = YC_OK;
     out->paths = yc_malloc((n ? n : 1) * sizeof *out->paths, "image list");
     out->pool = yc_malloc(bytes ? bytes : 1, "image list");
@@ -356,7 +410,14 @@ int yc_detect_sources(const char *source, yc_path_list *out)
     char **dir_names = NULL;
     size_t ndir = 0;
 
-    if (strpbrk(source, "*?[") && !yc_file_exists(source)) {
+    if (yc_is_url(source) && yc_is_image_path(source)) {
+        return yc_error_status(YC_EUNSUPPORTED, "%s: images are read from files only: download "
+                               "it first", source);
+    } else if (yc_is_url(source) || yc_is_live_source(source)) {
+        /* a stream, a video's URL (FFmpeg reads it as it downloads) or a webcam number */
+        cand = &source;
+        ncand = 1;
+    } else if (strpbrk(source, "*?[") && !yc_file_exists(source)) {
         int rc = glob(source, 0, NULL, &gl);
         if (rc != 0 && rc != GLOB_NOMATCH) {
             globfree(&gl);
@@ -401,8 +462,13 @@ int yc_detect_sources(const char *source, yc_path_list *out)
         return yc_error_status(YC_EIO, "%s does not exist", source);
     }
     for (size_t i = 0; i < ncand && !st; i++) {
-        if (!yc_is_image_path(cand[i]) || !is_regular(cand[i]))
+        if (yc_is_url(cand[i]) || yc_is_live_source(cand[i])) {
+            if (cand[i] != source)
+                continue;
+        } else if ((!yc_is_image_path(cand[i]) && !yc_is_video_path(cand[i])) ||
+                   !is_regular(cand[i])) {
             continue;
+        }
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
             char **q = yc_realloc(items, cap * sizeof *q, "image list");
@@ -431,8 +497,9 @@ int yc_detect_sources(const char *source, yc_path_list *out)
     if (n == 0) {
         free(items);
         return yc_error_status(YC_EFORMAT,
-                               "no images found in %s%s (supported formats: bmp dng jpeg jpg mpo "
-                               "png tif tiff webp pfm)",
+                               "no images or videos found in %s%s (supported formats: images: "
+                               "bmp dng jpeg jpg mpo png tif tiff webp pfm; videos: asf avi gif "
+                               "m4v mkv mov mp4 mpeg mpg ts wmv webm)",
                                source, dir ? "/" : "");
     }
     return make_list(items, n, out);
@@ -543,14 +610,14 @@ void yc_detect_describe(char *buf, size_t len, const float *dets, int nd,
     }
 }
 
-int yc_detect_write_labels(const char *save_dir, const char *src, const float *dets, int nd,
-                           int img_w, int img_h, bool save_conf)
+/* yc_detect_write_labels into save_dir/labels/<name>.txt */
+static int write_labels_named(const char *save_dir, const char *name, const float *dets, int nd,
+                              int img_w, int img_h, bool save_conf)
 {
     if (nd <= 0)
         return YC_OK;
-    char stem[512], path[PATH_MAX + 600], line[256];
-    yc_path_stem(src, stem, sizeof stem);
-    snprintf(path, sizeof path, "%s/labels/%s.txt", save_dir, stem);
+    char path[PATH_MAX + 600], line[256];
+    snprintf(path, sizeof path, "%s/labels/%s.txt", save_dir, name);
     FILE *fp = fopen(path, "a");
     if (!fp)
         return yc_error_status(YC_EIO, "cannot open %s: %s", path, strerror(errno));
@@ -562,6 +629,14 @@ int yc_detect_write_labels(const char *save_dir, const char *src, const float *d
     if (ferror(fp) | (fclose(fp) != 0))
         return yc_error_status(YC_EIO, "cannot write %s", path);
     return YC_OK;
+}
+
+int yc_detect_write_labels(const char *save_dir, const char *src, const float *dets, int nd,
+                           int img_w, int img_h, bool save_conf)
+{
+    char stem[512];
+    yc_path_stem(src, stem, sizeof stem);
+    return write_labels_named(save_dir, stem, dets, nd, img_w, img_h, save_conf);
 }
 
 const char *yc_detect_class_name(const yc_detect_style *s, int cls, char *buf, size_t len)
@@ -627,6 +702,164 @@ yc_detect_style yc_detect_style_of(const yc_detect_save *save, const char *const
                              .hide_labels = save->hide_labels, .hide_conf = save->hide_conf};
 }
 
+/* The stem detect.py names a source's outputs by: Path(p).stem, where p is the source itself
+ * for a file and, for a live source, the source with clean_str's characters replaced by '_'
+ * ("rtsp://host/cam.sdp" -> "cam"; "0" -> "0"). */
+static void source_stem(const char *src, bool live, char *stem, size_t len)
+{
+    char clean[PATH_MAX];
+    snprintf(clean, sizeof clean, "%s", src);
+    for (char *c = clean; live && *c; c++)
+        if (strchr("|@#!$%&()=?^*;:,><+", *c))
+            *c = '_';
+    yc_path_stem(clean, stem, len);
+}
+
+/* What the loop over the sources carries from one to the next. */
+typedef struct detect_loop {
+    yc_detector *d;
+    const yc_detect_save *save;
+    yc_detect_style style;
+    yc_detect_summary *sum;
+    const char *const *names;
+    int nc;
+    /* the decoded picture, scratch for crops */
+    yc_image img, crop;
+    /* totals of the three stages, milliseconds */
+    double t_pre, t_inf, t_nms;
+    /* the encoder has been named once */
+    bool codec_said;
+} detect_loop;
+
+/* Adds a frame's or an image's times and detections to the totals. */
+static void count_picture(detect_loop *L, int nd, const yc_detect_times *tm)
+{
+    L->sum->images++;
+    L->sum->detections += (size_t)nd;
+    L->t_pre += tm->pre;
+    L->t_inf += tm->inf;
+    L->t_nms += tm->nms;
+}
+
+/* The annotated video of src: save_dir/<stem>.mp4 (detect.py's with_suffix('.mp4')), w x h at
+ * fps. */
+static int open_video_out(detect_loop *L, const char *stem, int w, int h, double fps,
+                          yc_video_writer **vw)
+{
+    char path[PATH_MAX + 600];
+    snprintf(path, sizeof path, "%s/%s.mp4", L->save->save_dir, stem);
+    const char *codec = NULL;
+    int st = yc_video_writer_open(vw, path, w, h, fps, &codec);
+    if (st)
+        return st;
+    if (!L->codec_said && strcmp(codec, "libx264") && strcmp(codec, "libopenh264"))
+        yc_info("%s: this FFmpeg has no H.264 encoder: the annotated videos are %s", path,
+                codec);
+    L->codec_said = true;
+    return YC_OK;
+}
+
+/* One video file or live source through detect.py's loop: LoadImages's frames of a file (every
+ * vid_stride-th, numbered from 1, of int(frame count / vid_stride)), LoadStreams's of a live
+ * source (the newest each time, numbered from 0); labels/<stem>_<frame>.txt, crops, the annotated
+ * video save_dir/<stem>.mp4 at the file's frame rate (30 for a live source, as detect.py) and a
+ * line per frame.  A source that does not open is skipped with a warning, one that fails part way
+ * ends there with one (its annotated video keeps the frames before). */
+static int detect_video(detect_loop *L, const char *src, size_t index, size_t nfiles)
+{
+    const yc_detect_save *save = L->save;
+    const bool live = yc_is_live_source(src);
+    const int stride = save->vid_stride > 1 ? save->vid_stride : 1;
+    yc_video_reader *vr = NULL;
+    yc_video_info info;
+    int st = yc_video_open(&vr, src, live, &info);
+    /* a live source is the whole run: one that does not open fails it (detect.py asserts) */
+    if (st == YC_ENOMEM || (st && live))
+        return st;
+    if (st) {
+        yc_warn("skipping a video: %s", yc_last_error());
+        L->sum->skipped++;
+        return YC_OK;
+    }
+    char stem[512], *real = live || yc_is_url(src) ? NULL : realpath(src, NULL);
+    const char *shown = real ? real : src;
+    source_stem(src, live, stem, sizeof stem);
+    /* crops are named by yc_detect_save_crop after the stem of what it is given */
+    char crop_name[600];
+    snprintf(crop_name, sizeof crop_name, "%s.mp4", stem);
+    const long long total = live ? 0 : info.frames / stride;
+    yc_video_writer *vw = NULL;
+    long long frame = live ? -1 : 0;
+    while (!st && !(save->stop && *save->stop)) {
+        bool got;
+        int rd = yc_video_read(vr, stride - 1, &L->img, &got);
+        if (rd == YC_ENOMEM) {
+            st = rd;
+            break;
+        }
+        if (rd) {
+            yc_warn("%s; the video ends there", yc_last_error());
+            L->sum->videos_cut++;
+            break;
+        }
+        if (!got)
+            break;
+        frame++;
+        const float *dets;
+        int nd, ih, iw;
+        yc_detect_times tm;
+        if ((st = yc_detector_run(L->d, &L->img, &dets, &nd, &ih, &iw, &tm)))
+            break;
+        count_picture(L, nd, &tm);
+        const int w0 = L->img.w, h0 = L->img.h;
+        if (save->save_txt && save->save_dir) {
+            char name[600];
+            snprintf(name, sizeof name, "%s_%lld", stem, frame);
+            if ((st = write_labels_named(save->save_dir, name, dets, nd, w0, h0, save->save_conf)))
+                break;
+        }
+        for (int i = nd - 1; i >= 0 && !st && save->save_crop && save->save_dir; i--) {
+            const float *r = dets + (size_t)i * 6;
+            char num[24];
+            const char *name = yc_detect_class_name(&L->style, (int)r[5], num, sizeof num);
+            st = yc_detect_save_crop(&L->img, r, save->save_dir, name, crop_name, &L->crop);
+        }
+        if (!st && save->save_img && save->save_dir) {
+            /* drawn on the frame itself: its crops are saved already */
+            yc_canvas cv = yc_canvas_wrap(L->img.data, w0, h0);
+            yc_detect_draw(&cv, 0, 0, dets, nd, &L->style);
+            if (!vw)
+                st = open_video_out(L, stem, w0, h0, live || !(info.fps > 0) ? 30 : info.fps,
+                                    &vw);
+            if (!st)
+                st = yc_video_write(vw, &L->img);
+        }
+        if (!st && save->print) {
+            char desc[2048];
+            yc_detect_describe(desc, sizeof desc, dets, nd, L->names, L->nc);
+            if (live)
+                printf("0: %dx%d %s%s%.1fms\n", ih, iw, desc, nd ? "" : "(no detections), ",
+                       tm.inf);
+            else
+                printf("video %zu/%zu (%lld/%lld) %s: %dx%d %s%s%.1fms\n", index + 1, nfiles,
+                       frame, total, shown, ih, iw, desc, nd ? "" : "(no detections), ", tm.inf);
+            fflush(stdout);
+        }
+    }
+    int cst = yc_video_writer_close(vw);
+    if (!st)
+        st = cst;
+    if (!st && !live && info.frames_exact && yc_video_frames_read(vr) < total &&
+        !(save->stop && *save->stop)) {
+        yc_warn("%s: %lld of its %lld frames read: the file is cut short or corrupt", shown,
+                yc_video_frames_read(vr), total);
+        L->sum->videos_cut++;
+    }
+    yc_video_close(vr);
+    free(real);
+    return st;
+}
+
 int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const *names, int nc,
                     const yc_detect_save *save, yc_detect_summary *sum)
 {
@@ -634,15 +867,20 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
     int st = yc_detect_make_dirs(save);
     if (st)
         return st;
-    yc_image img = YC_IMAGE_INIT, tmp = YC_IMAGE_INIT, ann = YC_IMAGE_INIT, crop = YC_IMAGE_INIT;
-    double t_pre = 0, t_inf = 0, t_nms = 0;
-    const yc_detect_style style = yc_detect_style_of(save, names, nc);
+    detect_loop L = {.d = d, .save = save, .style = yc_detect_style_of(save, names, nc),
+                     .sum = sum, .names = names, .nc = nc, .img = YC_IMAGE_INIT,
+                     .crop = YC_IMAGE_INIT};
+    yc_image tmp = YC_IMAGE_INIT, ann = YC_IMAGE_INIT;
     const yc_read_limits lim = yc_read_limits_resolve(&save->limits);
     bool warned_crops = false;
-    for (size_t f = 0; f < files->n && !st; f++) {
+    for (size_t f = 0; f < files->n && !st && !(save->stop && *save->stop); f++) {
         const char *src = files->paths[f];
+        if (yc_is_video_path(src) || yc_is_live_source(src)) {
+            st = detect_video(&L, src, f, files->n);
+            continue;
+        }
         yc_image_header hdr;
-        int rd = yc_image_decode_bounded(src, lim.exact_pixels, &img, &tmp, NULL, &hdr);
+        int rd = yc_image_decode_bounded(src, lim.exact_pixels, &L.img, &tmp, NULL, &hdr);
         bool reduced = rd == YC_DECODE_OVER;
         if (reduced) {
             /* too large to hold whole: read straight to the letterbox's unpadded size */
@@ -650,7 +888,7 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
             yc_read_info ri;
             yc_detector_geometry(d, hdr.h, hdr.w, &g);
             rd = yc_image_read_reduced(src, &hdr, g.unpad_h, g.unpad_w, YC_INTERP_LINEAR, &lim,
-                                       &img, &tmp, &ri);
+                                       &L.img, &tmp, &ri);
             if (rd && ri.too_large) {
                 char why[1024];
                 snprintf(why, sizeof why, "%s", yc_last_error());
@@ -673,18 +911,18 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
             sum->skipped++;
             continue;
         }
-        const int h0 = reduced ? hdr.h : img.h, w0 = reduced ? hdr.w : img.w;
+        const yc_image *img = &L.img;
+        const int h0 = reduced ? hdr.h : img->h, w0 = reduced ? hdr.w : img->w;
         const float *dets;
         int nd, ih, iw;
         yc_detect_times tm;
-        if ((st = reduced ? yc_detector_run_reduced(d, &img, h0, w0, &dets, &nd, &ih, &iw, &tm)
-                          : yc_detector_run(d, &img, &dets, &nd, &ih, &iw, &tm)))
+        if ((st = reduced ? yc_detector_run_reduced(d, img, h0, w0, &dets, &nd, &ih, &iw, &tm)
+                          : yc_detector_run(d, img, &dets, &nd, &ih, &iw, &tm)))
             break;
-        sum->images++;
-        sum->detections += (size_t)nd;
-        t_pre += tm.pre;
-        t_inf += tm.inf;
-        t_nms += tm.nms;
+        count_picture(&L, nd, &tm);
+        if (save->visualize && save->save_dir &&
+            (st = yc_detector_visualize(d, save->save_dir, src)))
+            break;
         if (save->save_txt && save->save_dir &&
             (st = yc_detect_write_labels(save->save_dir, src, dets, nd, w0, h0,
                                          save->save_conf)))
@@ -695,22 +933,22 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
             warned_crops = true;
         }
         if (reduced && save->save_img && save->save_dir) {
-            if ((st = yc_detect_save_annotated_lazy(src, w0, h0, dets, nd, &style, save->save_dir,
-                                                    YC_SLICE_PLAIN_MAX)))
+            if ((st = yc_detect_save_annotated_lazy(src, w0, h0, dets, nd, &L.style,
+                                                    save->save_dir, YC_SLICE_PLAIN_MAX)))
                 break;
         }
         if (!reduced && save->save_crop && save->save_dir)
             for (int i = nd - 1; i >= 0 && !st; i--) {
                 const float *r = dets + (size_t)i * 6;
                 char num[24];
-                const char *name = yc_detect_class_name(&style, (int)r[5], num, sizeof num);
-                st = yc_detect_save_crop(&img, r, save->save_dir, name, src, &crop);
+                const char *name = yc_detect_class_name(&L.style, (int)r[5], num, sizeof num);
+                st = yc_detect_save_crop(img, r, save->save_dir, name, src, &L.crop);
             }
         if (!st && !reduced && save->save_img && save->save_dir) {
-            if ((st = yc_image_copy(&ann, &img)))
+            if ((st = yc_image_copy(&ann, img)))
                 break;
             yc_canvas cv = yc_canvas_wrap(ann.data, ann.w, ann.h);
-            yc_detect_draw(&cv, 0, 0, dets, nd, &style);
+            yc_detect_draw(&cv, 0, 0, dets, nd, &L.style);
             st = yc_detect_save_annotated(&ann, save->save_dir, src);
         }
         if (save->print) {
@@ -723,9 +961,9 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
         }
     }
     if (!st && sum->images) {
-        sum->t_pre = t_pre / sum->images;
-        sum->t_inf = t_inf / sum->images;
-        sum->t_nms = t_nms / sum->images;
+        sum->t_pre = L.t_pre / sum->images;
+        sum->t_inf = L.t_inf / sum->images;
+        sum->t_nms = L.t_nms / sum->images;
     }
     if (!st && save->save_txt && save->save_dir)
         sum->n_label_files = yc_count_label_files(save->save_dir);
@@ -739,9 +977,9 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
                 printf("%d labels saved to %s/labels\n", sum->n_label_files, save->save_dir);
         }
     }
-    yc_image_free(&img);
+    yc_image_free(&L.img);
+    yc_image_free(&L.crop);
     yc_image_free(&tmp);
     yc_image_free(&ann);
-    yc_image_free(&crop);
     return st;
 }

@@ -3,10 +3,11 @@
  * weights loading shared by `yolocl val` and `yolocl detect`.  Reference: docs/YOLOV5.md 5.4,
  * 6.1 and 7.
  *
- * Sources: an image file, a directory (its image files, not recursive, sorted by name as Python's
- * sorted(glob('*.*'))) or a glob(3) pattern (matches sorted by name; '**' is not recursive as in
- * Python's glob(recursive=True)).  Only image files are used (videos, streams and screenshots are
- * not supported).
+ * Sources: an image or video file, a directory (its image and video files, not recursive, as
+ * Python's sorted(glob('*.*'))), a glob(3) pattern (matches sorted by name; '**' is not recursive
+ * as in Python's glob(recursive=True)), each the images first, then the videos, as LoadImages
+ * orders them; or a live source (video.h): an rtsp/rtmp/http(s) stream or a webcam number.  Video
+ * needs a build with FFmpeg (video.h); screenshots and lists of streams (.txt) are not supported.
  *
  * Outputs in save_dir, as detect.py writes them:
  *   <image name>                  the image with boxes and "name conf" labels (JPEG quality 95 for
@@ -16,12 +17,18 @@
  *                                 lowest confidence first (detect.py writes reversed(det)),
  *                                 appended;
  *   crops/<class name>/<stem>.jpg with save_crop: each box grown by 2% + 10 pixels (save_one_box),
- *                                 later crops of the same image numbered <stem>2.jpg, <stem>3.jpg.
+ *                                 later crops of the same image numbered <stem>2.jpg, <stem>3.jpg;
+ *   <stem>.mp4                    for a video or live source, its annotated frames (video.h);
+ *   labels/<stem>_<frame>.txt     with save_txt, per frame of a video (numbered from 1; from 0
+ *                                 for a live source, as detect.py numbers them).
  * and prints "image 1/3 path: 480x640 2 persons, 1 bus, 43.2ms" per image (the letterboxed input
- * size h x w, the class counts in class order, the inference time), then the speed line. */
+ * size h x w, the class counts in class order, the inference time), "video 3/3 (12/300) path:
+ * ..." per frame of a video (frame and int(frame count / vid_stride)), "0: ..." per frame of a
+ * live source, then the speed line. */
 #ifndef YC_DETECT_H
 #define YC_DETECT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -87,6 +94,13 @@ typedef struct yc_detect_options {
     /* an activation arena the inference graph is placed in (shared with other graphs, e.g. the
      * trainer's), or NULL for one of the detector's own */
     struct yc_arena *arena;
+    /* test-time augmentation (detect.py --augment: tta.h) */
+    bool augment;
+    /* FP16 storage of the input and activations, FP32 arithmetic (detect.py --half; the backend
+     * must store FP16: yc_device_info.fp16_storage) */
+    bool half;
+    /* keep every layer's output for yc_detector_visualize (detect.py --visualize) */
+    bool visualize;
 } yc_detect_options;
 
 /* detect.py's defaults: 640x640, conf 0.25, IoU 0.45, max_det 1000. */
@@ -113,6 +127,11 @@ const yc_detect_options *yc_detector_options(const yc_detector *d);
 int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int *n, int *in_h,
                     int *in_w, yc_detect_times *times);
 
+/* detect.py --visualize after yc_detector_run: the feature maps of the last image's forward
+ * (visualize.h) into save_dir/<stem of src> (stem2, ... when taken).  Nothing with augment
+ * (YOLOv5's augmented forward does not visualize).  Needs opt.visualize. */
+int yc_detector_visualize(yc_detector *d, const char *save_dir, const char *src);
+
 /* The letterbox geometry of an h0 x w0 image in the detector's input (its unpadded size is the
  * size to read a large image reduced to, image_read.h). */
 void yc_detector_geometry(const yc_detector *d, int h0, int w0, yc_letterbox_info *g);
@@ -128,8 +147,9 @@ int yc_detector_run_reduced(yc_detector *d, const yc_image *content, int h0, int
  * detect.py over files
  * ---------------------------------------------------------------------------------------------- */
 
-/* The image files of a source (file, directory or glob), in order.  YC_EIO when the path does not
- * exist, YC_EFORMAT when it names no image. */
+/* The image and video files of a source (file, directory or glob), in LoadImages's order, or the
+ * live source itself.  YC_EIO when the path does not exist, YC_EFORMAT when it names no image or
+ * video. */
 int yc_detect_sources(const char *source, yc_path_list *out);
 
 typedef struct yc_detect_save {
@@ -147,10 +167,18 @@ typedef struct yc_detect_save {
     bool hide_labels, hide_conf;
     /* print the per-image lines, the speed line and where the results went */
     bool print;
+    /* detect.py --visualize: the feature maps of each image (yc_detector_visualize; the
+     * detector made with opt.visualize) */
+    bool visualize;
     /* whole-image detection: the read limits (image_read.h; zeros: the defaults).  Images larger
      * than their exact_pixels are read reduced to the input size and their annotated copy drawn
      * strip by strip; those they refuse are skipped with a warning naming --slice */
     yc_read_limits limits;
+    /* videos: every vid_stride-th frame (detect.py --vid-stride; < 2: every frame) */
+    int vid_stride;
+    /* when set and *stop becomes nonzero (a signal handler's flag), the loop ends after the frame
+     * or image in hand, finishing the annotated video (a live source runs until then) */
+    const volatile sig_atomic_t *stop;
 } yc_detect_save;
 
 /* Totals of a run. */
@@ -162,13 +190,17 @@ typedef struct yc_detect_summary {
     double t_pre, t_inf, t_nms;
     /* label files in save_dir/labels (save_txt) */
     int n_label_files;
-    /* files skipped because they could not be read */
+    /* files skipped because they could not be read (videos that did not open included) */
     int skipped;
+    /* videos that ended early: a read error part way, or fewer frames than their header gives */
+    int videos_cut;
 } yc_detect_summary;
 
 /* Runs the detector on every file, writing what `save` asks for.  names: m->nc class names (NULL:
  * "class0", "class1", ...).  A file that cannot be decoded, or that the read limits refuse, is
- * reported (warning) and skipped (counted in sum->skipped).  Images larger than the limits'
+ * reported (warning) and skipped (counted in sum->skipped); a video that fails or ends part way
+ * is reported and ends there (sum->videos_cut), its annotated video holding the frames before.
+ * Videos are read frame by frame and written as they go, never held whole.  Images larger than the limits'
  * exact_pixels are read reduced to the input size (image_read.h), never whole: their labels and
  * annotated copy are in their own pixels as for any image (the copy drawn strip by strip, a tiled
  * pyramidal TIFF beyond 8192 pixels a side), and no crops are saved for them (warned once). */

@@ -18,6 +18,7 @@
 #include "loss_device.h"
 #include "nms.h"
 #include "plots.h"
+#include "tta.h"
 #include "util.h"
 
 void yc_val_options_default(yc_val_options *o)
@@ -283,9 +284,10 @@ typedef struct val_state {
     yc_arena *arena;
     yc_graph *g;
     int gn, gh, gw;
-    /* host input (when the backend has no host pointer) and heads (likewise) */
+    /* the batch as floats for test-time augmentation, which scales it on the host */
     float *input;
     size_t input_cap;
+    /* host copies of the heads (when the backend has no host pointer) */
     float *heads[YC_MAX_LEVELS];
     size_t heads_cap[YC_MAX_LEVELS];
     /* per image of the batch: detections (max_det * 6) and their count */
@@ -311,7 +313,54 @@ typedef struct val_state {
     size_t *cand_first;
     int cand_images;
     yc_val_sink *sink;
+    /* FP16 storage of the evaluation graphs; test-time augmentation's graphs (augment) */
+    bool half;
+    yc_tta *tta;
+    /* save_hybrid: the current batch's targets (rows of 6 normalised to hyb_h x hyb_w) */
+    bool hybrid;
+    const float *hyb_targets;
+    int hyb_nt, hyb_h, hyb_w;
 } val_state;
+
+/* save_hybrid: the rows non_max_suppression appends for image i's labels (labels=lb), after the
+ * nrows rows already in *rows (grown to hold them): (cx, cy, w, h) in batch pixels (the targets
+ * times (w, h, w, h) in float32), objectness 1, class one-hot.  Returns the new row count. */
+static int add_hybrid_rows(const val_state *s, int i, float **rows, size_t *cap, size_t nrows,
+                           size_t *out)
+{
+    const int no = s->m->no;
+    *out = nrows;
+    if (!s->hybrid)
+        return YC_OK;
+    size_t nl = 0;
+    for (int t = 0; t < s->hyb_nt; t++)
+        nl += (int)s->hyb_targets[(size_t)t * 6] == i;
+    size_t need = (nrows + nl) * (size_t)no;
+    if (need > *cap) {
+        float *q = yc_realloc(*rows, need * sizeof *q, "hybrid label rows");
+        if (!q)
+            return YC_ENOMEM;
+        *rows = q;
+        *cap = need;
+    }
+    for (int t = 0; t < s->hyb_nt; t++) {
+        const float *g = s->hyb_targets + (size_t)t * 6;
+        if ((int)g[0] != i)
+            continue;
+        float *r = *rows + *out * (size_t)no;
+        memset(r, 0, (size_t)no * sizeof *r);
+        r[0] = g[2] * (float)s->hyb_w;
+        r[1] = g[3] * (float)s->hyb_h;
+        r[2] = g[4] * (float)s->hyb_w;
+        r[3] = g[5] * (float)s->hyb_h;
+        r[4] = 1.0f;
+        int c = (int)g[1];
+        if (c >= 0 && c < no - 5)
+            r[5 + c] = 1.0f;
+        (*out)++;
+    }
+    return YC_OK;
+}
 
 static void state_free(val_state *s)
 {
@@ -319,10 +368,10 @@ static void state_free(val_state *s)
     if (s->loss_pending)
         s->m->be->iface->synchronize(s->m->be);
     yc_graph_free(s->g);
-    free(s->input);
     for (int l = 0; l < YC_MAX_LEVELS; l++)
         free(s->heads[l]);
     free(s->dets);
+    free(s->input);
     free(s->ndet);
     free(s->predn);
     free(s->labels);
@@ -337,6 +386,7 @@ static void state_free(val_state *s)
     free(s->cand_keys);
     free(s->cand_first);
     yc_val_sink_free(s->sink);
+    yc_tta_free(s->tta);
 }
 
 /* Makes the eval graph for n x h x w (reusing the current one when the shape is the same). */
@@ -346,7 +396,8 @@ static int ensure_graph(val_state *s, int n, int h, int w)
         return YC_OK;
     yc_graph_free(s->g);
     s->g = NULL;
-    int st = yc_graph_new(&s->g, s->m, n, h, w, YC_GRAPH_EVAL);
+    yc_graph_options go = {.mode = YC_GRAPH_EVAL, .half = s->half};
+    int st = yc_graph_new_opts(&s->g, s->m, n, h, w, &go);
     if (!st)
         st = s->arena ? yc_graph_alloc_in(s->g, s->arena) : yc_graph_alloc(s->g);
     if (st) {
@@ -382,29 +433,10 @@ static int grow_floats(float **p, size_t *cap, size_t n, const char *what)
     return YC_OK;
 }
 
-/* uint8 -> float / 255 into the graph input: on the device where the backend converts uint8
- * itself (a quarter of the bytes), else on the host. */
-static int preprocess(val_state *s, const uint8_t *src, int images, int h, int w)
+/* uint8 -> float / 255 into the graph input (on the device where the backend converts uint8). */
+static int preprocess(val_state *s, const uint8_t *src)
 {
-    const yc_tensor *in = yc_graph_input(s->g);
-    size_t n = (size_t)images * 3 * (size_t)h * (size_t)w;
-    float *dst = yc_tensor_dense(in) ? host_f32(s->m->be, in) : NULL;
-    bool direct = dst != NULL;
-    if (!direct && s->m->be->iface->write_u8_scaled && yc_tensor_dense(in))
-        return s->m->be->iface->write_u8_scaled(s->m->be, in, src);
-    if (!direct) {
-        int st = grow_floats(&s->input, &s->input_cap, n, "input batch");
-        if (st)
-            return st;
-        dst = s->input;
-    }
-    const long long count = (long long)n;
-#pragma omp parallel for schedule(static)
-    for (long long i = 0; i < count; i++)
-        dst[i] = (float)src[i] / 255.0f;
-    if (direct)
-        return YC_OK;
-    return yc_tensor_set_f32(s->m->be, in, dst);
+    return yc_tensor_set_u8_scaled(s->m->be, yc_graph_input(s->g), src);
 }
 
 /* The heads as decode/loss levels: straight from host memory when possible, else read back. */
@@ -438,7 +470,7 @@ static int forward(val_state *s, const uint8_t *images, int n, int h, int w, dou
     double t0 = yc_now();
     int st = ensure_graph(s, n, h, w);
     if (!st)
-        st = preprocess(s, images, n, h, w);
+        st = preprocess(s, images);
     double t1 = yc_now();
     if (!st)
         st = yc_graph_forward(s->g);
@@ -491,8 +523,11 @@ static int decode_nms(val_state *s, const yc_detect_level *lv, int n, const yc_n
         if (!st)
             st = yc_detect_decode(lv, m->nl, m->na, m->no, m->anchors, i, wk->rows);
         double b = yc_now();
+        size_t nr = rows;
         if (!st)
-            st = yc_nms(wk->rows, rows, m->no, np, wk->nms, s->dets + (size_t)i * np->max_det * 6,
+            st = add_hybrid_rows(s, i, &wk->rows, &wk->rows_cap, rows, &nr);
+        if (!st)
+            st = yc_nms(wk->rows, nr, m->no, np, wk->nms, s->dets + (size_t)i * np->max_det * 6,
                         &s->ndet[i]);
         wk->t_dec += b - a;
         wk->t_nms += yc_now() - b;
@@ -614,8 +649,11 @@ static int candidates_nms(val_state *s, int n, const yc_nms_params *np)
             memcpy(wk->rows + r * (size_t)no, s->cand_rows + slot * (size_t)no,
                    (size_t)no * sizeof(float));
         }
+        size_t nr = rows;
         if (!st)
-            st = yc_nms(wk->rows, rows, no, np, wk->nms, s->dets + (size_t)i * np->max_det * 6,
+            st = add_hybrid_rows(s, i, &wk->rows, &wk->rows_cap, rows, &nr);
+        if (!st)
+            st = yc_nms(wk->rows, nr, no, np, wk->nms, s->dets + (size_t)i * np->max_det * 6,
                         &s->ndet[i]);
         if (st) {
             wk->status = st;
@@ -688,6 +726,72 @@ static int detect(val_state *s, int n, const yc_nms_params *np, const float *tar
         loss[2] += lr.cls;
     }
     return decode_nms(s, lv, n, np, t_inf, t_nms);
+}
+
+/* The detections of a batch by test-time augmentation (tta.h): uint8 -> float / 255 on the host
+ * (pre-process), the three passes (inference), then NMS per image over the merged rows, images
+ * spread over threads. */
+static int detect_augmented(val_state *s, const uint8_t *images, int n, int h, int w,
+                            const yc_nms_params *np, double *t_pre, double *t_inf, double *t_nms)
+{
+    int st = ensure_images(s, n, np->max_det);
+    if (!st && !s->tta)
+        st = yc_tta_new(&s->tta, s->m, s->half, s->arena);
+    size_t count = (size_t)n * 3 * (size_t)h * (size_t)w;
+    if (st || (st = grow_floats(&s->input, &s->input_cap, count, "input batch")))
+        return st;
+    double t0 = yc_now();
+    const long long cnt = (long long)count;
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < cnt; i++)
+        s->input[i] = (float)images[i] / 255.0f;
+    double t1 = yc_now();
+    const float *rows;
+    size_t per_image;
+    if ((st = yc_tta_predict(s->tta, s->input, n, h, w, &rows, &per_image)))
+        return st;
+    double t2 = yc_now();
+    const int no = s->m->no;
+    for (int i = 0; i < s->nworkers; i++) {
+        s->workers[i].status = YC_OK;
+        s->workers[i].err[0] = 0;
+    }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(s->nworkers)
+    for (int i = 0; i < n; i++) {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        worker_buf *wk = &s->workers[tid];
+        if (wk->status)
+            continue;
+        const float *mine = rows + (size_t)i * per_image * (size_t)no;
+        size_t nr = per_image;
+        int r = YC_OK;
+        if (s->hybrid) {
+            /* a copy of the image's rows with its labels after them */
+            r = grow_floats(&wk->rows, &wk->rows_cap, per_image * (size_t)no, "augmented rows");
+            if (!r) {
+                memcpy(wk->rows, mine, per_image * (size_t)no * sizeof *wk->rows);
+                r = add_hybrid_rows(s, i, &wk->rows, &wk->rows_cap, per_image, &nr);
+                mine = wk->rows;
+            }
+        }
+        if (!r)
+            r = yc_nms(mine, nr, no, np, wk->nms, s->dets + (size_t)i * np->max_det * 6,
+                       &s->ndet[i]);
+        if (r) {
+            wk->status = r;
+            snprintf(wk->err, sizeof wk->err, "%s", yc_last_error());
+        }
+    }
+    for (int i = 0; i < s->nworkers; i++)
+        if (s->workers[i].status)
+            return yc_error_status(s->workers[i].status, "%s", s->workers[i].err);
+    *t_pre += t1 - t0;
+    *t_inf += t2 - t1;
+    *t_nms += yc_now() - t2;
+    return YC_OK;
 }
 
 /* One decode/NMS state per OpenMP thread. */
@@ -1066,8 +1170,16 @@ static int validate(val_state *s, yc_loader *loader, const yc_dataset *ds,
         if (b->n == 0)
             continue;
 
-        if ((st = forward(s, b->images, b->n, b->h, b->w, &t_pre, &t_inf)) ||
-            (st = detect(s, b->n, &np, b->targets, b->nt, loss, &t_inf, &t_nms)))
+        s->hybrid = opt->save_hybrid;
+        s->hyb_targets = b->targets;
+        s->hyb_nt = b->nt;
+        s->hyb_h = b->h;
+        s->hyb_w = b->w;
+        if (opt->augment && !s->loss)
+            st = detect_augmented(s, b->images, b->n, b->h, b->w, &np, &t_pre, &t_inf, &t_nms);
+        else if (!(st = forward(s, b->images, b->n, b->h, b->w, &t_pre, &t_inf)))
+            st = detect(s, b->n, &np, b->targets, b->nt, loss, &t_inf, &t_nms);
+        if (st)
             return st;
         if (opt->single_cls)
             for (int i = 0; i < b->n; i++)
@@ -1153,6 +1265,7 @@ int yc_validate(yc_model *m, yc_loader *loader, const yc_dataset *ds, const char
     memset(&s, 0, sizeof s);
     s.m = m;
     s.arena = opt->arena;
+    s.half = opt->half;
     int st = validate(&s, loader, ds, names, opt, lp, res);
     state_free(&s);
     if (st)

@@ -89,6 +89,16 @@ typedef struct yc_val_options {
     bool coco91;
     /* an activation arena shared with other graphs (the trainer's), or NULL for one of its own */
     struct yc_arena *arena;
+    /* test-time augmentation (val.py --augment: tta.h), only without a loss (as val.py, whose
+     * model(im) with compute_loss ignores augment) */
+    bool augment;
+    /* FP16 storage of the input and activations, FP32 arithmetic (val.py --half; the backend
+     * must store FP16: yc_device_info.fp16_storage) */
+    bool half;
+    /* val.py --save-hybrid: each image's labels join its predictions before NMS as boxes of
+     * confidence 1 (non_max_suppression(labels=lb)), so the saved labels and the metrics are of
+     * labels and predictions merged (autolabelling; the mAP is not the model's) */
+    bool save_hybrid;
 } yc_val_options;
 
 /* val.py's defaults: conf 0.001, IoU 0.6, max_det 300, imgsz 640, batch 32, print on, nothing

@@ -126,6 +126,7 @@ static int validate_full(full_state *s, yc_model *m, int stride, const yc_datase
     dopt.fixed_shape = true;
     dopt.val_mode = true;
     dopt.arena = opt->arena;
+    dopt.half = opt->half;
     yc_slice_options sopt = *so;
     sopt.max_det = INT_MAX;
     sopt.merge.agnostic = opt->single_cls;

@@ -658,6 +658,10 @@ static int layer(ob *b, int i, char *out)
     case YC_MOD_DETECT:
         st = detect(b, prefix, l, cur);
         break;
+    case YC_MOD_CLASSIFY:
+        /* refused by yc_onnx_export before any layer */
+        st = yc_model_require_detection(b->m, "ONNX export");
+        break;
     }
     if (st)
         return yc_error_context(st, "layer %d (%s)", i, l->type_name);
@@ -790,7 +794,9 @@ static int build_graph(ob *b, yc_pb *g)
 
 int yc_onnx_export(yc_model *m, const yc_onnx_options *o, const char *path, size_t *bytes)
 {
-    int st = check_options(m, o);
+    int st = yc_model_require_detection(m, "ONNX export");
+    if (!st)
+        st = check_options(m, o);
     if (st)
         return st;
     ob b = {.m = m, .o = o, .nodes = YC_PB_INIT, .inits = YC_PB_INIT,

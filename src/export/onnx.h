@@ -53,7 +53,7 @@ typedef struct yc_onnx_options {
 void yc_onnx_options_default(yc_onnx_options *o);
 
 /* Writes the model (allocated on a backend, weights loaded) as an ONNX file at `path`
- * (atomically).  YC_EUSAGE for options out of range (a size that is not a multiple of the
+ * (atomically).  YC_EUSAGE for a classifier (detection models only) and options out of range (a size that is not a multiple of the
  * stride, an opset outside [YC_ONNX_OPSET_MIN, YC_ONNX_OPSET_MAX]); YC_ENOMEM, YC_EIO with
  * messages naming what failed.  *bytes (may be NULL) gets the file's size. */
 int yc_onnx_export(yc_model *m, const yc_onnx_options *o, const char *path, size_t *bytes);

@@ -68,7 +68,12 @@ int yc_graph_build_plan(yc_graph *g)
             if (nd->dst[d].kind == REF_VALUE)
                 touch(g, nd->dst[d].idx, position(g, i));
     }
-    for (int l = 0; l < g->m->nl; l++) {
+    /* keep_layers: every layer's output (Detect's are the heads) lives to the end of the
+     * forward */
+    for (int i = 0; g->opt.keep_layers && i < g->m->cfg->nlayers; i++)
+        if (g->m->cfg->layers[i].module != YC_MOD_DETECT)
+            touch(g, g->layer_out[i], g->nforward);
+    for (int l = 0; l < yc_graph_nheads(g); l++) {
         touch(g, g->heads[l], g->nforward);
         if (g->mode == YC_GRAPH_TRAIN)
             touch(g, g->head_grads[l], g->nforward);

@@ -174,6 +174,10 @@ static int backward_node(yc_graph *g, const gnode *f)
         nd.op.p = f->op.p;
         nd.src[0] = val(gy);
         return x_needs ? emit_grad_op(g, &nd, x) : YC_OK;
+    case YC_OP_AVGPOOL:
+        nd = yc_graph_node(YC_OP_AVGPOOL_BWD, f->name);
+        nd.src[0] = val(gy);
+        return x_needs ? emit_grad_op(g, &nd, x) : YC_OK;
     case YC_OP_COPY:
         nd = yc_graph_node(YC_OP_COPY, f->name);
         nd.src[0] = val(gy);
@@ -212,7 +216,7 @@ static void mark_recomputable(yc_graph *g)
     for (int i = 0; i < g->nv; i++)
         if (g->v[i]->parent >= 0)
             g->v[yc_graph_owner_of(g, i, NULL)]->recomputable = false;
-    for (int l = 0; l < g->m->nl; l++)
+    for (int l = 0; l < yc_graph_nheads(g); l++)
         g->v[g->heads[l]]->recomputable = false;
     g->v[g->input]->recomputable = false;
 }
@@ -254,7 +258,7 @@ int yc_graph_build_backward(yc_graph *g)
     /* The loss writes each head's gradient over the head itself (the Detect conv's backward
      * needs the gradient, never the head's values): one buffer per level instead of two at the
      * loss, where the training step peaks. */
-    for (int l = 0; l < g->m->nl; l++) {
+    for (int l = 0; l < yc_graph_nheads(g); l++) {
         int h = g->heads[l], gh;
         gvalue *hv = g->v[h];
         if ((status = yc_graph_new_view(g, &gh, h, 0, hv->t.c, "")))

@@ -216,6 +216,12 @@ const yc_tensor *yc_graph_head(const yc_graph *g, int level)
     return &g->v[g->heads[level]]->t;
 }
 
+const yc_tensor *yc_graph_layer_output(const yc_graph *g, int layer)
+{
+    yc_graph_refresh(g);
+    return &g->v[g->layer_out[layer]]->t;
+}
+
 const yc_tensor *yc_graph_head_grad(const yc_graph *g, int level)
 {
     yc_graph_refresh(g);

@@ -41,6 +41,10 @@ typedef struct yc_graph_options {
      * either way.  BatchNorm outputs are never stored in training, with or without it: the fused
      * BN+SiLU ops recompute them in backward, which costs less time than storing them. */
     bool recompute;
+    /* every layer's output kept to the end of the forward, so that it can be read afterwards
+     * (detect --visualize, yc_graph_layer_output); otherwise its storage is reused after its
+     * last reader */
+    bool keep_layers;
 } yc_graph_options;
 
 /* Builds the schedule for a batch of `batch` images of h x w (multiples of the largest stride)
@@ -94,8 +98,12 @@ size_t yc_graph_workspace_bytes(const yc_graph *g);
 
 /* The input batch tensor (batch, ch, h, w), to be written before yc_graph_forward. */
 const yc_tensor *yc_graph_input(const yc_graph *g);
-/* Head output of level l: (batch, na*no, ny, nx), channel a*no + k. */
+/* Head output of level l: (batch, na*no, ny, nx), channel a*no + k; a classifier's one head
+ * (level 0) is its logits (batch, nc, 1, 1). */
 const yc_tensor *yc_graph_head(const yc_graph *g, int level);
+/* The output of layer i of the model config (not the Detect layer): (batch, c, h, w).  Read
+ * after yc_graph_forward only in a graph made with keep_layers. */
+const yc_tensor *yc_graph_layer_output(const yc_graph *g, int layer);
 /* Its gradient (training graphs), written by the loss before yc_graph_backward.  It shares the
  * head's storage: writing it overwrites the head. */
 const yc_tensor *yc_graph_head_grad(const yc_graph *g, int level);

@@ -95,6 +95,12 @@ struct yc_graph {
     double *op_seconds;
 };
 
+/* The graph's outputs: a Detect's levels, or a classifier's logits (N,nc,1,1). */
+static inline int yc_graph_nheads(const yc_graph *g)
+{
+    return g->m->cfg->task == YC_TASK_CLASSIFY ? 1 : g->m->nl;
+}
+
 static inline gref val(int id)
 {
     return (gref){REF_VALUE, id};

@@ -93,6 +93,18 @@ int yc_model_find_state(const yc_model *m, const char *name)
     return -1;
 }
 
+/* The eps of the BatchNorm of the Conv `prefix` ("model.<layer>...."), as nn/modules.c builds it:
+ * 1e-5 in a Classify head (forward_classify, PyTorch's default), else YOLOv5's 1e-3
+ * (forward_conv). */
+static float bn_eps_of(const yc_model *m, const char *prefix)
+{
+    int layer = -1;
+    if (sscanf(prefix, "model.%d.", &layer) == 1 && layer >= 0 && layer < m->cfg->nlayers &&
+        m->cfg->layers[layer].module == YC_MOD_CLASSIFY)
+        return 1e-5f;
+    return 1e-3f;
+}
+
 /* Folds the BatchNorm named prefix + ".bn" into the conv prefix + ".conv" (yc_model_fuse); buf
  * holds the largest parameter. */
 static int fuse_one(yc_model *m, const char *prefix, float *buf)
@@ -119,8 +131,7 @@ static int fuse_one(yc_model *m, const char *prefix, float *buf)
             return st;
     float *gamma = v, *beta = v + c2, *mean = v + 2 * c2, *var = v + 3 * c2;
     size_t per = nw / c2;
-    /* YOLOv5's BatchNorm2d eps (nn/modules.c's forward_conv) */
-    const float eps = 1e-3f;
+    const float eps = bn_eps_of(m, prefix);
     for (size_t o = 0; o < c2; o++) {
         float scale = gamma[o] / sqrtf(eps + var[o]);
         for (size_t j = 0; j < per; j++)
@@ -272,6 +283,24 @@ static int declare_detect(yc_model *m, int layer, const char *prefix, const yc_l
     return YC_OK;
 }
 
+/* Classify: conv (Conv c1 -> 1280, 1x1), linear (Linear 1280 -> nc: weight (nc, 1280), bias) */
+static int declare_classify(yc_model *m, int layer, const char *prefix, const yc_layer_cfg *l)
+{
+    char name[YC_NAME_MAX];
+    int st;
+    sub_name(name, "%s.conv", prefix);
+    if ((st = declare_conv(m, layer, name, l->c1, YC_CLASSIFY_HIDDEN, 1)))
+        return st;
+    const int wshape[4] = {l->c2, YC_CLASSIFY_HIDDEN, 1, 1}, bshape[4] = {l->c2, 1, 1, 1};
+    sub_name(name, "%s.linear.weight", prefix);
+    if ((st = add_param(m, name, 2, wshape, YC_PG_WEIGHT, layer)) < 0)
+        return st;
+    sub_name(name, "%s.linear.bias", prefix);
+    if ((st = add_param(m, name, 1, bshape, YC_PG_BIAS, layer)) < 0)
+        return st;
+    return YC_OK;
+}
+
 /* Every layer's modules, named as YOLOv5's state dict: model.i, and model.i.r for the repeats
  * of a module that is an nn.Sequential. */
 static int declare_layers(yc_model *m)
@@ -305,6 +334,9 @@ static int declare_layers(yc_model *m)
             break;
         case YC_MOD_DETECT:
             st = declare_detect(m, i, prefix, l);
+            break;
+        case YC_MOD_CLASSIFY:
+            st = declare_classify(m, i, prefix, l);
             break;
         case YC_MOD_UPSAMPLE:
         case YC_MOD_CONCAT:
@@ -356,9 +388,11 @@ static int detect_strides(yc_model *m)
 
 /* ---- construction ------------------------------------------------------------------------ */
 
+/* 4-D weights as they are, Linear's (out, in) as a 1x1 convolution's (out, in, 1, 1), vectors as
+ * (1, C, 1, 1) */
 static yc_tensor param_tensor(const yc_param *p, yc_buffer *buf)
 {
-    yc_tensor t = p->ndim == 4 ? yc_tensor_make(p->shape[0], p->shape[1], p->shape[2], p->shape[3],
+    yc_tensor t = p->ndim >= 2 ? yc_tensor_make(p->shape[0], p->shape[1], p->shape[2], p->shape[3],
                                                 YC_F32, p->name)
                                : yc_tensor_make(1, (int)p->numel, 1, 1, YC_F32, p->name);
     t.buf = buf;
@@ -380,6 +414,7 @@ int yc_model_new(yc_model **out, yc_model_cfg *cfg)
     m->na = cfg->na;
     m->nc = cfg->nc;
     m->no = cfg->nc + 5;
+    m->detect_layer = -1; /* set by declare_detect */
     if (m->nl > YC_CFG_MAX_LEVELS || m->na > YC_CFG_MAX_ANCHORS) {
         int st = yc_error_status(YC_EFORMAT, "%s: too many levels or anchors", cfg->path);
         yc_model_free(m); /* frees cfg: the message is written first */
@@ -428,6 +463,10 @@ int yc_model_new(yc_model **out, yc_model_cfg *cfg)
 
     /* check_anchor_order: flip the levels when the anchor areas run against the strides */
     int nl = m->nl, na = m->na;
+    if (nl == 0) {
+        *out = m; /* a classifier: no anchors */
+        return YC_OK;
+    }
     memcpy(m->anchors, cfg->anchors, (size_t)nl * na * 2 * sizeof(float));
     double a0 = 0, a1 = 0;
     for (int a = 0; a < na; a++) {
@@ -565,6 +604,15 @@ int yc_model_zero_grad(yc_model *m)
     return status ? yc_error_context(status, "zeroing gradients") : YC_OK;
 }
 
+int yc_model_require_detection(const yc_model *m, const char *what)
+{
+    if (m->cfg->task == YC_TASK_DETECT)
+        return YC_OK;
+    return yc_error_status(YC_EUSAGE, "%s is a classification model: %s works on detection "
+                           "models (classifiers are trained by yolocl train and run by yolocl val "
+                           "and yolocl detect)", m->cfg->name, what);
+}
+
 /* ---- initialisation ---------------------------------------------------------------------- */
 
 /* Level of a Detect parameter "model.<d>.m.<l>.weight|bias", or -1. */
@@ -574,6 +622,13 @@ static int detect_level(const yc_model *m, const yc_param *p)
         return -1;
     const char *s = strstr(p->name, ".m.");
     return s ? atoi(s + 3) : -1;
+}
+
+/* Whether p is Classify's Linear bias (initialised like its weight, as nn.Linear does). */
+static bool linear_bias(const yc_model *m, const yc_param *p)
+{
+    return m->cfg->layers[p->layer].module == YC_MOD_CLASSIFY && p->group == YC_PG_BIAS &&
+           strstr(p->name, ".linear.") != NULL;
 }
 
 int yc_model_init_weights(yc_model *m, uint64_t seed)
@@ -593,7 +648,7 @@ int yc_model_init_weights(yc_model *m, uint64_t seed)
         if (p->group == YC_PG_BN_WEIGHT) {
             for (size_t j = 0; j < p->numel; j++)
                 w[j] = 1.0f;
-        } else if (p->group == YC_PG_BIAS && detect_level(m, p) < 0) {
+        } else if (p->group == YC_PG_BIAS && detect_level(m, p) < 0 && !linear_bias(m, p)) {
             memset(w, 0, p->numel * sizeof *w);
         } else {
             /* kaiming_uniform(a=sqrt(5)) and PyTorch's default bias: U(-1/sqrt(fan_in), ..) */
@@ -759,6 +814,8 @@ static int modules_of(const yc_layer_cfg *l, int nl)
         return 1;
     case YC_MOD_DETECT:
         return 1 + 1 + nl;
+    case YC_MOD_CLASSIFY:
+        return 1 + conv + 3; /* Classify, its Conv, pool, dropout, Linear */
     }
     return 0;
 }

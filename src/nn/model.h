@@ -147,6 +147,10 @@ int yc_model_load(yc_model *m, const char *path);
  * read-back error) the model is partly fused and must not be used. */
 int yc_model_fuse(yc_model *m);
 
+/* YC_OK for a detection model; for a classifier (cfg->task YC_TASK_CLASSIFY) an error naming
+ * `what` (the command or job), which works on detection models only. */
+int yc_model_require_detection(const yc_model *m, const char *what);
+
 /* Sets all gradients to zero. */
 int yc_model_zero_grad(yc_model *m);
 

@@ -514,6 +514,26 @@ static int resolve_detect(cfg_ctx *c, yc_layer_cfg *l, const yc_yaml_node *args)
     return YC_OK;
 }
 
+/* Classify(c1, c2): args [c2] (usually nc); c1 is the input's channels */
+static int resolve_classify(cfg_ctx *c, yc_layer_cfg *l, const yc_yaml_node *args)
+{
+    if (!args || args->n != 1)
+        return row_error(c, "Classify arguments must be [classes]");
+    if (l->nfrom != 1)
+        return row_error(c, "Classify takes one input, not %d", l->nfrom);
+    long c2;
+    int status = arg_int(c, args->items[0], "Classify classes", &c2);
+    if (status)
+        return status;
+    if (c2 != c->cfg->nc)
+        return row_error(c, "Classify classes %ld differ from the model's nc %d", c2, c->cfg->nc);
+    l->c1 = channels_of(c->cfg, l->from[0]);
+    l->c2 = (int)c2;
+    l->k = l->s = l->g = 1;
+    snprintf(l->args_text, sizeof l->args_text, "[%d, %d]", l->c1, l->c2);
+    return YC_OK;
+}
+
 static const struct {
     const char *yaml_name;
     yc_module module;
@@ -527,6 +547,7 @@ static const struct {
     {"nn.Upsample", YC_MOD_UPSAMPLE, "torch.nn.modules.upsampling.Upsample"},
     {"Concat", YC_MOD_CONCAT, "models.common.Concat"},
     {"Detect", YC_MOD_DETECT, "models.yolo.Detect"},
+    {"Classify", YC_MOD_CLASSIFY, "models.common.Classify"},
 };
 
 static int resolve_row(cfg_ctx *c, const yc_yaml_node *row, int index)
@@ -554,7 +575,7 @@ static int resolve_row(cfg_ctx *c, const yc_yaml_node *row, int index)
             break;
     if (m == sizeof module_table / sizeof *module_table)
         return row_error(c, "module '%s' is not supported (supported: Conv, Bottleneck, C3, SPP, "
-                         "SPPF, nn.Upsample, Concat, Detect)", mod->value);
+                         "SPPF, nn.Upsample, Concat, Detect, Classify)", mod->value);
     l->module = module_table[m].module;
     l->type_name = module_table[m].type_name;
     const yc_yaml_node *args = row->items[3];
@@ -584,15 +605,36 @@ static int resolve_row(cfg_ctx *c, const yc_yaml_node *row, int index)
         l->repeats = 1;
         status = resolve_detect(c, l, args);
         break;
+    case YC_MOD_CLASSIFY:
+        l->repeats = 1;
+        status = resolve_classify(c, l, args);
+        break;
     }
     if (status)
         return status;
-    if (l->repeats > 1 && l->c1 != l->c2 && l->module != YC_MOD_DETECT)
+    if (l->repeats > 1 && l->c1 != l->c2 && l->module != YC_MOD_DETECT &&
+        l->module != YC_MOD_CLASSIFY)
         return row_error(c, "repeating %s %d times needs equal input and output channels (%d, %d)",
                          module_table[m].yaml_name, l->repeats, l->c1, l->c2);
-    if (l->module == YC_MOD_DETECT && index != cfg->nlayers - 1)
-        return row_error(c, "Detect must be the last layer");
+    if ((l->module == YC_MOD_DETECT || l->module == YC_MOD_CLASSIFY) && index != cfg->nlayers - 1)
+        return row_error(c, "%s must be the last layer", module_table[m].yaml_name);
     return YC_OK;
+}
+
+/* Whether a row of the backbone or head names Classify (a classifier, which has no anchors;
+ * resolve_row checks that it is the last). */
+static bool classifier_rows(const yc_yaml_node *root)
+{
+    const char *parts[2] = {"backbone", "head"};
+    for (int p = 0; p < 2; p++) {
+        const yc_yaml_node *rows = yc_yaml_get(root, parts[p]);
+        for (int i = 0; rows && rows->kind == YC_YAML_SEQ && i < rows->n; i++) {
+            const yc_yaml_node *row = rows->items[i];
+            if (row->kind == YC_YAML_SEQ && row->n == 4 && is_name(row->items[2], "Classify"))
+                return true;
+        }
+    }
+    return false;
 }
 
 static int get_number(const char *path, const yc_yaml_node *root, const char *key, double *out,
@@ -664,8 +706,9 @@ int yc_model_cfg_from_yaml(yc_model_cfg **out, const yc_yaml_node *root, const c
                                  act->kind == YC_YAML_SCALAR ? act->value : "?");
         goto done;
     }
+    /* a classifier (its last row Classify) has no anchors */
     const yc_yaml_node *anchors = yc_yaml_get(root, "anchors");
-    if ((status = parse_anchors(cfg, path, anchors)))
+    if ((anchors || !classifier_rows(root)) && (status = parse_anchors(cfg, path, anchors)))
         goto done;
     const yc_yaml_node *parts[2] = {yc_yaml_get(root, "backbone"), yc_yaml_get(root, "head")};
     const char *part_names[2] = {"backbone", "head"};
@@ -690,9 +733,14 @@ int yc_model_cfg_from_yaml(yc_model_cfg **out, const yc_yaml_node *root, const c
         for (int i = 0; i < parts[p]->n; i++, index++)
             if ((status = resolve_row(&c, parts[p]->items[i], index)))
                 goto done;
-    if (cfg->layers[total - 1].module != YC_MOD_DETECT) {
-        status = yc_error_status(YC_EFORMAT, "%s: the last layer must be Detect", path);
+    if (cfg->layers[total - 1].module != YC_MOD_DETECT &&
+        cfg->layers[total - 1].module != YC_MOD_CLASSIFY) {
+        status = yc_error_status(YC_EFORMAT, "%s: the last layer must be Detect or Classify", path);
         goto done;
+    }
+    if (cfg->layers[total - 1].module == YC_MOD_CLASSIFY) {
+        cfg->task = YC_TASK_CLASSIFY;
+        cfg->nl = cfg->na = 0;
     }
 done:
     if (status) {
@@ -748,4 +796,43 @@ void yc_model_cfg_free(yc_model_cfg *cfg)
 int yc_model_cfg_detect(const yc_model_cfg *cfg)
 {
     return cfg->nlayers - 1;
+}
+
+int yc_model_cfg_to_classifier(yc_model_cfg *cfg, int nc, int cutoff)
+{
+    if (cfg->task != YC_TASK_DETECT)
+        return yc_error_status(YC_EFORMAT, "%s is a classifier already", cfg->path);
+    if (cutoff < 2 || cutoff >= cfg->nlayers)
+        return yc_error_status(YC_EFORMAT, "cutoff %d is out of range 2..%d for %s (%d layers)",
+                               cutoff, cfg->nlayers - 1, cfg->path, cfg->nlayers);
+    if (nc < 1)
+        return yc_error_status(YC_EFORMAT, "a classifier needs at least one class, not %d", nc);
+    yc_layer_cfg *l = &cfg->layers[cutoff - 1];
+    bool conv = l->module == YC_MOD_CONV || l->module == YC_MOD_C3 ||
+                l->module == YC_MOD_BOTTLENECK || l->module == YC_MOD_SPP ||
+                l->module == YC_MOD_SPPF;
+    if (!conv || l->nfrom != 1)
+        return yc_error_status(YC_EFORMAT, "cutoff %d: layer %d (%s) has no convolution to take "
+                               "the input channels of Classify from; choose another --cutoff",
+                               cutoff, cutoff - 1, l->type_name);
+    /* Classify(ch, nc) with ch = the replaced module's first convolution's input channels */
+    int c1 = l->c1;
+    int from = l->from[0], from_raw = l->from_raw[0], line = l->line;
+    memset(l, 0, sizeof *l);
+    l->from[0] = from, l->from_raw[0] = from_raw, l->nfrom = 1, l->line = line;
+    l->module = YC_MOD_CLASSIFY;
+    l->type_name = "models.common.Classify";
+    l->n = l->repeats = 1;
+    l->c1 = c1, l->c2 = nc;
+    l->k = l->s = l->g = 1;
+    snprintf(l->args_text, sizeof l->args_text, "[%d, %d]", c1, nc);
+    cfg->nlayers = cutoff;
+    cfg->task = YC_TASK_CLASSIFY;
+    cfg->nc = nc;
+    cfg->nl = cfg->na = 0;
+    cfg->anchors_placeholder = false;
+    /* the yaml text describes the detection model, not this one */
+    free(cfg->text);
+    cfg->text = NULL;
+    return YC_OK;
 }

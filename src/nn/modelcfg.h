@@ -23,7 +23,17 @@ typedef enum yc_module {
     YC_MOD_UPSAMPLE,   /* nn.Upsample(None, factor, 'nearest') */
     YC_MOD_CONCAT,     /* Concat along channels, in `from` order */
     YC_MOD_DETECT,     /* Detect: one 1x1 conv with bias per level */
+    YC_MOD_CLASSIFY,   /* Classify: 1x1 Conv to 1280, global average pool, dropout, Linear */
 } yc_module;
+
+/* What a model predicts: boxes (its last layer is Detect) or one class per image (Classify). */
+typedef enum yc_task {
+    YC_TASK_DETECT,
+    YC_TASK_CLASSIFY,
+} yc_task;
+
+/* Classify's hidden width (YOLOv5's c_ = 1280, efficientnet_b0's) */
+#define YC_CLASSIFY_HIDDEN 1280
 
 /* One resolved row: `from`, repeats, module and its arguments as YOLOv5 passes them. */
 typedef struct yc_layer_cfg {
@@ -57,6 +67,8 @@ typedef struct yc_layer_cfg {
 } yc_layer_cfg;
 
 typedef struct yc_model_cfg {
+    /* detection or classification (from the last layer) */
+    yc_task task;
     /* classes (after any override) */
     int nc;
     /* input channels (yaml `ch`, default 3) */
@@ -64,7 +76,7 @@ typedef struct yc_model_cfg {
     double depth_multiple, width_multiple;
     /* channel rounding divisor (yaml `channel_multiple`, default 8) */
     int channel_multiple;
-    /* detection levels and anchors per level */
+    /* detection levels and anchors per level (0 and 0 for a classifier) */
     int nl, na;
     /* anchors in input pixels, anchors[(l*na + a)*2 + {0: w, 1: h}], as written in the yaml
      * (YOLOv5 flips their order and divides by the stride when it builds Detect) */
@@ -101,5 +113,10 @@ void yc_model_cfg_free(yc_model_cfg *cfg);
 
 /* Index of the Detect row (the last row must be Detect). */
 int yc_model_cfg_detect(const yc_model_cfg *cfg);
+
+/* YOLOv5's ClassificationModel(model=detection, nc, cutoff): keeps layers 0..cutoff-1 and replaces
+ * the last of them by Classify(its input channels, nc), fed from the same layer.  The replaced
+ * layer must hold a convolution (Conv, C3, Bottleneck, SPP, SPPF) and have one input. */
+int yc_model_cfg_to_classifier(yc_model_cfg *cfg, int nc, int cutoff);
 
 #endif

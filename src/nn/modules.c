@@ -85,8 +85,8 @@ static int forward_conv_fused(yc_graph *g, const char *prefix, int x, int w, int
 /* x (N,c1,H,W) -> conv k x k stride s pad p -> (N,c2,P,Q) -> BN -> SiLU -> *out.  Backward:
  * autodiff.c, backward_node's cases YC_OP_CONV2D and YC_OP_BN_SILU_TRAIN (evaluation graphs, with
  * YC_OP_BN_EVAL, have none). */
-static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, int s, int p,
-                        int *out)
+static int forward_conv_bn(yc_graph *g, const char *prefix, int x, int c2, int k, int s, int p,
+                           float eps, float momentum, int *out)
 {
     const yc_tensor *xt = &g->v[x]->t;
     int P = (xt->h + 2 * p - k) / s + 1, Q = (xt->w + 2 * p - k) / s + 1;
@@ -133,8 +133,8 @@ static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, i
     nd.src[1] = prm(gamma);
     nd.src[2] = prm(beta);
     nd.dst[0] = val(a);
-    nd.op.p.bn.eps = 1e-3f; /* YOLOv5's BatchNorm2d settings */
-    nd.op.p.bn.momentum = 0.03f;
+    nd.op.p.bn.eps = eps;
+    nd.op.p.bn.momentum = momentum;
     if (train) {
         nd.dst[1] = val(stats);
         nd.dst[2] = state(rmean);
@@ -148,6 +148,14 @@ static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, i
         return status;
     *out = a;
     return YC_OK;
+}
+
+/* Conv with the BatchNorm settings YOLOv5's initialize_weights gives every BatchNorm2d of a model
+ * it builds (eps 1e-3, momentum 0.03). */
+static int forward_conv(yc_graph *g, const char *prefix, int x, int c2, int k, int s, int p,
+                        int *out)
+{
+    return forward_conv_bn(g, prefix, x, c2, k, s, p, 1e-3f, 0.03f, out);
 }
 
 /* ---- Bottleneck(c1, c2, shortcut, e): cv1 1x1 -> cv2 3x3 [+ x] --------------------------- */
@@ -366,6 +374,54 @@ static int forward_detect(yc_graph *g, const char *prefix, const yc_layer_cfg *l
     return YC_OK;
 }
 
+/* ---- Classify(c1, c2): Conv c1 -> 1280 1x1, AdaptiveAvgPool2d(1), Dropout, Linear 1280 -> c2 --- */
+
+/* x (N,c1,H,W) -> Conv (N,1280,H,W) -> pool (N,1280,1,1) -> Linear as a 1x1 convolution with bias
+ * -> the logits (N,c2,1,1), the graph's one head.  Classify's BatchNorm keeps nn.BatchNorm2d's
+ * defaults (eps 1e-5, momentum 0.1): YOLOv5 makes it after initialize_weights has set the others.
+ * Dropout is the identity at YOLOv5's default p = 0.  Backward: the Conv's, and backward_node's
+ * cases YC_OP_AVGPOOL and YC_OP_CONV2D (with bias). */
+static int forward_classify(yc_graph *g, const char *prefix, int x, const yc_layer_cfg *l)
+{
+    char sub[YC_NAME_MAX];
+    int a, pooled, logits, status;
+    yc_graph_fmt_name(sub, sizeof sub, "%s.conv", prefix);
+    if ((status = forward_conv_bn(g, sub, x, YC_CLASSIFY_HIDDEN, 1, 1, 0, 1e-5f, 0.1f, &a)))
+        return status;
+    if ((status = yc_graph_new_value(g, &pooled, g->batch, YC_CLASSIFY_HIDDEN, 1, 1, "%s.pool",
+                                     prefix)))
+        return status;
+    yc_graph_activation(g, pooled);
+    g->v[pooled]->needs_grad = true;
+    gnode nd = yc_graph_node(YC_OP_AVGPOOL, prefix);
+    yc_graph_fmt_name(nd.name, sizeof nd.name, "%s.pool", prefix);
+    nd.src[0] = val(a);
+    nd.dst[0] = val(pooled);
+    if ((status = yc_graph_push_node(g, &nd)))
+        return status;
+
+    int w = find_param(g, "%s.linear.weight", prefix);
+    int b = find_param(g, "%s.linear.bias", prefix);
+    if (w < 0 || b < 0)
+        return YC_ERR;
+    if ((status = yc_graph_new_value(g, &logits, g->batch, l->c2, 1, 1, "%s.linear", prefix)))
+        return status;
+    g->v[logits]->needs_grad = true;
+    nd = yc_graph_node(YC_OP_CONV2D, prefix);
+    yc_graph_fmt_name(nd.name, sizeof nd.name, "%s.linear", prefix);
+    nd.src[0] = val(pooled);
+    nd.src[1] = prm(w);
+    nd.src[2] = prm(b);
+    nd.dst[0] = val(logits);
+    nd.op.p.conv.kh = nd.op.p.conv.kw = 1;
+    nd.op.p.conv.stride_h = nd.op.p.conv.stride_w = 1;
+    nd.op.p.conv.groups = 1;
+    if ((status = yc_graph_push_node(g, &nd)))
+        return status;
+    g->heads[0] = logits;
+    return YC_OK;
+}
+
 /* ---- the network ---------------------------------------------------------------------------- */
 
 int yc_graph_build_layer(yc_graph *g, int i)
@@ -414,6 +470,10 @@ int yc_graph_build_layer(yc_graph *g, int i)
     }
     case YC_MOD_DETECT:
         status = forward_detect(g, prefix, l);
+        break;
+    case YC_MOD_CLASSIFY:
+        status = forward_classify(g, prefix, x, l);
+        out = g->heads[0];
         break;
     }
     if (status)

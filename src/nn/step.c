@@ -134,33 +134,7 @@ int yc_step_submit(yc_step *s, const float *images, const float *targets, int nt
 
 int yc_step_submit_u8(yc_step *s, const uint8_t *images, const float *targets, int nt)
 {
-    yc_backend *be = s->m->be;
-    const yc_tensor *in = yc_graph_input(s->g);
-    size_t n = yc_tensor_elems(in);
-    char *base = be->iface->buffer_host_ptr ? be->iface->buffer_host_ptr(be, in->buf) : NULL;
-    if (base && yc_tensor_dense(in)) {
-        if (in->type == YC_F32) {
-            float *dst = (float *)(void *)(base + in->offset);
-            for (size_t i = 0; i < n; i++)
-                dst[i] = (float)images[i] / 255.0f;
-        } else {
-            uint16_t *dst = (uint16_t *)(void *)(base + in->offset);
-            for (size_t i = 0; i < n; i++)
-                dst[i] = yc_float_to_half((float)images[i] / 255.0f);
-        }
-        return run_loaded(s, targets, nt);
-    }
-    if (be->iface->write_u8_scaled) {
-        int status = be->iface->write_u8_scaled(be, in, images);
-        return status ? status : run_loaded(s, targets, nt);
-    }
-    float *tmp = yc_malloc(n * sizeof *tmp, "input batch");
-    if (!tmp)
-        return YC_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        tmp[i] = (float)images[i] / 255.0f;
-    int status = yc_tensor_set_f32(be, in, tmp);
-    free(tmp);
+    int status = yc_tensor_set_u8_scaled(s->m->be, yc_graph_input(s->g), images);
     return status ? status : run_loaded(s, targets, nt);
 }
 

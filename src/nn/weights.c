@@ -412,7 +412,8 @@ static bool same_shape(const target *t, const yc_weights_tensor *s)
     return true;
 }
 
-/* The model's state dict in YOLOv5's order (anchors before the Detect layer's parameters). */
+/* The model's state dict in YOLOv5's order (anchors before the Detect layer's parameters; a
+ * classifier has none). */
 static target *model_targets(const yc_model *m, int *count)
 {
     target *t = yc_calloc((size_t)m->ndict + 1, sizeof *t, "weights targets");
@@ -445,7 +446,7 @@ static target *model_targets(const yc_model *m, int *count)
             t[n++].state = s;
         }
     }
-    if (!anchors_done) {
+    if (!anchors_done && m->cfg->task == YC_TASK_DETECT) {
         t[n].name = m->anchors_name;
         t[n].ndim = 3;
         t[n].shape[0] = m->nl;
@@ -785,6 +786,8 @@ int yc_model_open(const yc_model_spec *spec, yc_opened_model *out)
     if (!(st = yc_model_cfg_open(spec->cfg, out->w, nc, &cfg, out->cfg_path,
                                  sizeof out->cfg_path)))
         st = yc_model_new(&out->m, cfg); /* takes cfg, also on an error */
+    if (!st && spec->detection_only)
+        st = yc_model_require_detection(out->m, spec->detection_only);
     if (!st && spec->backend) {
         out->be = spec->backend;
     } else if (!st && spec->device) {

@@ -164,6 +164,8 @@ typedef struct yc_model_spec {
     int threads;         /* compute threads of the CPU backend (<= 0: physical cores) */
     bool announce;       /* print the device chosen */
     yc_model_use use;
+    /* the job, for the refusal of a classifier ("yolocl val"); NULL: classifiers are opened too */
+    const char *detection_only;
 } yc_model_spec;
 
 typedef struct yc_opened_model {

@@ -21,11 +21,10 @@
 #define BENCH_NBS 64
 #define BENCH_MAX_GRAD_NORM 10.0
 
-/* The synthetic batch: pixels (CHW RGB) for the training step, the same as floats in [0, 1]
- * for the inference pass, and targets (image, class, x, y, w, h). */
+/* The synthetic batch: pixels (CHW RGB), uploaded as val and train upload theirs, and targets
+ * (image, class, x, y, w, h). */
 typedef struct bench_batch {
     uint8_t *pixels;
-    float *images;
     float *targets;
     int nt;
 } bench_batch;
@@ -33,7 +32,6 @@ typedef struct bench_batch {
 static void batch_free(bench_batch *b)
 {
     free(b->pixels);
-    free(b->images);
     free(b->targets);
 }
 
@@ -43,18 +41,15 @@ static int batch_make(bench_batch *b, int n, int ch, int img, int nc)
     const size_t elems = (size_t)n * ch * img * img;
     b->nt = n * YC_BENCH_TARGETS_PER_IMAGE;
     b->pixels = yc_malloc(elems, "benchmark pixels");
-    b->images = yc_malloc(elems * sizeof *b->images, "benchmark images");
     b->targets = yc_malloc((size_t)b->nt * 6 * sizeof *b->targets, "benchmark targets");
-    if (!b->pixels || !b->images || !b->targets) {
+    if (!b->pixels || !b->targets) {
         batch_free(b);
         return YC_ENOMEM;
     }
     yc_rng rng;
     yc_rng_seed(&rng, 0, 0xBE4C);
-    for (size_t i = 0; i < elems; i++) {
+    for (size_t i = 0; i < elems; i++)
         b->pixels[i] = (uint8_t)(yc_rng_u32(&rng) >> 24);
-        b->images[i] = (float)b->pixels[i] / 255.0f;
-    }
     for (int t = 0; t < b->nt; t++) {
         float *row = b->targets + (size_t)t * 6;
         row[0] = (float)(t / YC_BENCH_TARGETS_PER_IMAGE);
@@ -108,7 +103,7 @@ static int bench_forward(const yc_bench_config *c, yc_model *m, const bench_batc
         if (it == c->warmup && c->profile && (st = yc_graph_set_profiling(g, true)))
             break;
         double t0 = yc_now();
-        if ((st = yc_tensor_set_f32(m->be, yc_graph_input(g), b->images)) ||
+        if ((st = yc_tensor_set_u8_scaled(m->be, yc_graph_input(g), b->pixels)) ||
             (st = yc_graph_forward(g)) || (st = m->be->iface->synchronize(m->be)))
             break;
         if (it >= c->warmup)
@@ -222,6 +217,8 @@ int yc_bench_run(const yc_bench_config *c, yc_backend *be, yc_bench_result *r)
     int st = yc_model_cfg_load(&cfg, c->cfg_path, 0);
     if (!st)
         st = yc_model_new(&m, cfg); /* owns cfg from here on, failing or not */
+    if (!st)
+        st = yc_model_require_detection(m, "yolocl bench");
     if (st)
         goto done;
     snprintf(r->model, sizeof r->model, "%s", m->cfg->name);

@@ -463,6 +463,8 @@ static int setup_model(trainer *t, bool resuming)
     if (!st)
         st = yc_model_new(&t->m, cfg);
     if (!st)
+        st = yc_model_require_detection(t->m, "yolocl train");
+    if (!st)
         st = yc_device_open(t->device[0] ? t->device : o->device, o->threads, t->rank == 0,
                             &t->be);
     /* what the process holds before the run's own memory: the libraries (with the OpenCL
@@ -978,6 +980,21 @@ static int fit_memory(trainer *t)
 
 /* ---- the run ---------------------------------------------------------------------------------- */
 
+/* --quad: the accumulated gradients times 4 before the optimizer step, as train.py's `if
+ * opt.quad: loss *= 4.` gives them (gradients are linear in the loss); two in-place additions
+ * g = g + g, exact in float. */
+static int quad_scale_grads(yc_model *m)
+{
+    yc_tensor g = yc_tensor_make(1, (int)m->param_elems, 1, 1, YC_F32, NULL);
+    g.buf = m->grad_buf;
+    yc_op op = {.kind = YC_OP_ADD, .src = {&g, &g}, .dst = {&g}, .name = "quad gradient x4"};
+    yc_span none = {0};
+    int st = yc_backend_exec(m->be, &op, none);
+    if (!st)
+        st = yc_backend_exec(m->be, &op, none);
+    return st ? yc_error_context(st, "--quad: scaling the gradients") : YC_OK;
+}
+
 /* Forward, loss and backward of one loader batch at h x w, its gradients added to the model's:
  * in one step, submitted without waiting (*pending is then the step whose yc_step_result gives
  * the loss after the next synchronize), or, when the batch is larger than the memory fit's
@@ -990,7 +1007,10 @@ static int train_batch(trainer *t, const yc_batch *b, int h, int w, yc_loss_resu
     *pending = NULL;
     bool resized = h != b->h || w != b->w;
     int st = resized ? batch_input(t, b, h, w) : YC_OK;
-    int micro = t->micro_batch > 0 && t->micro_batch < b->n ? t->micro_batch : b->n;
+    /* the memory fit's micro-batch is of imgsz images; a quad image is 4 of them */
+    int fit = t->o.quad && t->micro_batch > 0 ? (t->micro_batch >= 4 ? t->micro_batch / 4 : 1)
+                                               : t->micro_batch;
+    int micro = fit > 0 && fit < b->n ? fit : b->n;
     yc_step *s = NULL;
     if (st || (st = step_for(t, micro, h, w, &s)))
         return st;
@@ -1151,6 +1171,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             bool step_now = ni - last_opt_step >= accumulate;
             if ((st = train_batch(t, b, h, w, &res, &pending)) ||
                 (step_now && ((t->world > 1 && (st = yc_dist_allreduce_grads(m))) ||
+                              (o->quad && (st = quad_scale_grads(m))) ||
                               (st = yc_optim_step(t->opt, MAX_GRAD_NORM)) ||
                               (st = yc_model_zero_grad(m)) ||
                               (t->rank == 0 && (st = yc_ema_update(t->ema, m))))) ||
@@ -1541,7 +1562,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                             .tiles = t->o.tile > 0 ? &t->train_tiles : NULL,
                             .tiles_per_epoch = t->o.tiles_per_epoch,
                             .limits = {.max_pixels = t->o.max_pixels},
-                            .cache = (yc_cache_kind)t->o.cache};
+                            .cache = (yc_cache_kind)t->o.cache, .quad = t->o.quad};
     if (t->o.rect && t->o.image_weights) {
         yc_warn("--rect is incompatible with --image-weights: rect disabled");
         lo.rect = false;
@@ -1575,7 +1596,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                                 .seed = (uint64_t)t->o.seed,
                                 .tiles = t->o.tile > 0 ? &t->val_tiles : NULL,
                                 .limits = {.max_pixels = t->o.max_pixels},
-                                .cache = (yc_cache_kind)t->o.cache};
+                                .cache = (yc_cache_kind)t->o.cache, .quad = t->o.quad};
         if ((st = yc_loader_new(&t->val_loader, &vo)))
             goto done;
         if (t->o.cache == YC_CACHE_DISK)

@@ -37,6 +37,8 @@ typedef struct yc_train_opts {
     int accumulate;
     bool rect, nosave, noval, noautoanchor, noplots, cos_lr, single_cls, multi_scale;
     bool image_weights, exist_ok;
+    /* --quad: YOLOv5's quad collate (quad.h), gradients times 4 */
+    bool quad;
     yc_optim_kind optimizer;
     /* loader threads */
     int workers;

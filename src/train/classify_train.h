@@ -1,0 +1,28 @@
+/* Training a classifier as YOLOv5's classify/train.py does: an ImageFolder dataset
+ * (imagefolder.h) with the training transforms of classify_aug.h, cross-entropy with label
+ * smoothing, the optimizer of smart_optimizer (Adam by default, lr0 0.001, decay 5e-5 on the
+ * weights, betas (0.9, 0.999)), the linear LR schedule to lrf = 0.01 stepped per epoch, gradient
+ * clipping at norm 10, the EMA, and after every epoch the EMA's top-1 and top-5 accuracy and loss
+ * on ROOT/val (classify/val.py), results.csv (GenericLogger's columns) and weights/last and best
+ * (the EMA's weights as safetensors). */
+#ifndef YC_CLASSIFY_TRAIN_H
+#define YC_CLASSIFY_TRAIN_H
+
+#include <stdbool.h>
+
+#include "train.h"
+
+/* classify/train.py's defaults where they differ from train.py's */
+#define YC_CLS_IMGSZ 224
+#define YC_CLS_LR0 0.001
+#define YC_CLS_DECAY 5e-5
+#define YC_CLS_LABEL_SMOOTHING 0.1f
+
+/* Trains o->cfg (a classifier config, or a detection config cut at YOLOv5's cutoff 10) on the
+ * ImageFolder dataset at o->data for o->epochs epochs of o->batch images of o->imgsz pixels;
+ * o->optimizer, o->label_smoothing, o->seed, o->device, o->project, o->name, o->exist_ok and
+ * o->nosave are honoured.  The first SIGINT or SIGTERM ends the run after the current batch with
+ * weights/last.safetensors written; *interrupted says so. */
+int yc_classify_train(const yc_train_opts *o, bool *interrupted);
+
+#endif
