@@ -639,7 +639,8 @@ static int layer(ob *b, int i, char *out)
                 lr.c1 = c1;
                 st = spp(b, sub, cur, &lr, next);
             }
-            memcpy(cur, next, NM);
+            if (!st)
+                memcpy(cur, next, NM);
         }
         break;
     case YC_MOD_C3:
