@@ -158,7 +158,9 @@ static bool cl_supports(yc_backend *be, const yc_op *op)
         return false;
     switch (op->kind) {
     case YC_OP_CONV2D:
-        return op->p.conv.groups == 1;
+        /* no SiLU epilogue (yc_device_info.conv_silu is false): a fused model's graph runs
+         * YC_OP_SILU after the convolution */
+        return op->p.conv.groups == 1 && !op->p.conv.silu;
     case YC_OP_CONV2D_BWD_DATA:
         /* dy goes into the GEMM as it is */
         return op->p.conv.groups == 1 && (!op->src[0] || op->src[0]->type == YC_F32);

@@ -134,6 +134,8 @@ typedef struct geom {
      * sub-blocks and adds the bias to each while it is in cache (added to a whole block of 255
      * filters, out of L2 by then, it took a quarter of the Detect layers' time) */
     bool bias;
+    /* forward with the SiLU epilogue (op.p.conv.silu): applied with the bias, while in cache */
+    bool silu;
     /* output rows per block and blocks per image */
     int rows, nblocks;
 } geom;
@@ -240,7 +242,8 @@ static geom geom_make(const yc_op *op, int N, int C, int H, int W, int K, int P,
     g.direct = g.R == 1 && g.S == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
     g.x16 = op->kind != YC_OP_CONV2D_BWD_DATA && op->src[0]->type == YC_F16;
     g.y16 = op->kind == YC_OP_CONV2D && op->dst[0]->type == YC_F16;
-    g.bias = op->kind == YC_OP_CONV2D && op->src[2] != NULL;
+    g.silu = op->kind == YC_OP_CONV2D && op->p.conv.silu;
+    g.bias = op->kind == YC_OP_CONV2D && (op->src[2] != NULL || g.silu);
     g.implicit = (op->kind == YC_OP_CONV2D || op->kind == YC_OP_CONV2D_BWD_FILTER) && !g.direct;
     size_t nw = (size_t)K * (size_t)g.crs;
     g.tapwise = g.implicit && op->kind == YC_OP_CONV2D_BWD_FILTER && C >= 32 && C % 16 == 0 &&
@@ -491,16 +494,22 @@ static void direct_offsets(const geom *g, int n, ptrdiff_t *offs)
  * Forward: y (N,K,P,Q) = conv(x (N,C,H,W), W (K,C,R,S)) + b (1,K,1,1)
  * ------------------------------------------------------------------------------------------- */
 
-/* y[k, 0:n] += b[k] for K rows of stride ld; T threads. */
-static void add_bias(float *y, size_t ld, int K, int n, const float *b, int T)
+/* y[k, 0:n] += b[k] (b may be NULL), then y = silu(y) with silu, for K rows of stride ld; T
+ * threads. */
+static void add_bias(float *y, size_t ld, int K, int n, const float *b, bool silu, int T)
 {
-    if (!b)
+    if (!b && !silu)
         return;
 #pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
     for (int k = 0; k < K; k++) {
-        float *yk = y + (size_t)k * ld, bk = b[k];
-        for (int i = 0; i < n; i++)
-            yk[i] += bk;
+        float *yk = y + (size_t)k * ld;
+        if (b) {
+            float bk = b[k];
+            for (int i = 0; i < n; i++)
+                yk[i] += bk;
+        }
+        if (silu)
+            yc_cpu_silu_span(yk, yk, (size_t)n);
     }
 }
 
@@ -596,7 +605,7 @@ static void implicit_input_t(const geom *g, const yc_hv *x, size_t xo, int p0, i
 
 /* One block of the implicit forward: y[K, block] = W[K, CRS] * (the block's columns, read in place
  * from its phases) over rows*Wv columns into bf->ys, then the Q valid columns of each row
- * (+ b[k], FP16 rounded) into y; T threads. */
+ * (+ b[k], then SiLU with geom.silu, FP16 rounded) into y; T threads. */
 static void fwd_block_implicit(const geom *g, const yc_hv *x, const float *w, const float *wp, const float *b,
                                const yc_hv *y, const bufs *bf, int i, int blk, int T)
 {
@@ -616,6 +625,8 @@ static void fwd_block_implicit(const geom *g, const yc_hv *x, const float *w, co
                 for (int q = 0; q < g->Q; q++)
                     src[q] += bk;
             }
+            if (g->silu)
+                yc_cpu_silu_span(src, src, (size_t)g->Q);
             if (y->p16)
                 yc_float_to_half_n(src, y->p16 + dst, (size_t)g->Q);
             else
@@ -657,7 +668,7 @@ static void fwd_block(const geom *g, const plan *pl, const yc_hv *x, const float
             yc_sgemm_offsets(g->K, jn, g->crs, 1.0f, w, g->crs, wp, Bj, bf->offs, 0.0f, Cj, ldc);
         else
             yc_sgemm_packed(false, g->K, jn, g->crs, 1.0f, w, g->crs, wp, Bj, ldb, 0.0f, Cj, ldc);
-        add_bias(Cj, (size_t)ldc, g->K, jn, b, T);
+        add_bias(Cj, (size_t)ldc, g->K, jn, b, g->silu, T);
         if (g->y16) {
 #pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
             for (int k = 0; k < g->K; k++)
@@ -672,8 +683,18 @@ void yc_cpu_gemm_conv_fwd(const yc_cpu_args *a)
     const float *w = a->src[1].p, *b = a->src[2].p;
     geom g = geom_make(a->op, x->n, x->c, x->h, x->w, y->c, y->h, y->w);
     plan pl = plan_make(YC_OP_CONV2D, &g, a->threads);
-    float *wp = a->ws; /* W[K, CRS] packed for the GEMMs */
-    yc_sgemm_pack(false, g.K, g.crs, w, g.crs, wp);
+    /* W[K, CRS] packed for the GEMMs: in the workspace, or kept from an earlier run (frozen
+     * weights, yc_cpu_wcache_get) */
+    static const char packed_form = 0;
+    bool fill;
+    float *wp = yc_cpu_wcache_get(a->wcache, a->op->src[1], &packed_form,
+                                  yc_sgemm_packed_floats(g.K, g.crs), &fill);
+    if (!wp) {
+        wp = a->ws;
+        fill = true;
+    }
+    if (fill)
+        yc_sgemm_pack(false, g.K, g.crs, w, g.crs, wp);
     if (g.implicit)
         implicit_offsets(&g, bufs_of(&pl, a->ws, 0).offs);
     else

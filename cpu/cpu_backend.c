@@ -27,9 +27,26 @@ struct yc_buffer {
     size_t size;
 };
 
+/* One entry of the transformed-weights cache: the weights at `offset` of `buf` in form `form`. */
+typedef struct wcache_entry {
+    const yc_buffer *buf;
+    size_t offset, floats;
+    const void *form;
+    float *data;
+} wcache_entry;
+
+/* Weights of frozen convolutions kept transformed between runs (yc_cpu_wcache_get). */
+struct yc_cpu_wcache {
+    wcache_entry *e;
+    int n, cap;
+    /* bytes held, and the most it may hold */
+    size_t bytes, budget;
+};
+
 typedef struct cpu_ctx {
     /* OpenMP threads per op */
     int threads;
+    struct yc_cpu_wcache wcache;
 } cpu_ctx;
 
 static int ctx_threads(yc_backend *be)
@@ -37,8 +54,58 @@ static int ctx_threads(yc_backend *be)
     return ((cpu_ctx *)be->ctx)->threads;
 }
 
+/* Drops the cache's entries of buf (all of them when buf is NULL). */
+static void wcache_drop(struct yc_cpu_wcache *c, const yc_buffer *buf)
+{
+    int k = 0;
+    for (int i = 0; i < c->n; i++) {
+        if (!buf || c->e[i].buf == buf) {
+            c->bytes -= c->e[i].floats * sizeof(float);
+            free(c->e[i].data);
+        } else {
+            c->e[k++] = c->e[i];
+        }
+    }
+    c->n = k;
+}
+
+float *yc_cpu_wcache_get(struct yc_cpu_wcache *c, const yc_tensor *w, const void *form,
+                         size_t floats, bool *fill)
+{
+    *fill = false;
+    if (!c || !w || !w->buf)
+        return NULL;
+    for (int i = 0; i < c->n; i++) {
+        const wcache_entry *e = &c->e[i];
+        if (e->buf == w->buf && e->offset == w->offset && e->form == form && e->floats == floats)
+            return e->data;
+    }
+    size_t bytes = yc_align_up(floats * sizeof(float), YC_CPU_ALIGN);
+    if (bytes > c->budget - c->bytes)
+        return NULL;
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        wcache_entry *e = realloc(c->e, (size_t)cap * sizeof *e);
+        if (!e)
+            return NULL;
+        c->e = e;
+        c->cap = cap;
+    }
+    float *data = aligned_alloc(YC_CPU_ALIGN, bytes);
+    if (!data)
+        return NULL;
+    c->e[c->n++] = (wcache_entry){.buf = w->buf, .offset = w->offset, .floats = floats,
+                                  .form = form, .data = data};
+    c->bytes += floats * sizeof(float);
+    *fill = true;
+    return data;
+}
+
 static void cpu_free(yc_backend *be)
 {
+    cpu_ctx *ctx = be->ctx;
+    wcache_drop(&ctx->wcache, NULL);
+    free(ctx->wcache.e);
     free(be->ctx);
     free(be);
 }
@@ -68,9 +135,9 @@ static yc_buffer *cpu_buffer_alloc(yc_backend *be, size_t size)
 
 static void cpu_buffer_free(yc_backend *be, yc_buffer *buf)
 {
-    (void)be;
     if (!buf)
         return;
+    wcache_drop(&((cpu_ctx *)be->ctx)->wcache, buf);
     free(buf->data);
     free(buf);
 }
@@ -94,7 +161,7 @@ static int check_range(const yc_buffer *buf, size_t offset, size_t size, const c
 
 static int cpu_buffer_write(yc_backend *be, yc_buffer *buf, size_t offset, const void *src, size_t size)
 {
-    (void)be;
+    wcache_drop(&((cpu_ctx *)be->ctx)->wcache, buf);
     int rc = check_range(buf, offset, size, "write");
     if (rc == YC_OK && size)
         memcpy((char *)buf->data + offset, src, size);
@@ -112,7 +179,7 @@ static int cpu_buffer_read(yc_backend *be, const yc_buffer *buf, size_t offset, 
 
 static int cpu_buffer_memset(yc_backend *be, yc_buffer *buf, size_t offset, int byte, size_t size)
 {
-    (void)be;
+    wcache_drop(&((cpu_ctx *)be->ctx)->wcache, buf);
     int rc = check_range(buf, offset, size, "memset");
     if (rc == YC_OK && size)
         memset((char *)buf->data + offset, byte, size);
@@ -175,6 +242,8 @@ static yc_hv host_view(const yc_tensor *t)
 static int cpu_exec(yc_backend *be, const yc_op *op, yc_span ws)
 {
     yc_cpu_args a = {.op = op, .threads = ctx_threads(be)};
+    if (op->kind == YC_OP_CONV2D && op->p.conv.frozen)
+        a.wcache = &((cpu_ctx *)be->ctx)->wcache;
     be->counters.launches++;
     for (int i = 0; i < YC_OP_MAX_SRC; i++)
         if (op->src[i])
@@ -342,8 +411,11 @@ int yc_backend_cpu_new(yc_backend **out, int threads)
             info->mem_free = (size_t)(((unsigned long long)si.freeram + si.bufferram) * unit);
     }
     info->max_alloc = info->mem_total ? info->mem_total : SIZE_MAX;
+    ctx->wcache.budget = info->mem_total / 8 < ((size_t)1 << 30) ? info->mem_total / 8
+                                                                 : (size_t)1 << 30;
     info->alignment = YC_CPU_ALIGN;
     info->fp16_storage = true;
+    info->conv_silu = true;
     info->fp16_arith = false;
     info->is_gpu = false;
     info->compute_units = threads;

@@ -119,7 +119,21 @@ typedef struct yc_cpu_args {
     size_t ws_size;
     /* threads of each parallel region */
     int threads;
+    /* a forward convolution with frozen weights (op.p.conv.frozen): the backend's cache of
+     * transformed weights (yc_cpu_wcache_get); NULL otherwise */
+    struct yc_cpu_wcache *wcache;
 } yc_cpu_args;
+
+/* cpu_backend.c: weights kept transformed across runs of ops with frozen weights.  The floats
+ * kept for the weights tensor w in the form `form` (an address that names it: the GEMM's packing,
+ * a Winograd algorithm), `floats` of them, 64-byte aligned; *fill is true when they were just
+ * made and the caller must write them (false: they hold what an earlier call wrote).  NULL when
+ * the cache's budget (an eighth of the host's memory, at most 1 GiB) is spent or the memory
+ * cannot be had: the kernel then transforms the weights in its workspace as without a cache.
+ * Entries of a buffer are dropped when it is written, set or freed. */
+struct yc_cpu_wcache;
+float *yc_cpu_wcache_get(struct yc_cpu_wcache *c, const yc_tensor *w, const void *form,
+                         size_t floats, bool *fill);
 
 /* conv_dispatch.c: YC_OP_CONV2D, YC_OP_CONV2D_BWD_DATA, YC_OP_CONV2D_BWD_FILTER, each by
  * Winograd where it applies, else by the GEMM algorithm; the scratch bytes of an op run with

@@ -84,6 +84,8 @@ typedef struct wgeom {
     int nt, ldt;
     /* blocks */
     int nblocks;
+    /* forward with the SiLU epilogue (op.p.conv.silu): applied to each output row with the bias */
+    bool silu;
 } wgeom;
 
 /* A run of a block's tiles along one tile row: image i, tile row ty, columns [tx0, tx0 + len),
@@ -260,7 +262,9 @@ static wgeom wgeom_of(const yc_op *op, int T)
     conv_dims(op, &N, &C, &K, &H, &W, &P, &Q);
     if (op->kind == YC_OP_CONV2D_BWD_DATA)
         return wgeom_make(algo_of(op), N, K, C, P, Q, H, W, false, T);
-    return wgeom_make(algo_of(op), N, C, K, H, W, P, Q, op->kind == YC_OP_CONV2D_BWD_FILTER, T);
+    wgeom g = wgeom_make(algo_of(op), N, C, K, H, W, P, Q, op->kind == YC_OP_CONV2D_BWD_FILTER, T);
+    g.silu = op->kind == YC_OP_CONV2D && op->p.conv.silu;
+    return g;
 }
 
 /* Where one op's buffers lie (floats from the workspace's start). */
@@ -398,7 +402,7 @@ static void input_tiles(const wgeom *g, const yc_hv *t, const run *runs, int nru
 }
 
 /* Output t (Kout channels; FP32 or FP16, acc: added to, FP32 only) of the block's runs from M
- * (np x Kout x ldt), plus bias[k] (may be NULL). */
+ * (np x Kout x ldt), plus bias[k] (may be NULL), then SiLU with g->silu. */
 static void output_tiles(const wgeom *g, const float *M, const run *runs, int nruns, const float *bias,
                          const yc_hv *t, int acc, float *scr)
 {
@@ -413,6 +417,8 @@ static void output_tiles(const wgeom *g, const float *M, const run *runs, int nr
         for (int k = 0; k < g->Kout; k++) {
             al->output(out, M + (size_t)k * g->ldt + u.j0, sm, u.len, bias ? bias[k] : 0.0f);
             for (int h = 0; h < al->out && al->out * u.ty + h < g->oH; h++) {
+                if (g->silu)
+                    yc_cpu_silu_span(out[h], out[h], (size_t)n);
                 size_t off = (size_t)u.i * t->ns + (size_t)k * hw + (size_t)(al->out * u.ty + h) * g->oW +
                              (size_t)col;
                 if (acc)
@@ -426,19 +432,25 @@ static void output_tiles(const wgeom *g, const float *M, const run *runs, int nr
 
 /* out (=|+= with acc) = the convolution of in by the 3x3 kernels w, plus bias: w is (Kout, Cin, 3, 3)
  * (forward), or (Cin, Kout, 3, 3) taken transposed and rotated (flip: backward-data, U'[c, k] from
- * W[k, c]). */
+ * W[k, c]).  kept: where the packed transformed kernels are kept between runs (frozen weights,
+ * yc_cpu_wcache_get), written when fill, else read as they are; NULL: the workspace's. */
 static void wino_forward(const wgeom *g, const wplan *pl, const yc_hv *in, const yc_hv *out, const float *w,
-                         bool flip, const float *bias, int acc, void *ws)
+                         bool flip, const float *bias, int acc, void *ws, float *kept, bool fill)
 {
     const yc_wino_algo *al = g->al;
     float *U = ws, *Up = U + pl->u;
     ptrdiff_t *offs = (ptrdiff_t *)(Up + (size_t)g->np * pl->pk);
     size_t kc = (size_t)g->Kout * (size_t)g->Cin, rows = (size_t)g->Kout, cols = (size_t)g->Cin;
+    if (kept)
+        Up = kept;
+    if (!kept || fill) {
 #pragma omp parallel for num_threads(pl->T) schedule(static)
-    for (size_t r = 0; r < rows; r++)
-        al->weights(U + r * cols, kc, w + (flip ? r : r * cols) * 9, flip ? rows * 9 : 9, (int)cols, flip);
-    for (int xi = 0; xi < g->np; xi++)
-        yc_sgemm_pack(false, g->Kout, g->Cin, U + (size_t)xi * kc, g->Cin, Up + (size_t)xi * pl->pk);
+        for (size_t r = 0; r < rows; r++)
+            al->weights(U + r * cols, kc, w + (flip ? r : r * cols) * 9, flip ? rows * 9 : 9, (int)cols,
+                        flip);
+        for (int xi = 0; xi < g->np; xi++)
+            yc_sgemm_pack(false, g->Kout, g->Cin, U + (size_t)xi * kc, g->Cin, Up + (size_t)xi * pl->pk);
+    }
     for (int c = 0; c < g->Cin; c++)
         offs[c] = (ptrdiff_t)c * g->ldt;
 #pragma omp parallel num_threads(pl->T)
@@ -465,7 +477,10 @@ void yc_cpu_winograd_fwd(const yc_cpu_args *a)
 {
     wgeom g = wgeom_of(a->op, a->threads);
     wplan pl = wplan_make(YC_OP_CONV2D, &g, a->threads);
-    wino_forward(&g, &pl, &a->src[0], &a->dst[0], a->src[1].p, false, a->src[2].p, 0, a->ws);
+    bool fill = false;
+    float *kept = yc_cpu_wcache_get(a->wcache, a->op->src[1], g.al, (size_t)g.np * pl.pk, &fill);
+    wino_forward(&g, &pl, &a->src[0], &a->dst[0], a->src[1].p, false, a->src[2].p, 0, a->ws, kept,
+                 fill);
 }
 
 /* dx (=|+=) the convolution of dy by W transposed and rotated: Cin = K (dy's channels), Kout = C */
@@ -473,7 +488,8 @@ void yc_cpu_winograd_bwd_data(const yc_cpu_args *a)
 {
     wgeom g = wgeom_of(a->op, a->threads);
     wplan pl = wplan_make(YC_OP_CONV2D_BWD_DATA, &g, a->threads);
-    wino_forward(&g, &pl, &a->src[0], &a->dst[0], a->src[1].p, true, NULL, a->op->accumulate, a->ws);
+    wino_forward(&g, &pl, &a->src[0], &a->dst[0], a->src[1].p, true, NULL, a->op->accumulate, a->ws, NULL,
+                 false);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@
 # Prints each include that reaches up and exits 1 when there is one.
 top=${srcdir:-.}
 [ -d "$top/src/core" ] || top=$(dirname "$0")/..
-layers="core backend nn data eval train cli"
+layers="core backend nn data eval train export cli"
 
 rank() { # rank of a folder (src/NAME, cpu or cl); empty when it is not a layer
     case $1 in cpu | cl) set -- backend ;; esac

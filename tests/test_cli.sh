@@ -166,6 +166,15 @@ expect_stderr "--img"
 check 2 inspect --cfg yolov5n --weights
 expect_stderr "'--weights' needs a value"
 
+check 2 export --weights yolov5n.pt --include onnx,tflite
+expect_stderr "--include: unknown format 'tflite' (expected safetensors or onnx)"
+
+check 2 export --weights best.safetensors --include safetensors
+expect_stderr "the safetensors file would replace the weights best.safetensors: give --out"
+
+check 2 export --weights yolov5n.pt --include onnx --opset 9
+expect_stderr "--opset"
+
 # YOLOv5's remaining options (issue 31): their usage errors
 check 2 val --data d.yaml --weights w.pt --task bogus
 expect_stderr "expected val, test, train, speed or study"
@@ -333,6 +342,16 @@ expect_stderr "model config 'no-such-model'"
 check 0 demo-data "$tmp/demo" --train 1 --val 1
 shapes=$tmp/demo/images/train/shapes_00000.jpg
 tiny_model="--weights $tiny/weights.safetensors --cfg $tiny/yolov5n-tiny.yaml --device cpu"
+
+# export to ONNX and safetensors at once: --img rounded up to the stride, both files named after
+# --out (tests/test_onnx.sh runs the ONNX files)
+check 0 export --weights "$tiny/yolov5n-tiny.pt" --include onnx safetensors --img 100 \
+    --out "$tmp/tiny.onnx"
+expect_stderr "--img-size 100x100 must be multiple of max stride 32, updating to 128x128"
+expect_output "images (1, 3, 128, 128) -> output0 (1, 1008, 8)"
+expect_output "wrote $tmp/tiny.onnx (ONNX opset 12, FP32,"
+expect_output "wrote $tmp/tiny.safetensors (FP32,"
+if [ -s "$tmp/tiny.onnx" ] && [ -s "$tmp/tiny.safetensors" ]; then pass; else fail "files missing"; fi
 # shellcheck disable=SC2086
 check 0 detect $tiny_model --source "$shapes" --slice 160 --conf-thres 0.001 --save-txt \
     --save-conf --project "$tmp/runs" --name slice

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "graph.h"
 #include "log.h"
 #include "model.h"
@@ -474,6 +475,232 @@ START_TEST(chunked_training_plan_is_deterministic)
 }
 END_TEST
 
+/* ---- the fused model (yc_model_fuse) ---------------------------------------------------------- */
+
+/* n pseudo-random values in [lo, hi) from *s. */
+static void fill_uniform(float *v, size_t n, float lo, float hi, uint32_t *s)
+{
+    for (size_t i = 0; i < n; i++) {
+        *s = *s * 1664525u + 1013904223u;
+        v[i] = lo + (hi - lo) * (float)(*s >> 8) / 16777216.0f;
+    }
+}
+
+/* The heads of m's evaluation graph for batch 2 of 96x128 pseudo-random pixels, into heads[l]
+ * (malloc'ed). */
+static void eval_heads(yc_model *m, float **heads)
+{
+    yc_graph *g = NULL;
+    ck_assert_msg(yc_graph_new(&g, m, 2, 96, 128, YC_GRAPH_EVAL) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(yc_graph_alloc(g), YC_OK);
+    const yc_tensor *in = yc_graph_input(g);
+    float *x = malloc(yc_tensor_elems(in) * sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    uint32_t s = 7;
+    fill_uniform(x, yc_tensor_elems(in), 0, 1, &s);
+    ck_assert_int_eq(yc_tensor_set_f32(m->be, in, x), YC_OK);
+    ck_assert_msg(yc_graph_forward(g) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(m->be->iface->synchronize(m->be), YC_OK);
+    for (int l = 0; l < m->nl; l++) {
+        const yc_tensor *t = yc_graph_head(g, l);
+        heads[l] = malloc(yc_tensor_elems(t) * sizeof **heads);
+        ck_assert_ptr_nonnull(heads[l]);
+        ck_assert_int_eq(yc_tensor_get_f32(m->be, t, heads[l]), YC_OK);
+    }
+    free(x);
+    yc_graph_free(g);
+}
+
+/* Random BatchNorm weights, biases and statistics for m (allocated), so that folding them into
+ * the convolutions changes every weight. */
+static void randomize_bn(yc_model *a, uint32_t *seed)
+{
+    yc_backend *be = a->be;
+    uint32_t s = *seed;
+    for (int i = 0; i < a->nparams; i++) {
+        yc_param *p = &a->params[i];
+        size_t n = strlen(p->name);
+        bool gamma = n > 10 && !strcmp(p->name + n - 10, ".bn.weight");
+        bool beta = n > 8 && !strcmp(p->name + n - 8, ".bn.bias");
+        if (!gamma && !beta)
+            continue;
+        float v[2048];
+        ck_assert_uint_le(p->numel, 2048);
+        fill_uniform(v, p->numel, gamma ? 0.5f : -0.5f, gamma ? 1.5f : 0.5f, &s);
+        ck_assert_int_eq(yc_tensor_set_f32(be, &p->t, v), YC_OK);
+    }
+    for (int i = 0; i < a->nstate; i++) {
+        yc_state *st = &a->state[i];
+        if (st->kind == YC_STATE_NUM_BATCHES)
+            continue;
+        float v[2048];
+        ck_assert_int_le(st->numel, 2048);
+        bool var = st->kind == YC_STATE_RUNNING_VAR;
+        fill_uniform(v, (size_t)st->numel, var ? 0.2f : -0.5f, var ? 2.0f : 0.5f, &s);
+        ck_assert_int_eq(yc_tensor_set_f32(be, &st->t, v), YC_OK);
+    }
+    *seed = s;
+}
+
+/* Whether two models' heads (eval_heads) are bit for bit the same. */
+static bool same_heads(const yc_model *m, float **a, float **b)
+{
+    size_t per = (size_t)2 * (size_t)(m->na * m->no);
+    for (int l = 0; l < m->nl; l++) {
+        size_t n = per * (size_t)(96 / (int)m->stride[l]) * (size_t)(128 / (int)m->stride[l]);
+        if (memcmp(a[l], b[l], n * sizeof **a))
+            return false;
+    }
+    return true;
+}
+
+static void free_heads(const yc_model *m, float **h)
+{
+    for (int l = 0; l < m->nl; l++)
+        free(h[l]);
+}
+
+/* YOLOv5n with random BatchNorm weights and statistics: its fused copy (each BatchNorm folded into
+ * its convolution, as val and detect run it) gives the unfused model's heads up to rounding, with
+ * the SiLU in the convolution's epilogue (_i 0: the CPU backend, through its GEMM, implicit and
+ * Winograd convolutions) and as an op after it (_i 1: a backend without the epilogue, as OpenCL);
+ * a fused model builds no training graph.  Its frozen weights, kept transformed by the CPU
+ * backend after the first run, give the same heads again, and a weight written afterwards is
+ * seen: the heads then equal those of a copy that never ran. */
+START_TEST(fused_model_matches_unfused)
+{
+    yc_backend *be = NULL;
+    yc_harness_cpu(&be, 2);
+    if (_i == 1)
+        be->info.conv_silu = false;
+    yc_model *a = load_model("yolov5n", 0), *b = NULL;
+    ck_assert_int_eq(yc_model_alloc_weights(a, be), YC_OK);
+    ck_assert_int_eq(yc_model_init_weights(a, 3), YC_OK);
+    uint32_t s = 11;
+    randomize_bn(a, &s);
+    ck_assert_int_eq(yc_model_clone(a, &b), YC_OK);
+    ck_assert_int_eq(yc_model_alloc_weights(b, be), YC_OK);
+    ck_assert_int_eq(yc_model_copy_weights(b, a), YC_OK);
+    ck_assert_msg(yc_model_fuse(b) == YC_OK, "%s", yc_last_error());
+    ck_assert(b->fused && !a->fused);
+
+    float *ha[YC_CFG_MAX_LEVELS] = {NULL}, *hb[YC_CFG_MAX_LEVELS] = {NULL};
+    float *hb2[YC_CFG_MAX_LEVELS] = {NULL}, *hc[YC_CFG_MAX_LEVELS] = {NULL};
+    float *hd[YC_CFG_MAX_LEVELS] = {NULL};
+    eval_heads(a, ha);
+    eval_heads(b, hb);
+    eval_heads(b, hb2);
+    ck_assert_msg(same_heads(b, hb, hb2), "a second run of the fused model differs");
+    /* a weight written after the runs: every Conv's weights scaled by 1.5 */
+    for (int i = 0; i < b->nparams; i++) {
+        yc_param *p = &b->params[i];
+        if (p->ndim != 4)
+            continue;
+        float *v = malloc(p->numel * sizeof *v);
+        ck_assert_ptr_nonnull(v);
+        ck_assert_int_eq(yc_tensor_get_f32(be, &p->t, v), YC_OK);
+        for (size_t j = 0; j < p->numel; j++)
+            v[j] *= 1.5f;
+        ck_assert_int_eq(yc_tensor_set_f32(be, &p->t, v), YC_OK);
+        free(v);
+    }
+    eval_heads(b, hc);
+    yc_model *c = NULL;
+    ck_assert_int_eq(yc_model_clone(b, &c), YC_OK);
+    ck_assert_int_eq(yc_model_alloc_weights(c, be), YC_OK);
+    ck_assert_int_eq(yc_model_copy_weights(c, b), YC_OK);
+    ck_assert(c->fused);
+    eval_heads(c, hd);
+    ck_assert_msg(!same_heads(b, hb, hc), "the written weights were not seen");
+    ck_assert_msg(same_heads(b, hc, hd), "the written weights give other heads than a fresh copy");
+    free_heads(b, hb2);
+    free_heads(b, hc);
+    free_heads(b, hd);
+    yc_model_free(c);
+    double worst = 0;
+    size_t per = (size_t)2 * (size_t)(a->na * a->no);
+    for (int l = 0; l < a->nl; l++) {
+        size_t n = per * (size_t)(96 / (int)a->stride[l]) * (size_t)(128 / (int)a->stride[l]);
+        for (size_t i = 0; i < n; i++) {
+            double d = fabs((double)ha[l][i] - hb[l][i]) / (1 + fabs((double)ha[l][i]));
+            ck_assert_msg(d == d, "head %d value %zu is NaN", l, i);
+            worst = d > worst ? d : worst;
+        }
+        free(ha[l]);
+        free(hb[l]);
+    }
+    ck_assert_msg(worst < 1e-4, "fused heads differ from the unfused by %g (relative)", worst);
+    /* the comparison is not vacuous: a fused model's conv weights changed */
+    float w0[2], w1[2];
+    yc_tensor t0 = a->params[0].t, t1 = b->params[0].t;
+    t0.c = t1.c = 1, t0.h = t1.h = 1, t0.w = t1.w = 2, t0.n = t1.n = 1, t0.nstride = t1.nstride = 2;
+    ck_assert_int_eq(yc_tensor_get_f32(be, &t0, w0), YC_OK);
+    ck_assert_int_eq(yc_tensor_get_f32(be, &t1, w1), YC_OK);
+    ck_assert(w0[0] != w1[0] || w0[1] != w1[1]);
+
+    yc_graph *g = NULL;
+    ck_assert_int_ne(yc_graph_new(&g, b, 1, 64, 64, YC_GRAPH_TRAIN), YC_OK);
+    ck_assert(strstr(yc_last_error(), "fused"));
+    yc_model_free(a);
+    yc_model_free(b);
+    yc_backend_free(be);
+}
+END_TEST
+
+/* A classifier (yolov5n-cls, random BatchNorm statistics): fused, its logits equal the unfused
+ * ones up to rounding; its Classify head's BatchNorm has PyTorch's eps (1e-5), the backbone's
+ * YOLOv5's (1e-3), and folding the wrong one would move them. */
+START_TEST(fused_classifier_matches_unfused)
+{
+    yc_backend *be = NULL;
+    yc_harness_cpu(&be, 2);
+    yc_model *a = load_model("yolov5n-cls", 0), *b = NULL;
+    ck_assert_int_eq(yc_model_alloc_weights(a, be), YC_OK);
+    ck_assert_int_eq(yc_model_init_weights(a, 5), YC_OK);
+    uint32_t s = 13;
+    randomize_bn(a, &s);
+    ck_assert_int_eq(yc_model_clone(a, &b), YC_OK);
+    ck_assert_int_eq(yc_model_alloc_weights(b, be), YC_OK);
+    ck_assert_int_eq(yc_model_copy_weights(b, a), YC_OK);
+    ck_assert_msg(yc_model_fuse(b) == YC_OK, "%s", yc_last_error());
+    float *la = NULL, *lb = NULL;
+    yc_model *ms[2] = {a, b};
+    float **ls[2] = {&la, &lb};
+    for (int k = 0; k < 2; k++) {
+        yc_graph *g = NULL;
+        ck_assert_msg(yc_graph_new(&g, ms[k], 2, 64, 64, YC_GRAPH_EVAL) == YC_OK, "%s",
+                      yc_last_error());
+        ck_assert_int_eq(yc_graph_alloc(g), YC_OK);
+        const yc_tensor *in = yc_graph_input(g);
+        float *x = malloc(yc_tensor_elems(in) * sizeof *x);
+        ck_assert_ptr_nonnull(x);
+        uint32_t xs = 7;
+        fill_uniform(x, yc_tensor_elems(in), 0, 1, &xs);
+        ck_assert_int_eq(yc_tensor_set_f32(be, in, x), YC_OK);
+        ck_assert_msg(yc_graph_forward(g) == YC_OK, "%s", yc_last_error());
+        const yc_tensor *t = yc_graph_head(g, 0);
+        ck_assert_uint_eq(yc_tensor_elems(t), (size_t)2 * (size_t)a->cfg->nc);
+        *ls[k] = malloc(yc_tensor_elems(t) * sizeof **ls[k]);
+        ck_assert_ptr_nonnull(*ls[k]);
+        ck_assert_int_eq(yc_tensor_get_f32(be, t, *ls[k]), YC_OK);
+        free(x);
+        yc_graph_free(g);
+    }
+    double worst = 0;
+    for (int i = 0; i < 2 * a->cfg->nc; i++) {
+        double d = fabs((double)la[i] - lb[i]) / (1 + fabs((double)la[i]));
+        ck_assert_msg(d == d, "logit %d is NaN", i);
+        worst = d > worst ? d : worst;
+    }
+    ck_assert_msg(worst < 1e-4, "fused logits differ from the unfused by %g (relative)", worst);
+    free(la);
+    free(lb);
+    yc_model_free(a);
+    yc_model_free(b);
+    yc_backend_free(be);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("model");
@@ -495,6 +722,8 @@ static Suite *suite(void)
     tcase_add_test(tc, image_size_must_fit_the_strides);
     tcase_add_test(tc, planner_best_fit_cases);
     tcase_add_test(tc, chunked_training_plan_is_deterministic);
+    tcase_add_loop_test(tc, fused_model_matches_unfused, 0, 2);
+    tcase_add_test(tc, fused_classifier_matches_unfused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -38,7 +38,13 @@
  * ------------------------------------------------------------------------------------------- */
 typedef enum yc_op_kind {
     /* y = conv(x, W) + b.        src: x (N,C,H,W), W (K,C,R,S), b (1,K,1,1) or NULL;  dst: y (N,K,P,Q)
-     * P = (H + 2*pad_h - R) / stride_h + 1, Q likewise. */
+     * P = (H + 2*pad_h - R) / stride_h + 1, Q likewise.  With p.conv.silu (backends whose
+     * yc_device_info.conv_silu is set): y = silu(conv(x, W) + b), the evaluation graph's Conv with
+     * its BatchNorm folded into W and b (yc_model_fuse) and its SiLU applied while the output is
+     * in cache.  p.conv.frozen: W does not change between runs (an inference model's weights),
+     * so a backend may keep it transformed for its kernels from one run to the next (the CPU
+     * backend keeps its packed and Winograd-transformed copies until W's buffer is written or
+     * freed). */
     YC_OP_CONV2D,
     /* dx (=|+=) conv^T(dy, W).   src: dy (N,K,P,Q), W (K,C,R,S);  dst: dx (N,C,H,W) [acc] */
     YC_OP_CONV2D_BWD_DATA,
@@ -136,7 +142,7 @@ typedef struct yc_op {
     /* op parameters; only the member of the op's family is meaningful */
     union {
         /* YC_OP_CONV2D* */
-        struct { int kh, kw, stride_h, stride_w, pad_h, pad_w, groups; } conv;
+        struct { int kh, kw, stride_h, stride_w, pad_h, pad_w, groups, silu, frozen; } conv;
         /* YC_OP_BN_*; silu (YC_OP_BN_EVAL only): the output is silu of the normalised value, the
          * evaluation graph's BatchNorm + SiLU in one pass */
         struct { float eps, momentum; int silu; } bn;
@@ -190,6 +196,8 @@ typedef struct yc_device_info {
     size_t alignment;
     /* can store FP16 (convert on load/store) */
     bool fp16_storage;
+    /* YC_OP_CONV2D takes p.conv.silu (else a fused model's graph runs YC_OP_SILU after it) */
+    bool conv_silu;
     /* has native half arithmetic (cl_khr_fp16) */
     bool fp16_arith;
     /* is an OpenCL GPU (used by --device auto) */

@@ -241,8 +241,12 @@ static int check_kind(const checker *ck)
     case YC_OP_CONV2D:
         return check_conv(ck, "x", s[0], "W", s[1], "y", d[0], "b", s[2]);
     case YC_OP_CONV2D_BWD_DATA:
+        if (op->p.conv.silu || op->p.conv.frozen)
+            return fail(ck, "silu and frozen weights are forward convolutions' only");
         return check_conv(ck, "dx", d[0], "W", s[1], "dy", s[0], NULL, NULL);
     case YC_OP_CONV2D_BWD_FILTER:
+        if (op->p.conv.silu || op->p.conv.frozen)
+            return fail(ck, "silu and frozen weights are forward convolutions' only");
         return check_conv(ck, "x", s[0], "dW", d[0], "dy", s[1], "db", d[1]);
     case YC_OP_BN_TRAIN:
     case YC_OP_BN_EVAL:

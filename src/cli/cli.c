@@ -176,7 +176,8 @@ int yc_open_infer_model(const char *device, const char *weights, const char *cfg
     yc_model *m = im->m;
     printf("%s summary: %d layers, %zu parameters, 0 gradients, %.1f GFLOPs\n", m->cfg->name,
            yc_model_count_modules(m), yc_model_count_params(m), yc_model_gflops(m, 640));
-    return YC_OK;
+    /* val.py and detect.py run the fused model (attempt_load(fuse=True)) */
+    return yc_model_fuse(m);
 }
 
 int yc_half_check(const yc_backend *be, const char *cmd)

@@ -39,7 +39,8 @@ int yc_cli_bad_option(const char *cmd, int argc, char **argv);
 struct yc_backend;
 struct yc_infer_model;
 /* val and detect: opens the device (--device, announced), loads the model of --weights (with
- * --cfg) on it for inference and prints its summary line ("yolov5s summary: ... GFLOPs"). */
+ * --cfg) on it for inference, prints its summary line ("yolov5s summary: ... GFLOPs") and fuses
+ * it (yc_model_fuse: Conv and BatchNorm folded, as YOLOv5's val.py and detect.py run it). */
 int yc_open_infer_model(const char *device, const char *weights, const char *cfg,
                         struct yc_backend **be, struct yc_infer_model *im);
 

@@ -37,7 +37,7 @@ static const command commands[] = {
     {"inspect", yc_cmd_inspect, "run one training step; write head outputs, loss and gradients"},
     {"bench", yc_cmd_bench, "time inference and training steps: ms, images/s, GFLOP/s"},
     {"tune", yc_cmd_tune, "measure the OpenCL convolution tiles for a device and keep the best"},
-    {"export", yc_cmd_export, "convert weights (.pt or .safetensors) to a yolocl .safetensors"},
+    {"export", yc_cmd_export, "write weights as a yolocl .safetensors or an ONNX model"},
     {"demo-data", yc_cmd_demo, "write the built-in demo dataset to a directory"},
 };
 

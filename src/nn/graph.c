@@ -144,6 +144,9 @@ int yc_graph_new_opts(yc_graph **out, yc_model *m, int batch, int h, int w,
 {
     yc_graph_mode mode = opt->mode;
     *out = NULL;
+    if (mode == YC_GRAPH_TRAIN && m->fused)
+        return yc_error_status(YC_ERR, "internal: a training graph of a fused model (its "
+                               "BatchNorms are folded into the convolutions)");
     if (batch < 1 || h < 1 || w < 1)
         return yc_error_status(YC_EUSAGE, "batch %d and image size %dx%d must be positive", batch,
                                h, w);

@@ -93,6 +93,87 @@ int yc_model_find_state(const yc_model *m, const char *name)
     return -1;
 }
 
+/* The eps of the BatchNorm of the Conv `prefix` ("model.<layer>...."), as nn/modules.c builds it:
+ * 1e-5 in a Classify head (forward_classify, PyTorch's default), else YOLOv5's 1e-3
+ * (forward_conv). */
+static float bn_eps_of(const yc_model *m, const char *prefix)
+{
+    int layer = -1;
+    if (sscanf(prefix, "model.%d.", &layer) == 1 && layer >= 0 && layer < m->cfg->nlayers &&
+        m->cfg->layers[layer].module == YC_MOD_CLASSIFY)
+        return 1e-5f;
+    return 1e-3f;
+}
+
+/* Folds the BatchNorm named prefix + ".bn" into the conv prefix + ".conv" (yc_model_fuse); buf
+ * holds the largest parameter. */
+static int fuse_one(yc_model *m, const char *prefix, float *buf)
+{
+    char name[YC_NAME_MAX + 16];
+    const char *suffix[5] = {".conv.weight", ".bn.weight", ".bn.bias", ".bn.running_mean",
+                             ".bn.running_var"};
+    const yc_tensor *t[5];
+    for (int i = 0; i < 5; i++) {
+        snprintf(name, sizeof name, "%s%s", prefix, suffix[i]);
+        int j = i < 3 ? yc_model_find_param(m, name) : yc_model_find_state(m, name);
+        if (j < 0)
+            return yc_error_status(YC_ERR, "internal: fusing %s: no %s", prefix, name);
+        t[i] = i < 3 ? &m->params[j].t : &m->state[j].t;
+    }
+    size_t nw = yc_tensor_elems(t[0]), c2 = yc_tensor_elems(t[1]);
+    if (c2 == 0 || nw % c2)
+        return yc_error_status(YC_ERR, "internal: fusing %s: %zu weights for %zu channels", prefix,
+                               nw, c2);
+    float *w = buf, *v = buf + nw;
+    int st;
+    for (int i = 0; i < 5; i++)
+        if ((st = yc_tensor_get_f32(m->be, t[i], i ? v + (size_t)(i - 1) * c2 : w)))
+            return st;
+    float *gamma = v, *beta = v + c2, *mean = v + 2 * c2, *var = v + 3 * c2;
+    size_t per = nw / c2;
+    const float eps = bn_eps_of(m, prefix);
+    for (size_t o = 0; o < c2; o++) {
+        float scale = gamma[o] / sqrtf(eps + var[o]);
+        for (size_t j = 0; j < per; j++)
+            w[o * per + j] *= scale;
+        beta[o] = beta[o] - gamma[o] * mean[o] / sqrtf(var[o] + eps);
+    }
+    if ((st = yc_tensor_set_f32(m->be, t[0], w)) || (st = yc_tensor_set_f32(m->be, t[2], beta)))
+        return st;
+    return YC_OK;
+}
+
+int yc_model_fuse(yc_model *m)
+{
+    if (m->fused)
+        return YC_OK;
+    if (!m->be)
+        return yc_error_status(YC_ERR, "internal: fusing a model that is not allocated");
+    size_t most = 0;
+    for (int i = 0; i < m->nparams; i++)
+        most = m->params[i].numel > most ? m->params[i].numel : most;
+    /* the weights of one conv and its four BN vectors (each at most the largest parameter) */
+    float *buf = yc_malloc(5 * most * sizeof *buf, "the weights of a Conv being fused");
+    if (!buf)
+        return YC_ENOMEM;
+    int st = YC_OK;
+    const char *tail = ".conv.weight";
+    size_t tl = strlen(tail);
+    for (int i = 0; i < m->nparams && !st; i++) {
+        const char *name = m->params[i].name;
+        size_t n = strlen(name);
+        if (n <= tl || strcmp(name + n - tl, tail))
+            continue;
+        char prefix[YC_NAME_MAX];
+        snprintf(prefix, sizeof prefix, "%.*s", (int)(n - tl), name);
+        st = fuse_one(m, prefix, buf);
+    }
+    free(buf);
+    if (!st)
+        m->fused = true;
+    return st;
+}
+
 /* ---- declaration: the __init__ of YOLOv5's modules (models/common.py, models/yolo.py) -------
  * Each module registers its parameters and BatchNorm state under YOLOv5's state-dict names, in
  * its order, before any graph is built; modules.c's forward builders find them by name. */
@@ -454,6 +535,7 @@ int yc_model_copy_weights(yc_model *dst, const yc_model *src)
     free(tmp);
     memcpy(dst->anchors, src->anchors, sizeof src->anchors);
     memcpy(dst->num_batches, src->num_batches, (size_t)src->nbn * sizeof *src->num_batches);
+    dst->fused = src->fused;
     return status;
 }
 

@@ -95,6 +95,11 @@ typedef struct yc_model {
     int detect_layer;
     char anchors_name[YC_NAME_MAX];
 
+    /* every Conv's BatchNorm folded into its weights (yc_model_fuse): the conv weights hold
+     * w * gamma / sqrt(var + eps) and the BN biases beta - gamma * mean / sqrt(var + eps); the BN
+     * weights and statistics are stale.  Evaluation graphs only. */
+    bool fused;
+
     /* storage on a backend (NULL until yc_model_alloc) */
     yc_backend *be;
     yc_buffer *param_buf, *grad_buf, *state_buf;
@@ -130,6 +135,17 @@ int yc_model_init_weights(yc_model *m, uint64_t seed);
  * shape mismatches are errors naming the tensor.  The anchors are taken from the file when it
  * has them. */
 int yc_model_load(yc_model *m, const char *path);
+
+/* Folds each Conv's BatchNorm into the convolution as YOLOv5's fuse() does before inference
+ * (fuse_conv_and_bn, in float32: each output channel's filter scaled by
+ * gamma / sqrt(var + eps), the bias beta - gamma * mean / sqrt(var + eps) stored in the BN bias),
+ * in place: the model then builds evaluation graphs only (Conv with a bias and the SiLU
+ * epilogue where the backend has it: YC_OP_CONV2D's p.conv.silu), as `yolocl val` and
+ * `yolocl detect` run it; its convolutions' weights are frozen (p.conv.frozen), so their
+ * transformed copies are kept by the backend between runs, until the weights are written again.
+ * A model that is fused already is left as it is; after a failure (a
+ * read-back error) the model is partly fused and must not be used. */
+int yc_model_fuse(yc_model *m);
 
 /* YC_OK for a detection model; for a classifier (cfg->task YC_TASK_CLASSIFY) an error naming
  * `what` (the command or job), which works on detection models only. */

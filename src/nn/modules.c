@@ -41,6 +41,47 @@ static int find_state(const yc_graph *g, const char *fmt, ...)
 
 /* ---- Conv: Conv2d(c1, c2, k, s, p, bias=False) + BatchNorm2d(c2) + SiLU ------------------- */
 
+/* The Conv of a fused model (yc_model_fuse: the BatchNorm folded into the conv weights w and the
+ * BN bias b): one CONV2D with the bias and the SiLU epilogue where the backend has it
+ * (yc_device_info.conv_silu), else CONV2D with the bias then SILU; its weights frozen (the
+ * backend may keep them transformed between runs).  Evaluation graphs only. */
+static int forward_conv_fused(yc_graph *g, const char *prefix, int x, int w, int b, int c2, int k,
+                              int s, int p, int P, int Q, int *out)
+{
+    bool epilogue = g->m->be && g->m->be->info.conv_silu;
+    int y, a = -1, status;
+    if ((status = yc_graph_new_value(g, &y, g->batch, c2, P, Q, "%s.conv", prefix)) ||
+        (!epilogue && (status = yc_graph_new_value(g, &a, g->batch, c2, P, Q, "%s.act", prefix))))
+        return status;
+    yc_graph_activation(g, y);
+    gnode nd = yc_graph_node(YC_OP_CONV2D, prefix);
+    nd.src[0] = val(x);
+    nd.src[1] = prm(w);
+    nd.src[2] = prm(b);
+    nd.dst[0] = val(y);
+    nd.op.p.conv.kh = nd.op.p.conv.kw = k;
+    nd.op.p.conv.stride_h = nd.op.p.conv.stride_w = s;
+    nd.op.p.conv.pad_h = nd.op.p.conv.pad_w = p;
+    nd.op.p.conv.groups = 1;
+    nd.op.p.conv.silu = epilogue;
+    /* an inference model's weights: kept transformed by the backend between runs */
+    nd.op.p.conv.frozen = 1;
+    if ((status = yc_graph_push_node(g, &nd)))
+        return status;
+    if (epilogue) {
+        *out = y;
+        return YC_OK;
+    }
+    yc_graph_activation(g, a);
+    nd = yc_graph_node(YC_OP_SILU, prefix);
+    nd.src[0] = val(y);
+    nd.dst[0] = val(a);
+    if ((status = yc_graph_push_node(g, &nd)))
+        return status;
+    *out = a;
+    return YC_OK;
+}
+
 /* x (N,c1,H,W) -> conv k x k stride s pad p -> (N,c2,P,Q) -> BN -> SiLU -> *out.  Backward:
  * autodiff.c, backward_node's cases YC_OP_CONV2D and YC_OP_BN_SILU_TRAIN (evaluation graphs, with
  * YC_OP_BN_EVAL, have none). */
@@ -59,6 +100,8 @@ static int forward_conv_bn(yc_graph *g, const char *prefix, int x, int c2, int k
     if (xt->h + 2 * p < k || xt->w + 2 * p < k)
         return yc_error_status(YC_EFORMAT, "%s: input %dx%d is smaller than the %dx%d kernel",
                                prefix, xt->h, xt->w, k, k);
+    if (g->m->fused)
+        return forward_conv_fused(g, prefix, x, w, beta, c2, k, s, p, P, Q, out);
     int y, a, status;
     if ((status = yc_graph_new_value(g, &y, g->batch, c2, P, Q, "%s.conv", prefix)) ||
         (status = yc_graph_new_value(g, &a, g->batch, c2, P, Q, "%s.act", prefix)))
@@ -322,6 +365,8 @@ static int forward_detect(yc_graph *g, const char *prefix, const yc_layer_cfg *l
         nd.op.p.conv.kh = nd.op.p.conv.kw = 1;
         nd.op.p.conv.stride_h = nd.op.p.conv.stride_w = 1;
         nd.op.p.conv.groups = 1;
+        /* a fused model is an inference model: its weights stay as they are */
+        nd.op.p.conv.frozen = m->fused;
         if ((status = yc_graph_push_node(g, &nd)))
             return status;
         g->heads[i] = y;
