@@ -9,8 +9,10 @@
 #                                                      device (PoCL): tests the script itself
 #
 # Packing (--pack) puts into .gpu/pack.tar.xz what the GPU machine lacks: the yolocl binary and the
-# test programs test_ops, test_cl, test_cl_ref, test_classify and test_classify_ref (stripped), every shared library `ldd` lists for them under
-# its soname, except the C library's own (libc, libm, libpthread, libdl, librt, libresolv,
+# test programs test_ops, test_cl, test_cl_ref, test_classify and test_classify_ref, built without
+# FFmpeg and MPI in .gpu/build from a copy of the sources (the first pack builds it all: minutes)
+# and stripped, the released yolov5n.pt (../shared/weights), every shared library `ldd` lists for
+# them under its soname, except the C library's own (libc, libm, libpthread, libdl, librt, libresolv,
 # ld-linux) and the compiler's C++ runtime (libstdc++, libgcc_s), which the machine has newer and
 # which NVIDIA's OpenCL driver itself loads; coco128 (../shared/data, or --coco DIR); with --ref,
 # the three files of ../shared/ref behind test_cl_ref's YOLOv5n@320 golden step and the classifier's
@@ -92,20 +94,38 @@ want() { case ,$steps, in *,$1,*) return 0 ;; esac; return 1; }
 # ---------------------------------------------------------------------------------------------
 # --pack: the binaries, their libraries and the data, as one archive in .gpu/
 # ---------------------------------------------------------------------------------------------
+# The programs of the pack, built from a copy of the sources in .gpu/build configured without
+# FFmpeg and MPI: a yolocl with video links some 250 libraries (codecs, filters, devices, 100 MiB
+# and more) that no step here uses.  Files are copied when they changed (cp -u), so a second pack
+# rebuilds only what changed.
+packed_programs="yolocl tests/test_ops tests/test_cl tests/test_cl_ref tests/test_classify tests/test_classify_ref bench/cl_ptx_probe"
+
+lean_build() {
+    local b=$pack_dir/build
+    mkdir -p "$b" || die "mkdir $b failed"
+    git -C "$root" ls-files -co --exclude-standard -z | (cd "$root" && xargs -0 cp -u --parents -t "$b") ||
+        die "copying the sources to $b failed (is $root a git checkout?)"
+    if [ ! -f "$b/config.status" ]; then
+        (cd "$b" && autoreconf -fi >/dev/null 2>&1 && ./configure -q --without-ffmpeg --without-mpi) ||
+            die "configuring $b failed"
+    fi
+    # shellcheck disable=SC2086
+    (cd "$b" && make -s -j"$(nproc)" $packed_programs >/dev/null) || die "building in $b failed"
+}
+
 pack() {
     cd "$root" || die "cannot enter $root"
-    for t in yolocl tests/test_ops tests/test_cl tests/test_cl_ref tests/test_classify tests/test_classify_ref bench/cl_ptx_probe; do
-        make -s "$t" >/dev/null || die "make $t failed: build the tree first (./configure && make)"
-    done
-    local stage
+    lean_build
+    local stage t
     stage=$(mktemp -d) || die "mktemp failed"
     mkdir -p "$stage/bin" "$stage/lib" "$stage/data" || die "mkdir in $stage failed"
-    for t in yolocl tests/test_ops tests/test_cl tests/test_cl_ref tests/test_classify tests/test_classify_ref bench/cl_ptx_probe; do
-        strip -o "$stage/bin/$(basename "$t")" "$t" || die "strip $t failed"
+    for t in $packed_programs; do
+        strip -o "$stage/bin/$(basename "$t")" "$pack_dir/build/$t" || die "strip $t failed"
     done
     # every library ldd resolves, under the name it asks for (the soname), but the C library's
     # and the C++ runtime's, which the GPU machine has (newer) and its OpenCL driver needs
-    ldd yolocl tests/test_ops tests/test_cl tests/test_cl_ref tests/test_classify tests/test_classify_ref bench/cl_ptx_probe | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+    # shellcheck disable=SC2086
+    (cd "$pack_dir/build" && ldd $packed_programs) | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
         while read -r name path; do
             case $name in
             libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | libresolv.so.* | \
