@@ -14,6 +14,8 @@ in training:
   - gitpython, for check_git_info(), which records the checkout's commit in the checkpoint: where
     it is not installed, a module whose Repo() raises InvalidGitRepositoryError stands in, which
     is what gitpython raises for a source tree that is not a git checkout (the result: no commit);
+  - NumPy 2 has no np.trapz, which val.py's compute_ap calls: it is pointed at np.trapezoid, the
+    same function under its new name;
   - its font, Arial.ttf, which check_dataset() downloads into its settings folder: matplotlib's
     DejaVuSans.ttf is copied there under that name (used for plots only; run with --noplots).
 It sets YOLOv5_AUTOINSTALL=false, so that check_requirements() warns of missing packages instead of
@@ -35,6 +37,7 @@ def stand_ins():
         ipython = types.ModuleType("IPython")
         display = types.ModuleType("IPython.display")
         ipython.get_ipython = lambda: None
+        ipython.version_info = (0, 0, 0, "")  # matplotlib reads it before calling get_ipython
         ipython.__path__ = []
         display.display = print
         ipython.display = display
@@ -55,6 +58,11 @@ def stand_ins():
         sys.modules["git"], sys.modules["git.exc"] = git, exc
         print("yolov5_epoch.py: gitpython not installed: the source is treated as no git checkout",
               file=sys.stderr)
+    import numpy
+    if not hasattr(numpy, "trapz"):
+        # val.py's compute_ap calls np.trapz, which NumPy 2 renamed trapezoid
+        numpy.trapz = numpy.trapezoid
+        print("yolov5_epoch.py: numpy.trapz is numpy.trapezoid (NumPy 2)", file=sys.stderr)
     if importlib.util.find_spec("pkg_resources") is None:
         raise SystemExit("yolov5_epoch.py: YOLOv5 v7.0 imports pkg_resources (setuptools before 81), "
                          "which this python lacks")
