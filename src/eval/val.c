@@ -495,20 +495,21 @@ static int ensure_images(val_state *s, int n, int max_det)
     return YC_OK;
 }
 
-/* Decode + NMS for every image of the batch, images spread over threads.  Adds the wall time,
- * split between decoding and NMS in proportion to the threads' time in each, to *t_dec, *t_nms. */
-static int decode_nms(val_state *s, const yc_detect_level *lv, int n, const yc_nms_params *np,
-                      double *t_dec, double *t_nms)
+/* Writes the candidate rows of image i into wk->rows (growing it) and their number into *nr. */
+typedef int (*image_rows_fn)(val_state *s, const void *ctx, int i, worker_buf *wk, size_t *nr);
+
+/* NMS for each of the n images of the batch, images spread over threads: make_rows gives an
+ * image's candidate rows (timed as decoding), save-hybrid labels are added, and the detections go
+ * to s->dets and s->ndet.  Each worker's decode and NMS seconds are in its t_dec and t_nms. */
+static int nms_images(val_state *s, int n, const yc_nms_params *np, image_rows_fn make_rows,
+                      const void *ctx)
 {
-    yc_model *m = s->m;
-    size_t rows = yc_detect_rows(lv, m->nl, m->na);
-    size_t need = rows * (size_t)m->no;
+    const int no = s->m->no;
     for (int i = 0; i < s->nworkers; i++) {
         s->workers[i].t_dec = s->workers[i].t_nms = 0;
         s->workers[i].status = YC_OK;
         s->workers[i].err[0] = 0;
     }
-    double t0 = yc_now();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(s->nworkers)
     for (int i = 0; i < n; i++) {
         int tid = 0;
@@ -518,16 +519,14 @@ static int decode_nms(val_state *s, const yc_detect_level *lv, int n, const yc_n
         worker_buf *wk = &s->workers[tid];
         if (wk->status)
             continue;
-        int st = grow_floats(&wk->rows, &wk->rows_cap, need, "decoded rows");
+        size_t nr = 0;
         double a = yc_now();
-        if (!st)
-            st = yc_detect_decode(lv, m->nl, m->na, m->no, m->anchors, i, wk->rows);
+        int st = make_rows(s, ctx, i, wk, &nr);
         double b = yc_now();
-        size_t nr = rows;
         if (!st)
-            st = add_hybrid_rows(s, i, &wk->rows, &wk->rows_cap, rows, &nr);
+            st = add_hybrid_rows(s, i, &wk->rows, &wk->rows_cap, nr, &nr);
         if (!st)
-            st = yc_nms(wk->rows, nr, m->no, np, wk->nms, s->dets + (size_t)i * np->max_det * 6,
+            st = yc_nms(wk->rows, nr, no, np, wk->nms, s->dets + (size_t)i * np->max_det * 6,
                         &s->ndet[i]);
         wk->t_dec += b - a;
         wk->t_nms += yc_now() - b;
@@ -536,10 +535,36 @@ static int decode_nms(val_state *s, const yc_detect_level *lv, int n, const yc_n
             snprintf(wk->err, sizeof wk->err, "%s", yc_last_error());
         }
     }
-    double wall = yc_now() - t0, dec = 0, nms = 0;
-    for (int i = 0; i < s->nworkers; i++) {
+    for (int i = 0; i < s->nworkers; i++)
         if (s->workers[i].status)
             return yc_error_status(s->workers[i].status, "%s", s->workers[i].err);
+    return YC_OK;
+}
+
+/* image_rows_fn of the heads: image i's rows decoded (ctx: the levels). */
+static int decoded_rows(val_state *s, const void *ctx, int i, worker_buf *wk, size_t *nr)
+{
+    const yc_detect_level *lv = ctx;
+    yc_model *m = s->m;
+    size_t rows = yc_detect_rows(lv, m->nl, m->na);
+    int st = grow_floats(&wk->rows, &wk->rows_cap, rows * (size_t)m->no, "decoded rows");
+    if (!st)
+        st = yc_detect_decode(lv, m->nl, m->na, m->no, m->anchors, i, wk->rows);
+    *nr = rows;
+    return st;
+}
+
+/* Decode + NMS for every image of the batch, images spread over threads.  Adds the wall time,
+ * split between decoding and NMS in proportion to the threads' time in each, to *t_dec, *t_nms. */
+static int decode_nms(val_state *s, const yc_detect_level *lv, int n, const yc_nms_params *np,
+                      double *t_dec, double *t_nms)
+{
+    double t0 = yc_now();
+    int st = nms_images(s, n, np, decoded_rows, lv);
+    if (st)
+        return st;
+    double wall = yc_now() - t0, dec = 0, nms = 0;
+    for (int i = 0; i < s->nworkers; i++) {
         dec += s->workers[i].t_dec;
         nms += s->workers[i].t_nms;
     }
@@ -624,46 +649,21 @@ static int device_candidates(val_state *s, int n, float conf_thres, bool *fits)
     return YC_OK;
 }
 
-/* NMS for every image over the rows device_candidates kept, images spread over threads. */
-static int candidates_nms(val_state *s, int n, const yc_nms_params *np)
+/* image_rows_fn of the rows device_candidates kept: image i's, copied in order. */
+static int candidate_rows(val_state *s, const void *ctx, int i, worker_buf *wk, size_t *nr)
 {
+    (void)ctx;
     const int no = s->m->no;
-    for (int i = 0; i < s->nworkers; i++) {
-        s->workers[i].status = YC_OK;
-        s->workers[i].err[0] = 0;
+    size_t first = s->cand_first[i], rows = s->cand_first[i + 1] - first;
+    int st = grow_floats(&wk->rows, &wk->rows_cap, (rows > 0 ? rows : 1) * (size_t)no,
+                         "candidate rows");
+    for (size_t r = 0; !st && r < rows; r++) {
+        size_t slot = (size_t)(s->cand_keys[first + r] & 0xffffffffu);
+        memcpy(wk->rows + r * (size_t)no, s->cand_rows + slot * (size_t)no,
+               (size_t)no * sizeof(float));
     }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(s->nworkers)
-    for (int i = 0; i < n; i++) {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
-        worker_buf *wk = &s->workers[tid];
-        if (wk->status)
-            continue;
-        size_t first = s->cand_first[i], rows = s->cand_first[i + 1] - first;
-        int st = grow_floats(&wk->rows, &wk->rows_cap, (rows > 0 ? rows : 1) * (size_t)no,
-                             "candidate rows");
-        for (size_t r = 0; !st && r < rows; r++) {
-            size_t slot = (size_t)(s->cand_keys[first + r] & 0xffffffffu);
-            memcpy(wk->rows + r * (size_t)no, s->cand_rows + slot * (size_t)no,
-                   (size_t)no * sizeof(float));
-        }
-        size_t nr = rows;
-        if (!st)
-            st = add_hybrid_rows(s, i, &wk->rows, &wk->rows_cap, rows, &nr);
-        if (!st)
-            st = yc_nms(wk->rows, nr, no, np, wk->nms, s->dets + (size_t)i * np->max_det * 6,
-                        &s->ndet[i]);
-        if (st) {
-            wk->status = st;
-            snprintf(wk->err, sizeof wk->err, "%s", yc_last_error());
-        }
-    }
-    for (int i = 0; i < s->nworkers; i++)
-        if (s->workers[i].status)
-            return yc_error_status(s->workers[i].status, "%s", s->workers[i].err);
-    return YC_OK;
+    *nr = rows;
+    return st;
 }
 
 /* The detections of the batch whose forward was just submitted (s->dets, s->ndet) and, with a
@@ -706,7 +706,7 @@ static int detect(val_state *s, int n, const yc_nms_params *np, const float *tar
         double t1 = yc_now();
         *t_inf += t1 - t0;
         if (fits) {
-            st = candidates_nms(s, n, np);
+            st = nms_images(s, n, np, candidate_rows, NULL);
             *t_nms += yc_now() - t1;
             return st;
         }
@@ -726,6 +726,24 @@ static int detect(val_state *s, int n, const yc_nms_params *np, const float *tar
         loss[2] += lr.cls;
     }
     return decode_nms(s, lv, n, np, t_inf, t_nms);
+}
+
+/* The merged rows of the three augmented passes, per_image rows per image. */
+typedef struct augmented_rows {
+    const float *rows;
+    size_t per_image;
+} augmented_rows;
+
+/* image_rows_fn of augmented rows: image i's, copied. */
+static int copied_rows(val_state *s, const void *ctx, int i, worker_buf *wk, size_t *nr)
+{
+    const augmented_rows *ar = ctx;
+    size_t n = ar->per_image * (size_t)s->m->no;
+    int st = grow_floats(&wk->rows, &wk->rows_cap, n > 0 ? n : 1, "augmented rows");
+    if (!st)
+        memcpy(wk->rows, ar->rows + (size_t)i * n, n * sizeof *wk->rows);
+    *nr = ar->per_image;
+    return st;
 }
 
 /* The detections of a batch by test-time augmentation (tta.h): uint8 -> float / 255 on the host
@@ -751,43 +769,9 @@ static int detect_augmented(val_state *s, const uint8_t *images, int n, int h, i
     if ((st = yc_tta_predict(s->tta, s->input, n, h, w, &rows, &per_image)))
         return st;
     double t2 = yc_now();
-    const int no = s->m->no;
-    for (int i = 0; i < s->nworkers; i++) {
-        s->workers[i].status = YC_OK;
-        s->workers[i].err[0] = 0;
-    }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(s->nworkers)
-    for (int i = 0; i < n; i++) {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
-        worker_buf *wk = &s->workers[tid];
-        if (wk->status)
-            continue;
-        const float *mine = rows + (size_t)i * per_image * (size_t)no;
-        size_t nr = per_image;
-        int r = YC_OK;
-        if (s->hybrid) {
-            /* a copy of the image's rows with its labels after them */
-            r = grow_floats(&wk->rows, &wk->rows_cap, per_image * (size_t)no, "augmented rows");
-            if (!r) {
-                memcpy(wk->rows, mine, per_image * (size_t)no * sizeof *wk->rows);
-                r = add_hybrid_rows(s, i, &wk->rows, &wk->rows_cap, per_image, &nr);
-                mine = wk->rows;
-            }
-        }
-        if (!r)
-            r = yc_nms(mine, nr, no, np, wk->nms, s->dets + (size_t)i * np->max_det * 6,
-                       &s->ndet[i]);
-        if (r) {
-            wk->status = r;
-            snprintf(wk->err, sizeof wk->err, "%s", yc_last_error());
-        }
-    }
-    for (int i = 0; i < s->nworkers; i++)
-        if (s->workers[i].status)
-            return yc_error_status(s->workers[i].status, "%s", s->workers[i].err);
+    const augmented_rows ar = {rows, per_image};
+    if ((st = nms_images(s, n, np, copied_rows, &ar)))
+        return st;
     *t_pre += t1 - t0;
     *t_inf += t2 - t1;
     *t_nms += yc_now() - t2;
