@@ -121,17 +121,6 @@ static const yc_command_options spec = {
     .help_col = 27,
 };
 
-/* True when s is a plain non-negative integer. */
-static bool is_uint(const char *s)
-{
-    if (!s || !*s)
-        return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
-            return false;
-    return true;
-}
-
 /* Parses one --classes value (a number or a comma-separated list) into classes[]. */
 static int add_classes(const char *cmd, const char *arg, int *classes, int *n)
 {
@@ -154,16 +143,7 @@ static int img_size(const yc_option *row, const char *arg, void *obj, yc_opt_sta
 {
     (void)row;
     detect_cli *c = obj;
-    int st = yc_cli_int(s->spec->cmd, "--img", arg, 32, 16384, &c->img_h);
-    if (st)
-        return st;
-    c->img_w = c->img_h;
-    if (optind < s->argc && is_uint(s->argv[optind])) {
-        if ((st = yc_cli_int(s->spec->cmd, "--img", s->argv[optind], 32, 16384, &c->img_w)))
-            return st;
-        optind++;
-    }
-    return 0;
+    return yc_opt_img_hw(arg, s, &c->img_h, &c->img_w);
 }
 
 /* --classes C [C ...]: numbers or comma-separated lists, also in the following arguments */
@@ -172,7 +152,7 @@ static int classes(const yc_option *row, const char *arg, void *obj, yc_opt_stat
     (void)row;
     detect_cli *c = obj;
     int st = add_classes(s->spec->cmd, arg, c->classes, &c->n_classes);
-    while (!st && optind < s->argc && is_uint(s->argv[optind]))
+    while (!st && optind < s->argc && yc_opt_is_uint(s->argv[optind]))
         st = add_classes(s->spec->cmd, s->argv[optind++], c->classes, &c->n_classes);
     return st;
 }

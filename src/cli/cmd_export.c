@@ -76,31 +76,12 @@ static const yc_command_options spec = {
     .help_col = 24,
 };
 
-static bool is_uint(const char *s)
-{
-    if (!s || !*s)
-        return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
-            return false;
-    return true;
-}
-
 /* --img H [W] (YOLOv5's --imgsz nargs='+'): one size for both sides, or height then width. */
 static int img_size(const yc_option *row, const char *arg, void *obj, yc_opt_state *s)
 {
     (void)row;
     export_cli *c = obj;
-    int st = yc_cli_int(s->spec->cmd, "--img", arg, 32, 16384, &c->img_h);
-    if (st)
-        return st;
-    c->img_w = c->img_h;
-    if (optind < s->argc && is_uint(s->argv[optind])) {
-        if ((st = yc_cli_int(s->spec->cmd, "--img", s->argv[optind], 32, 16384, &c->img_w)))
-            return st;
-        optind++;
-    }
-    return 0;
+    return yc_opt_img_hw(arg, s, &c->img_h, &c->img_w);
 }
 
 /* One word of --include, possibly a comma-separated list. */

@@ -294,3 +294,27 @@ int yc_opt_parse_optimizer(const char *name, int *v)
         *v = (int)k;
     return st;
 }
+
+bool yc_opt_is_uint(const char *word)
+{
+    if (!word || !*word)
+        return false;
+    for (; *word; word++)
+        if (*word < '0' || *word > '9')
+            return false;
+    return true;
+}
+
+int yc_opt_img_hw(const char *arg, yc_opt_state *s, int *h, int *w)
+{
+    int st = yc_cli_int(s->spec->cmd, "--img", arg, 32, 16384, h);
+    if (st)
+        return st;
+    *w = *h;
+    if (optind < s->argc && yc_opt_is_uint(s->argv[optind])) {
+        if ((st = yc_cli_int(s->spec->cmd, "--img", s->argv[optind], 32, 16384, w)))
+            return st;
+        optind++;
+    }
+    return 0;
+}

@@ -116,6 +116,14 @@ int yc_options_parse(const yc_command_options *spec, int argc, char **argv, void
 /* Whether the option with this long name was given. */
 bool yc_opt_given(const yc_opt_state *s, const char *name);
 
+/* True when `word` is a plain non-negative integer (a further value of a many-valued option). */
+bool yc_opt_is_uint(const char *word);
+
+/* --img H [W] (YOLOv5's --imgsz nargs='+'), for an option callback: `arg` the height, and the
+ * next argument the width when it is a number (consumed), else the height again; each 32 to
+ * 16384.  Returns 0 or YC_EXIT_USAGE with a usage error. */
+int yc_opt_img_hw(const char *arg, yc_opt_state *s, int *h, int *w);
+
 /* Prints the usage text of spec on stdout. */
 void yc_options_usage(const yc_command_options *spec);
 
