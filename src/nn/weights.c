@@ -446,7 +446,7 @@ static target *model_targets(const yc_model *m, int *count)
             t[n++].state = s;
         }
     }
-    if (!anchors_done && m->cfg->task == YC_TASK_DETECT) {
+    if (!anchors_done && m->nl > 0) {
         t[n].name = m->anchors_name;
         t[n].ndim = 3;
         t[n].shape[0] = m->nl;
