@@ -30,6 +30,7 @@
 #include "safetensors.h"
 #include "segment_step.h"
 #include "step.h"
+#include "weights.h"
 #include "harness.h"
 #include "yctest.h"
 
@@ -474,6 +475,20 @@ START_TEST(loss_gradient_matches_differences)
 }
 END_TEST
 
+/* A Segment head's state dict gives its class count (its outputs less 5 and Proto's nm). */
+START_TEST(weights_give_classes)
+{
+    seg_case c;
+    tiny_case(&c);
+    yc_weights *w = NULL;
+    ck_assert_msg(yc_weights_read(c.weights, &w) == YC_OK, "%s", yc_last_error());
+    int nc = 0;
+    ck_assert_msg(yc_weights_infer_nc(w, &nc) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(nc, 3);
+    yc_weights_free(w);
+}
+END_TEST
+
 START_TEST(tiny_matches_pytorch)
 {
     seg_case c;
@@ -581,6 +596,7 @@ int main(void)
 #else
     tcase_add_test(tc, configs);
     tcase_add_test(tc, loss_gradient_matches_differences);
+    tcase_add_test(tc, weights_give_classes);
     tcase_add_test(tc, tiny_matches_pytorch);
     tcase_add_test(tc, opencl_matches_cpu);
 #endif

@@ -542,16 +542,7 @@ int yc_model_zero_grad(yc_model *m)
 
 int yc_model_require_detection(const yc_model *m, const char *what)
 {
-    if (m->cfg->task == YC_TASK_DETECT)
-        return YC_OK;
-    if (m->cfg->task == YC_TASK_SEGMENT)
-        return yc_error_status(YC_EUSAGE, "%s is a segmentation model: %s works on detection "
-                               "models (yolocl builds segmentation models and runs their training "
-                               "step, but does not train, validate or run them yet)",
-                               m->cfg->name, what);
-    return yc_error_status(YC_EUSAGE, "%s is a classification model: %s works on detection "
-                           "models (classifiers are trained by yolocl train and run by yolocl val "
-                           "and yolocl detect)", m->cfg->name, what);
+    return yc_model_cfg_require_detection(m->cfg, what);
 }
 
 /* ---- initialisation ---------------------------------------------------------------------- */

@@ -121,6 +121,11 @@ void yc_model_cfg_free(yc_model_cfg *cfg);
 /* Index of the Detect (or Segment) row (the last row must be Detect or Segment). */
 int yc_model_cfg_detect(const yc_model_cfg *cfg);
 
+/* YC_OK for a detection model's config; for a classifier's or a segmentation model's an error
+ * (YC_EUSAGE) naming the model and `what` (the command or job), which works on detection models
+ * only. */
+int yc_model_cfg_require_detection(const yc_model_cfg *cfg, const char *what);
+
 /* YOLOv5's ClassificationModel(model=detection, nc, cutoff): keeps layers 0..cutoff-1 and replaces
  * the last of them by Classify(its input channels, nc), fed from the same layer.  The replaced
  * layer must hold a convolution (Conv, C3, Bottleneck, SPP, SPPF) and have one input. */
