@@ -10,7 +10,7 @@
  *    neighbour;
  *  - tests/data/seg/tiny (PyTorch's step of a 0.0625-wide yolov5n-seg, 64x64, batch 2) on the
  *    CPU backend: heads, Proto, the five loss numbers and every gradient;
- *  - that step on the OpenCL backend against the CPU backend.
+ *  - that step on the OpenCL backend against PyTorch's and the CPU backend's.
  * test_segment_ref (YC_TEST_SHARED) runs ../shared/ref/seg/yolov5n-seg-160, PyTorch's step of
  * yolov5n-seg (nc 80, 160x160, batch 2), on the CPU and OpenCL backends; it exits 77 without
  * ../shared. */
@@ -187,13 +187,14 @@ static float *grads_of(yc_model *m)
     return g;
 }
 
-/* Gradients of the tiny case against PyTorch, per tensor relative to its largest value: measured
- * 1.9e-3 at worst (model.2.m.0.cv2.bn.weight: 4 channels whose gradient, a sum of products with
- * the normalised activations, is 0.04 at most against 0.1 to 1.5 for the tensors around it; the
- * CPU and OpenCL backends differ by 6e-4 on it themselves), 5e-4 on the other backbone tensors and
- * 1.5e-4 on the Segment head's (the head outputs' gradients, summed in its biases' gradients, to
- * 3e-5).  yolov5n-seg at 160 (test_segment_ref) holds every gradient to 1e-3. */
-#define TINY_TOL_GRAD 4e-3
+/* Gradients of the tiny case against PyTorch, per tensor relative to its largest value, about
+ * twice the worst measured: 1.9e-3 on the CPU backend and 2.5e-3 on PoCL's OpenCL device, both on
+ * model.2.m.0.cv2.bn.weight (4 channels whose gradient, a sum of products with the normalised
+ * activations, is 0.04 at most against 0.1 to 1.5 for the tensors around it; the two backends
+ * differ by 6e-4 on it themselves); 5e-4 on the other backbone tensors and 1.5e-4 on the Segment
+ * head's (the head outputs' gradients, summed in its biases' gradients, agree to 3e-5).
+ * yolov5n-seg at 160 (test_segment_ref) holds every gradient to 1e-3. */
+#define TINY_TOL_GRAD 5e-3
 
 /* tests/data/seg/tiny ($YOLOCL_TEST_DATA/seg/tiny): yolov5n-seg-tiny.yaml, nc 3, 64x64 */
 static void tiny_case(seg_case *c)
@@ -512,6 +513,7 @@ START_TEST(opencl_matches_cpu)
     seg_run a, b;
     seg_run_case(&a, &c, "cpu");
     seg_run_case(&b, &c, "opencl:0");
+    seg_check_case(&b, &c, "yolov5n-seg-tiny (64x64, batch 2) on OpenCL", TINY_TOL_GRAD);
     ck_assert_msg(yc_test_rel_diff(b.res.total, a.res.total) < 1e-5, "loss %g on OpenCL, %g on "
                   "the CPU", b.res.total, a.res.total);
     ck_assert_msg(yc_test_rel_diff(b.res.seg, a.res.seg) < 1e-5, "mask loss %g on OpenCL, %g on "

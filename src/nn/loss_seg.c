@@ -190,9 +190,14 @@ int yc_seg_loss_compute(yc_seg_loss_ctx *ctx, int batch, const yc_loss_head *hea
     int st = yc_loss_build_targets(ctx->det, batch, heads, targets, nt, sets);
     if (st)
         return st;
-    for (int l = 0; l < nl; l++)
+    for (int l = 0; l < nl; l++) {
         if (!heads[l].p)
             return yc_error_status(YC_EFORMAT, "loss: level %d has no output data", l);
+        const size_t need = (size_t)lp->na * no * (size_t)heads[l].ny * (size_t)heads[l].nx;
+        if (heads[l].img_stride < need)
+            return yc_error_status(YC_EFORMAT, "loss: level %d image stride %zu is smaller than "
+                                   "na*no*ny*nx = %zu", l, heads[l].img_stride, need);
+    }
     const int H = proto->h, W = proto->w;
     const size_t hw = (size_t)H * (size_t)W;
     size_t total = 0;
