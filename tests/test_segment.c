@@ -263,6 +263,31 @@ START_TEST(configs)
     yc_backend *cpu = NULL;
     yc_harness_cpu(&cpu, 0);
     yc_model *seg = seg_model(cpu, "yolov5n-seg", 3), *det = seg_model(cpu, "yolov5n", 3);
+    /* YOLOv5's init: Detect's bias priors on the objectness and class outputs of each anchor
+     * (no = 3 + 5 + 32), PyTorch's default U(-1/sqrt(fan_in), ..) on the others, the mask
+     * coefficients' included; Proto's BatchNorm weights 1 and biases 0 */
+    for (int l = 0; l < 3; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "model.24.m.%d.bias", l);
+        const yc_param *bp = &seg->params[yc_model_find_param(seg, name)];
+        float bias[3 * 40];
+        ck_assert_uint_eq(bp->numel, 3 * 40);
+        ck_assert(yc_tensor_get_f32(cpu, &bp->t, bias) == YC_OK);
+        const double s = 8 << l, bound = 1.0 / sqrt((double)bp[-1].shape[1]);
+        const double obj = log(8.0 / ((640.0 / s) * (640.0 / s))), cls = log(0.6 / (3 - 0.99999));
+        for (int a = 0; a < 3; a++)
+            for (int k = 0; k < 40; k++) {
+                const double prior = k == 4 ? obj : (k >= 5 && k < 8 ? cls : 0.0);
+                ck_assert_msg(fabs(bias[a * 40 + k] - prior) <= bound, "%s[%d]: %g, prior %g",
+                              name, a * 40 + k, (double)bias[a * 40 + k], prior);
+            }
+    }
+    float v[32];
+    const yc_param *bnw = &seg->params[yc_model_find_param(seg, "model.24.proto.cv3.bn.weight")];
+    ck_assert(yc_tensor_get_f32(cpu, &bnw->t, v) == YC_OK);
+    ck_assert(v[0] == 1.0f && v[31] == 1.0f);
+    ck_assert(yc_tensor_get_f32(cpu, &bnw[1].t, v) == YC_OK); /* cv3.bn.bias */
+    ck_assert(v[0] == 0.0f && v[31] == 0.0f);
     yc_hyp hyp;
     yc_hyp_defaults(&hyp);
     yc_loss_params lp;
