@@ -5,9 +5,10 @@
  *  - the configs: yolov5n-seg ... yolov5x-seg have PyTorch's parameter counts, Segment's and
  *    Proto's parameters have YOLOv5's names and shapes, bad Segment rows are errors that say why,
  *    and the detection-only paths refuse a segmentation model by name;
- *  - the loss's gradient (mask coefficients, prototypes and every other head value) against
+ *  - the loss's gradient (mask coefficients, prototypes, objectness and class logits) against
  *    central differences on a random problem, and masks of another size resized by nearest
- *    neighbour;
+ *    neighbour; the loss and its gradients against PyTorch's on random inputs
+ *    (tests/data/seg/loss.safetensors: masks resized by 2/3, target rows not sorted by image);
  *  - tests/data/seg/tiny (PyTorch's step of a 0.0625-wide yolov5n-seg, 64x64, batch 2) on the
  *    CPU backend: heads, Proto, the five loss numbers and every gradient;
  *  - that step on the OpenCL backend against PyTorch's and the CPU backend's.
@@ -501,6 +502,92 @@ START_TEST(loss_gradient_matches_differences)
 }
 END_TEST
 
+/* utils/segment/loss.py's loss and gradients on random inputs (tests/data/seg/loss.safetensors,
+ * made by tests/data/make_seg_loss.py): masks at 24x24 resized to the 16x16 prototypes, target
+ * rows not sorted by image.  The five loss numbers within 1e-5, the gradients of every head value
+ * and prototype within 1e-5 of each tensor's largest. */
+START_TEST(loss_matches_pytorch)
+{
+    const char *d = getenv("YOLOCL_TEST_DATA");
+    char path[1100];
+    snprintf(path, sizeof path, "%s/seg/loss.safetensors", d && d[0] ? d : "tests/data");
+    enum { B = 2, NA = 3, NC = 3, NM = 4, NO = NC + 5 + NM, PH = 16, MH = 24 };
+    yc_loss_params lp = {.nc = NC, .na = NA, .nl = 3, .nm = NM, .cls_pw = 1, .obj_pw = 1,
+                         .anchor_t = 4};
+    static const float px[18] = {10, 13, 16, 30, 33, 23, 30, 61, 62, 45, 59, 119, 116, 90, 156, 198,
+                                 373, 326};
+    for (int i = 0; i < 18; i++)
+        lp.anchors[i] = px[i] / (float)(8 << (i / 6));
+    yc_loss_params_gains(&lp, 0.05f, 1.0f, 0.5f, 64);
+    float *p[3], *g[3], *ref_g[3];
+    yc_loss_head h[3];
+    for (int l = 0; l < 3; l++) {
+        char name[16];
+        const int n = 8 >> l;
+        const size_t plane = (size_t)n * n, count = (size_t)B * NA * NO * plane;
+        size_t got = 0;
+        snprintf(name, sizeof name, "p%d", l);
+        float *torch_p = read_tensor(path, name, &got);
+        ck_assert_uint_eq(got, count);
+        snprintf(name, sizeof name, "grad_p%d", l);
+        float *torch_g = read_tensor(path, name, &got);
+        p[l] = malloc(count * sizeof(float));
+        g[l] = malloc(count * sizeof(float));
+        ref_g[l] = malloc(count * sizeof(float));
+        ck_assert(p[l] && g[l] && ref_g[l]);
+        /* PyTorch's (B, na, ny, nx, no) to the model's (B, na*no, ny, nx) */
+        for (size_t b = 0; b < B; b++)
+            for (size_t a = 0; a < NA; a++)
+                for (size_t c = 0; c < plane; c++)
+                    for (size_t k = 0; k < NO; k++) {
+                        size_t from = ((b * NA + a) * plane + c) * NO + k;
+                        size_t to = ((b * NA + a) * NO + k) * plane + c;
+                        p[l][to] = torch_p[from];
+                        ref_g[l][to] = torch_g[from];
+                    }
+        free(torch_p);
+        free(torch_g);
+        h[l] = (yc_loss_head){.p = p[l], .grad = g[l], .ny = n, .nx = n,
+                              .img_stride = (size_t)NA * NO * plane};
+    }
+    size_t np = 0, nt6 = 0, nmask = 0, nl = 0, ngp = 0;
+    float *proto = read_tensor(path, "proto", &np), *targets = read_tensor(path, "targets", &nt6);
+    float *masks = read_tensor(path, "masks", &nmask), *loss = read_tensor(path, "loss", &nl);
+    float *ref_gp = read_tensor(path, "grad_proto", &ngp);
+    ck_assert(np == (size_t)B * NM * PH * PH && ngp == np && nmask == (size_t)B * MH * MH && nl == 5);
+    ck_assert(targets[0] == 1.0f); /* image 1's row first */
+    float *gp = malloc(np * sizeof *gp);
+    ck_assert_ptr_nonnull(gp);
+    yc_seg_loss_ctx *ctx = yc_seg_loss_new(&lp);
+    ck_assert_msg(ctx != NULL, "%s", yc_last_error());
+    yc_seg_proto pr = {.p = proto, .grad = gp, .h = PH, .w = PH};
+    yc_seg_masks mk = {.m = masks, .h = MH, .w = MH};
+    yc_seg_loss_result r;
+    ck_assert_msg(yc_seg_loss_compute(ctx, B, h, &pr, targets, (int)(nt6 / 6), &mk, &r) == YC_OK,
+                  "%s", yc_last_error());
+    const double ours[5] = {r.total, r.box, r.seg, r.obj, r.cls};
+    double worst = 0;
+    for (int i = 0; i < 5; i++) {
+        double e = yc_test_rel_diff(ours[i], loss[i]);
+        ck_assert_msg(e < 1e-5, "loss %d: %.8g, PyTorch %.8g", i, ours[i], (double)loss[i]);
+        worst = e > worst ? e : worst;
+    }
+    double eg = yc_test_rel_error(gp, ref_gp, np);
+    ck_assert_msg(eg < 1e-5, "prototype gradients: relative error %g", eg);
+    for (int l = 0; l < 3; l++) {
+        double e = yc_test_rel_error(g[l], ref_g[l], (size_t)B * NA * NO * (size_t)(64 >> (2 * l)));
+        ck_assert_msg(e < 1e-5, "level %d gradients: relative error %g", l, e);
+        eg = e > eg ? e : eg;
+    }
+    printf("segmentation loss against PyTorch's: %.7f (PyTorch %.7f), loss numbers within %.2e, "
+           "gradients within %.2e\n", r.total, (double)loss[0], worst, eg);
+    yc_seg_loss_free(ctx);
+    for (int l = 0; l < 3; l++)
+        free(p[l]), free(g[l]), free(ref_g[l]);
+    free(proto), free(targets), free(masks), free(loss), free(ref_gp), free(gp);
+}
+END_TEST
+
 /* A Segment head's state dict gives its class count (its outputs less 5 and Proto's nm). */
 START_TEST(weights_give_classes)
 {
@@ -623,6 +710,7 @@ int main(void)
 #else
     tcase_add_test(tc, configs);
     tcase_add_test(tc, loss_gradient_matches_differences);
+    tcase_add_test(tc, loss_matches_pytorch);
     tcase_add_test(tc, weights_give_classes);
     tcase_add_test(tc, tiny_matches_pytorch);
     tcase_add_test(tc, opencl_matches_cpu);
