@@ -1,4 +1,4 @@
-/* YOLOv5 v7.0's segmentation loss on the host (see loss_seg.h).
+/* YOLOv5 v7.0's segmentation loss on the host (see loss_seg.h; docs/YOLOV5.md 2.6).
  *
  * The detection terms are loss.c's (yc_loss_compute with lp.nm set: it zeroes the gradient of the
  * mask coefficients); this file adds the mask term of utils/segment/loss.py with overlap=True,
