@@ -254,6 +254,24 @@ START_TEST(configs)
                      yc_model_find_param(m, "model.24.m.2.bias"));
     ck_assert_msg(strstr(m->cfg->layers[24].args_text, "32, 64, [64, 128, 256]]"), "%s",
                   m->cfg->layers[24].args_text);
+    /* cut at 10 (ClassificationModel(model=...)): the classifier yolov5n cut at 10 gives */
+    char path[1024];
+    yc_model_cfg *cut = NULL, *ref = NULL;
+    ck_assert(yc_model_cfg_find("yolov5n-seg", path, sizeof path) == YC_OK);
+    ck_assert(yc_model_cfg_load(&cut, path, 0) == YC_OK);
+    ck_assert_msg(yc_model_cfg_to_classifier(cut, 10, 10) == YC_OK, "%s", yc_last_error());
+    ck_assert(yc_model_cfg_find("yolov5n", path, sizeof path) == YC_OK);
+    ck_assert(yc_model_cfg_load(&ref, path, 0) == YC_OK);
+    ck_assert(yc_model_cfg_to_classifier(ref, 10, 10) == YC_OK);
+    yc_model *mc = NULL, *mr = NULL;
+    ck_assert(yc_model_new(&mc, cut) == YC_OK && yc_model_new(&mr, ref) == YC_OK);
+    ck_assert_int_eq(mc->cfg->task, YC_TASK_CLASSIFY);
+    ck_assert_int_eq(mc->nm, 0);
+    ck_assert_uint_eq(yc_model_count_params(mc), yc_model_count_params(mr));
+    ck_assert_int_eq(mc->nparams, mr->nparams);
+    yc_model_free(mc);
+    yc_model_free(mr);
+
     /* the commands that work on detection models only refuse it by name */
     ck_assert_int_eq(yc_model_require_detection(m, "yolocl val"), YC_EUSAGE);
     ck_assert_msg(strstr(yc_last_error(), "YOLOv5n-seg is a segmentation model") &&

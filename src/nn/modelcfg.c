@@ -825,7 +825,8 @@ int yc_model_cfg_detect(const yc_model_cfg *cfg)
 
 int yc_model_cfg_to_classifier(yc_model_cfg *cfg, int nc, int cutoff)
 {
-    if (cfg->task != YC_TASK_DETECT)
+    /* a segmentation model's backbone is a detection model's: it is cut the same way */
+    if (cfg->task == YC_TASK_CLASSIFY)
         return yc_error_status(YC_EFORMAT, "%s is a classifier already", cfg->path);
     if (cutoff < 2 || cutoff >= cfg->nlayers)
         return yc_error_status(YC_EFORMAT, "cutoff %d is out of range 2..%d for %s (%d layers)",

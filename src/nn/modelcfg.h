@@ -126,9 +126,10 @@ int yc_model_cfg_detect(const yc_model_cfg *cfg);
  * only. */
 int yc_model_cfg_require_detection(const yc_model_cfg *cfg, const char *what);
 
-/* YOLOv5's ClassificationModel(model=detection, nc, cutoff): keeps layers 0..cutoff-1 and replaces
- * the last of them by Classify(its input channels, nc), fed from the same layer.  The replaced
- * layer must hold a convolution (Conv, C3, Bottleneck, SPP, SPPF) and have one input. */
+/* YOLOv5's ClassificationModel(model=detection or segmentation model, nc, cutoff): keeps layers
+ * 0..cutoff-1 and replaces the last of them by Classify(its input channels, nc), fed from the same
+ * layer.  The replaced layer must hold a convolution (Conv, C3, Bottleneck, SPP, SPPF) and have
+ * one input. */
 int yc_model_cfg_to_classifier(yc_model_cfg *cfg, int nc, int cutoff);
 
 #endif
