@@ -9,14 +9,16 @@
 #                                                      device (PoCL): tests the script itself
 #
 # Packing (--pack) puts into .gpu/pack.tar.xz what the GPU machine lacks: the yolocl binary and the
-# test programs test_ops, test_cl, test_cl_ref, test_classify and test_classify_ref, built without
-# FFmpeg and MPI in .gpu/build from a copy of the sources (the first pack builds it all: minutes)
-# and stripped, the released yolov5n.pt (../shared/weights), every shared library `ldd` lists for
-# them under its soname, except the C library's own (libc, libm, libpthread, libdl, librt, libresolv,
+# test programs test_ops, test_cl, test_cl_ref, test_classify, test_classify_ref, test_segment and
+# test_segment_ref, built without FFmpeg and MPI in .gpu/build from a copy of the sources (the
+# first pack builds it all: minutes) and stripped, the released yolov5n.pt (../shared/weights),
+# every shared library `ldd` lists for them under its soname, except the C library's own (libc,
+# libm, libpthread, libdl, librt, libresolv,
 # ld-linux) and the compiler's C++ runtime (libstdc++, libgcc_s), which the machine has newer and
 # which NVIDIA's OpenCL driver itself loads; coco128 (../shared/data, or --coco DIR); with --ref,
 # the three files of ../shared/ref behind test_cl_ref's YOLOv5n@320 golden step and the classifier's
-# step of ../shared/ref/cls behind test_classify_ref (37 MB: together with
+# step of ../shared/ref/cls behind test_classify_ref and the segmentation model's step of
+# ../shared/ref/seg/yolov5n-seg-160 behind test_segment_ref (55 MB: together with
 # coco128 they pass the device tool's 64 MiB, so they are left out by default); with --yolov5 DIR,
 # the Python sources of an Ultralytics YOLOv5 v7.0 checkout for a PyTorch epoch of coco128.
 #
@@ -32,6 +34,7 @@
 #      storage, recomputation, the optimizer iteration after it; tests/test_cl_ref: YOLOv5n@320
 #      (when packed with --ref; it skips without); tests/test_classify: a classifier's step on the
 #      device against the CPU's, and tests/test_classify_ref against PyTorch's (with --ref);
+#      tests/test_segment and tests/test_segment_ref: the same for a segmentation model's step;
 #      bench/cl_ptx_probe:
 #      whether the OpenCL compiler takes PTX inline assembly and tensor-core mma instructions;
 #   4. yolocl bench of YOLOv5s at 640, batch 16, FP32 and FP16 storage (--json), and PyTorch's
@@ -98,7 +101,7 @@ want() { case ,$steps, in *,$1,*) return 0 ;; esac; return 1; }
 # FFmpeg and MPI: a yolocl with video links some 250 libraries (codecs, filters, devices, 100 MiB
 # and more) that no step here uses.  Files are copied when they changed (cp -u), so a second pack
 # rebuilds only what changed.
-packed_programs="yolocl tests/test_ops tests/test_cl tests/test_cl_ref tests/test_classify tests/test_classify_ref bench/cl_ptx_probe"
+packed_programs="yolocl tests/test_ops tests/test_cl tests/test_cl_ref tests/test_classify tests/test_classify_ref tests/test_segment tests/test_segment_ref bench/cl_ptx_probe"
 
 lean_build() {
     local b=$pack_dir/build
@@ -150,6 +153,9 @@ pack() {
             cp "$root/../shared/ref/$f.safetensors" "$stage/shared/ref/" || die "--ref: ../shared/ref/$f.safetensors missing"
         done
         cp -r "$root/../shared/ref/cls" "$stage/shared/ref/" || die "--ref: ../shared/ref/cls missing"
+        mkdir -p "$stage/shared/ref/seg" &&
+            cp -r "$root/../shared/ref/seg/yolov5n-seg-160" "$stage/shared/ref/seg/" ||
+            die "--ref: ../shared/ref/seg/yolov5n-seg-160 missing"
 
     fi
     # the released YOLOv5n for the validation step (4 MB)
@@ -339,6 +345,12 @@ run() {
         grep -hE 'Checks:|classifier' "$W/last.out" | sed 's/^ */test_classify: /' >>"$report.golden"
         step "test_classify_ref (yolov5n-cls vs PyTorch)" 120 "$W/bin/test_classify_ref"
         grep -hE 'Checks:|yolov5n-cls|gradients|SKIP' "$W/last.out" | sed 's/^ */test_classify_ref: /' >>"$report.golden"
+        # the segmentation model's step: the tiny case against PyTorch's and the CPU's on the
+        # device, and (packed with --ref) yolov5n-seg at 160 against PyTorch's
+        step "test_segment (segmentation step)" 120 "$W/bin/test_segment"
+        grep -hE 'Checks:|segmentation|yolov5n-seg|gradients' "$W/last.out" | sed 's/^ */test_segment: /' >>"$report.golden"
+        step "test_segment_ref (yolov5n-seg vs PyTorch)" 120 "$W/bin/test_segment_ref"
+        grep -hE 'Checks:|yolov5n-seg|gradients|SKIP' "$W/last.out" | sed 's/^ */test_segment_ref: /' >>"$report.golden"
     fi
     if want probe; then
         step "PTX inline assembly probe" 60 "$W/bin/cl_ptx_probe" "${device#opencl:}"

@@ -232,6 +232,18 @@ expect_output_re '^  9 +-1 +1 +1938920  models.common.Classify +\[512, 1000\]'
 expect_output 'classifier: 1000 classes'
 check 2 plan --cfg yolov5n-cls
 expect_stderr 'YOLOv5n-cls is a classification model: yolocl plan works on detection models'
+check 0 info --cfg yolov5n-seg
+expect_output 'YOLOv5n-seg summary: 225 layers, 1991549 parameters, 1991549 gradients, 7.2 GFLOPs'
+expect_output_re '^ 24 +\[17, 20, 23\] +1 +234397  models.yolo.Segment +\[80, .*, 32, 64, \[64, 128, 256\]\]'
+expect_output 'masks: 32 prototypes at stride 4'
+check 2 plan --cfg yolov5n-seg
+expect_stderr 'YOLOv5n-seg is a segmentation model: yolocl plan works on detection models'
+check 2 train --data "$tmp/none.yaml" --cfg yolov5n-seg
+expect_stderr 'YOLOv5n-seg is a segmentation model: yolocl train works on detection models'
+check 2 val --data "$tmp/none.yaml" --cfg yolov5n-seg --weights "$tmp/none.safetensors"
+expect_stderr 'YOLOv5n-seg is a segmentation model: yolocl val works on detection models'
+check 2 detect --source "$tmp" --cfg yolov5n-seg --weights "$tmp/none.safetensors"
+expect_stderr 'YOLOv5n-seg is a segmentation model: yolocl detect works on detection models'
 check 1 info --cfg no-such-model
 expect_stderr "model config 'no-such-model'"
 printf 'nc: 2\ndepth_multiple: 1.0\nwidth_multiple: 1.0\nanchors: 3\nbackbone:\n  [[-1, 1, Conv, [16, 3, 2]],\n   [-1, 1, Conv2x, [32]]]\nhead:\n  [[[-1], 1, Detect, [nc, anchors]]]\n' >"$tmp/bad.yaml"

@@ -11,23 +11,25 @@
 #include "log.h"
 #include "weights.h"
 
-bool yc_cli_is_classifier(const char *weights, const char *cfg)
+yc_task yc_cli_model_task(const char *weights, const char *cfg, const char *what)
 {
     yc_weights *w = NULL;
     yc_model_cfg *mc = NULL;
     char path[1024];
-    bool cls = false;
+    yc_task task = YC_TASK_DETECT;
     if (cfg && cfg[0]) {
         if (!yc_model_cfg_find(cfg, path, sizeof path) && !yc_model_cfg_load(&mc, path, 0))
-            cls = mc->task == YC_TASK_CLASSIFY;
+            task = mc->task;
     } else if (weights && weights[0] && !yc_weights_read(weights, &w) &&
                !yc_weights_model_cfg(w, w->nc, &mc)) {
-        cls = mc->task == YC_TASK_CLASSIFY;
+        task = mc->task;
     }
+    yc_error_clear();
+    if (task == YC_TASK_SEGMENT)
+        yc_model_cfg_require_detection(mc, what);
     yc_model_cfg_free(mc);
     yc_weights_free(w);
-    yc_error_clear();
-    return cls;
+    return task;
 }
 
 /* The classifier of `weights` loaded on `device`, and its class names (the weights' names, NULL

@@ -3,11 +3,12 @@
 #ifndef YC_CLASSIFY_CMDS_H
 #define YC_CLASSIFY_CMDS_H
 
-#include <stdbool.h>
+#include "modelcfg.h"
 
-/* Whether `weights` (with `cfg` when given) hold a classifier; false when they cannot be read
- * (the command then reports that itself). */
-bool yc_cli_is_classifier(const char *weights, const char *cfg);
+/* The task of the model `cfg` names, else of `weights`: YC_TASK_DETECT when they cannot be read
+ * (the command then reports that itself).  For a segmentation model the error is set to the
+ * refusal of yc_model_cfg_require_detection naming `what` (the command). */
+yc_task yc_cli_model_task(const char *weights, const char *cfg, const char *what);
 
 /* classify/val.py: accuracy over ROOT/test, else ROOT/val, at img (<= 0: 224) in batches. */
 int yc_cli_classify_val(const char *weights, const char *cfg, const char *root, int img, int batch,

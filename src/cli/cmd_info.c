@@ -78,7 +78,10 @@ static void print_summary(yc_model *m, int img, const char *path)
     printf("strides:");
     for (int l = 0; l < m->nl; l++)
         printf(" %g", m->stride[l]);
-    printf("  anchors per level: %d  classes: %d  config: %s\n", m->na, m->nc, path);
+    printf("  anchors per level: %d  classes: %d", m->na, m->nc);
+    if (m->cfg->task == YC_TASK_SEGMENT)
+        printf("  masks: %d prototypes at stride %g", m->nm, m->stride[0] / 2);
+    printf("  config: %s\n", path);
 }
 
 int yc_cmd_info(int argc, char **argv)

@@ -253,21 +253,25 @@ static int finish_options(train_cli *c, const yc_opt_state *s)
     return 0;
 }
 
-/* Whether --cfg names a classifier config (its last layer Classify); then the defaults of
- * classify/train.py replace train.py's for the options not given. */
-static bool classifier_run(train_cli *c, const yc_opt_state *s)
+/* The task of the model --cfg names (YC_TASK_DETECT when there is none or it does not load:
+ * train reports a bad config itself).  A classifier's run takes classify/train.py's defaults for
+ * the options not given; a segmentation model is refused here, before the dataset is read and a
+ * run directory made (with the error set). */
+static yc_task cfg_task(train_cli *c, const yc_opt_state *s)
 {
     yc_train_opts *o = &c->o;
     char path[1024];
     yc_model_cfg *cfg = NULL;
     if (c->resume || !o->cfg || !o->cfg[0] || yc_model_cfg_find(o->cfg, path, sizeof path) ||
         yc_model_cfg_load(&cfg, path, 0)) {
-        yc_error_clear(); /* train reports a bad config itself */
-        return false;
+        yc_error_clear();
+        return YC_TASK_DETECT;
     }
-    bool classify = cfg->task == YC_TASK_CLASSIFY;
+    yc_task task = cfg->task;
+    if (task == YC_TASK_SEGMENT)
+        yc_model_cfg_require_detection(cfg, "yolocl train");
     yc_model_cfg_free(cfg);
-    if (classify) {
+    if (task == YC_TASK_CLASSIFY) {
         if (!yc_opt_given(s, "imgsz"))
             o->imgsz = YC_CLS_IMGSZ;
         if (!yc_opt_given(s, "optimizer"))
@@ -275,7 +279,7 @@ static bool classifier_run(train_cli *c, const yc_opt_state *s)
         if (!yc_opt_given(s, "label-smoothing"))
             o->label_smoothing = YC_CLS_LABEL_SMOOTHING;
     }
-    return classify;
+    return task;
 }
 
 int yc_cmd_train(int argc, char **argv)
@@ -288,12 +292,15 @@ int yc_cmd_train(int argc, char **argv)
         return st == YC_OPT_DONE ? YC_EXIT_OK : st;
     if ((st = finish_options(&c, &s)))
         return st;
+    yc_task task = cfg_task(&c, &s);
+    if (task == YC_TASK_SEGMENT)
+        return yc_report_failure(YC_EUSAGE);
     /* MPI when started by mpirun (dist.h); otherwise rank 0 of 1 */
     if ((st = yc_dist_init(NULL, NULL))) {
         yc_dist_finalize();
         return yc_report_failure(st);
     }
-    if (classifier_run(&c, &s)) {
+    if (task == YC_TASK_CLASSIFY) {
         /* classify/train.py's DDP is not implemented: N ranks would each train alone into the
          * same run directory */
         if (yc_dist_size() > 1)

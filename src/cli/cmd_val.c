@@ -398,7 +398,10 @@ int yc_cmd_val(int argc, char **argv)
     int st = parse(argc, argv, &c);
     if (st)
         return st == YC_OPT_DONE ? YC_EXIT_OK : st;
-    if (yc_cli_is_classifier(c.weights, c.cfg)) {
+    yc_task task = yc_cli_model_task(c.weights, c.cfg, "yolocl val");
+    if (task == YC_TASK_SEGMENT)
+        return yc_report_failure(YC_EUSAGE);
+    if (task == YC_TASK_CLASSIFY) {
         st = yc_cli_classify_val(c.weights, c.cfg, c.data, c.img_given ? c.img : 0, c.batch,
                                  c.device);
         return st ? yc_report_failure(st) : YC_EXIT_OK;

@@ -99,7 +99,8 @@ size_t yc_graph_workspace_bytes(const yc_graph *g);
 /* The input batch tensor (batch, ch, h, w), to be written before yc_graph_forward. */
 const yc_tensor *yc_graph_input(const yc_graph *g);
 /* Head output of level l: (batch, na*no, ny, nx), channel a*no + k; a classifier's one head
- * (level 0) is its logits (batch, nc, 1, 1). */
+ * (level 0) is its logits (batch, nc, 1, 1); a segmentation model's head nl is its Proto output
+ * (batch, nm, H, W) at twice the first level's size. */
 const yc_tensor *yc_graph_head(const yc_graph *g, int level);
 /* The output of layer i of the model config (not the Detect layer): (batch, c, h, w).  Read
  * after yc_graph_forward only in a graph made with keep_layers. */

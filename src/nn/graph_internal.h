@@ -76,8 +76,8 @@ struct yc_graph {
     /* value ids: network input, every layer's output, heads and their gradients */
     int input;
     int *layer_out;
-    int heads[YC_CFG_MAX_LEVELS];
-    int head_grads[YC_CFG_MAX_LEVELS];
+    int heads[YC_CFG_MAX_LEVELS + 1];
+    int head_grads[YC_CFG_MAX_LEVELS + 1];
     /* memory */
     yc_plan plan;
     int *block_of; /* value id -> plan block (owners) */
@@ -95,10 +95,13 @@ struct yc_graph {
     double *op_seconds;
 };
 
-/* The graph's outputs: a Detect's levels, or a classifier's logits (N,nc,1,1). */
+/* The graph's outputs: a Detect's levels, a classifier's logits (N,nc,1,1), or a Segment's levels
+ * and its Proto's output (N,nm,H,W) last. */
 static inline int yc_graph_nheads(const yc_graph *g)
 {
-    return g->m->cfg->task == YC_TASK_CLASSIFY ? 1 : g->m->nl;
+    if (g->m->cfg->task == YC_TASK_CLASSIFY)
+        return 1;
+    return g->m->cfg->task == YC_TASK_SEGMENT ? g->m->nl + 1 : g->m->nl;
 }
 
 static inline gref val(int id)

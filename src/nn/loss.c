@@ -74,6 +74,8 @@ static int check_params(const yc_loss_params *lp)
     if (lp->na < 1 || lp->na > YC_MAX_ANCHORS)
         return yc_error_status(YC_EFORMAT, "loss: na = %d, must be in [1, %d]", lp->na,
                                YC_MAX_ANCHORS);
+    if (lp->nm < 0 || lp->nm > 1 << 20)
+        return yc_error_status(YC_EFORMAT, "loss: nm = %d, must be in [0, %d]", lp->nm, 1 << 20);
     if (lp->nl < 1 || lp->nl > YC_MAX_LEVELS)
         return yc_error_status(YC_EFORMAT, "loss: nl = %d, must be in [1, %d]", lp->nl,
                                YC_MAX_LEVELS);
@@ -127,6 +129,7 @@ static void set_free(yc_target_set *s)
     free(s->gj);
     free(s->gi);
     free(s->cls);
+    free(s->t);
     free(s->tbox);
     free(s->anch);
     memset(s, 0, sizeof *s);
@@ -172,6 +175,7 @@ static int set_reserve(yc_target_set *s, int n)
         grow((void **)&s->gj, cap, sizeof(int), "loss assignments") ||
         grow((void **)&s->gi, cap, sizeof(int), "loss assignments") ||
         grow((void **)&s->cls, cap, sizeof(int), "loss assignments") ||
+        grow((void **)&s->t, cap, sizeof(int), "loss assignments") ||
         grow((void **)&s->tbox, cap * 4, sizeof(float), "loss assignments") ||
         grow((void **)&s->anch, cap * 2, sizeof(float), "loss assignments"))
         return YC_ENOMEM;
@@ -214,7 +218,7 @@ static int check_heads(const yc_loss_params *lp, const yc_loss_head *heads, bool
 {
     if (!heads)
         return yc_error_status(YC_EFORMAT, "loss: no head outputs");
-    size_t no = (size_t)lp->nc + 5;
+    size_t no = (size_t)lp->nc + 5 + (size_t)lp->nm;
     for (int l = 0; l < lp->nl; l++) {
         const yc_loss_head *h = &heads[l];
         if (h->ny < 1 || h->nx < 1)
@@ -336,6 +340,7 @@ static int build_targets(yc_loss_ctx *ctx, const yc_loss_head *heads, const floa
                 int gj = trunc_clamp(gy - off[slot][1], ny);
                 s->b[n] = (int)r[0];
                 s->cls[n] = (int)r[1];
+                s->t[n] = t;
                 s->a[n] = a;
                 s->gj[n] = gj;
                 s->gi[n] = gi;
@@ -542,7 +547,7 @@ int yc_loss_compute_part(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads,
                                    part->ntargets[l]);
 
     const int na = lp->na, nc = lp->nc;
-    const size_t no = (size_t)nc + 5;
+    const size_t no = (size_t)nc + 5 + (size_t)lp->nm;
     /* the batch the means are over (the whole batch for a part) */
     const double bs = part ? (double)part->batch : (double)batch;
     const double cls_pw = lp->cls_pw, obj_pw = lp->obj_pw, gamma = lp->fl_gamma;
@@ -641,8 +646,8 @@ int yc_loss_compute_part(yc_loss_ctx *ctx, int batch, const yc_loss_head *heads,
                 lcls += scls / (nmean * (double)nc);
         }
 
-        /* every box and class gradient starts at zero (the objectness channel is written whole
-         * below, each value after its logit is read) */
+        /* every box, class (and mask coefficient) gradient starts at zero (the objectness
+         * channel is written whole below, each value after its logit is read) */
         for (int b = 0; grad && b < batch; b++)
             for (int a = 0; a < na; a++)
                 for (size_t k = 0; k < no; k++)

@@ -12,6 +12,10 @@
 typedef struct yc_loss_params {
     /* number of classes (the class loss is skipped when nc == 1) */
     int nc;
+    /* mask coefficients per anchor after the classes (a Segment head's nm; 0 for Detect): they
+     * make the outputs per anchor no = nc + 5 + nm; this loss gives them zero gradient (the mask
+     * term is loss_seg.h's) */
+    int nm;
     /* anchors per level */
     int na;
     /* detection levels (3 for P5 models, 4 for P6) */
@@ -38,8 +42,8 @@ typedef struct yc_loss_params {
 void yc_loss_params_gains(yc_loss_params *lp, float hyp_box, float hyp_obj, float hyp_cls, int imgsz);
 
 /* One level of raw Detect output, as the model produces it (before any permute):
- * value k (0..no-1, no = nc+5: tx, ty, tw, th, obj, classes) of anchor a at cell (y, x) of image b
- * is p[b*img_stride + (a*no + k)*ny*nx + y*nx + x]. */
+ * value k (0..no-1, no = nc+5+nm: tx, ty, tw, th, obj, classes, mask coefficients) of anchor a at
+ * cell (y, x) of image b is p[b*img_stride + (a*no + k)*ny*nx + y*nx + x]. */
 typedef struct yc_loss_head {
     /* raw outputs (logits) */
     const float *p;
@@ -63,6 +67,8 @@ typedef struct yc_target_set {
     int *b, *a, *gj, *gi;
     /* class of each assignment */
     int *cls;
+    /* the target row (0..nt-1) each assignment comes from */
+    int *t;
     /* box target (gx - gi, gy - gj, gw, gh) in grid units: n x 4 */
     float *tbox;
     /* anchor w, h in grid units: n x 2 */

@@ -13,6 +13,9 @@ int yc_device_loss_submit(yc_device_loss *d, yc_loss_ctx *loss, yc_backend *be, 
     if (!be->iface->yolo_loss)
         return yc_error_status(YC_EUNSUPPORTED, "the %s backend has no loss of its own",
                                be->iface->name);
+    if (lp->nm != 0)
+        return yc_error_status(YC_EUNSUPPORTED, "the device loss has no mask coefficients (a "
+                               "segmentation model's loss runs on the host, loss_seg.h)");
     yc_loss_head lh[YC_MAX_LEVELS];
     memset(lh, 0, sizeof lh);
     for (int l = 0; l < lp->nl; l++) {

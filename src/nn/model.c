@@ -263,16 +263,19 @@ static int declare_spp(yc_model *m, int layer, const char *prefix, const yc_laye
     return declare_conv(m, layer, sub, c_ * branches, l->c2, 1);
 }
 
-/* Detect: per level a 1x1 Conv2d(ch_l, na*no) with bias; the anchors buffer's name */
+/* Detect: per level a 1x1 Conv2d(ch_l, na*no) with bias; the anchors buffer's name.  Segment
+ * (l->nm > 0): the same convs with no = nc + 5 + nm, then proto = Proto(ch_0, npr, nm): cv1 Conv
+ * 3x3 to npr, nn.Upsample(2), cv2 Conv 3x3, cv3 Conv 1x1 to nm (its state dict follows the convs',
+ * as Segment's __init__ registers it after m). */
 static int declare_detect(yc_model *m, int layer, const char *prefix, const yc_layer_cfg *l)
 {
     char name[YC_NAME_MAX];
+    int st;
     sub_name(m->anchors_name, "%s.anchors", prefix);
     m->detect_layer = layer;
     for (int i = 0; i < l->nfrom; i++) {
         const int cin = m->cfg->layers[l->from[i]].c2;
         const int wshape[4] = {m->na * m->no, cin, 1, 1}, bshape[4] = {m->na * m->no, 1, 1, 1};
-        int st;
         sub_name(name, "%s.m.%d.weight", prefix, i);
         if ((st = add_param(m, name, 4, wshape, YC_PG_WEIGHT, layer)) < 0)
             return st;
@@ -280,7 +283,17 @@ static int declare_detect(yc_model *m, int layer, const char *prefix, const yc_l
         if ((st = add_param(m, name, 1, bshape, YC_PG_BIAS, layer)) < 0)
             return st;
     }
-    return YC_OK;
+    if (l->nm == 0)
+        return YC_OK;
+    const int c1 = m->cfg->layers[l->from[0]].c2;
+    sub_name(name, "%s.proto.cv1", prefix);
+    if ((st = declare_conv(m, layer, name, c1, l->npr, 3)))
+        return st;
+    sub_name(name, "%s.proto.cv2", prefix);
+    if ((st = declare_conv(m, layer, name, l->npr, l->npr, 3)))
+        return st;
+    sub_name(name, "%s.proto.cv3", prefix);
+    return declare_conv(m, layer, name, l->npr, l->nm, 1);
 }
 
 /* Classify: conv (Conv c1 -> 1280, 1x1), linear (Linear 1280 -> nc: weight (nc, 1280), bias) */
@@ -413,7 +426,12 @@ int yc_model_new(yc_model **out, yc_model_cfg *cfg)
     m->nl = cfg->nl;
     m->na = cfg->na;
     m->nc = cfg->nc;
-    m->no = cfg->nc + 5;
+    if (cfg->task == YC_TASK_SEGMENT) {
+        const yc_layer_cfg *seg = &cfg->layers[cfg->nlayers - 1];
+        m->nm = seg->nm;
+        m->npr = seg->npr;
+    }
+    m->no = cfg->nc + 5 + m->nm;
     m->detect_layer = -1; /* set by declare_detect */
     if (m->nl > YC_CFG_MAX_LEVELS || m->na > YC_CFG_MAX_ANCHORS) {
         int st = yc_error_status(YC_EFORMAT, "%s: too many levels or anchors", cfg->path);
@@ -606,11 +624,7 @@ int yc_model_zero_grad(yc_model *m)
 
 int yc_model_require_detection(const yc_model *m, const char *what)
 {
-    if (m->cfg->task == YC_TASK_DETECT)
-        return YC_OK;
-    return yc_error_status(YC_EUSAGE, "%s is a classification model: %s works on detection "
-                           "models (classifiers are trained by yolocl train and run by yolocl val "
-                           "and yolocl detect)", m->cfg->name, what);
+    return yc_model_cfg_require_detection(m->cfg, what);
 }
 
 /* ---- initialisation ---------------------------------------------------------------------- */
@@ -813,7 +827,8 @@ static int modules_of(const yc_layer_cfg *l, int nl)
     case YC_MOD_CONCAT:
         return 1;
     case YC_MOD_DETECT:
-        return 1 + 1 + nl;
+        /* Detect, its ModuleList, the convs; Segment's Proto, its three Convs and Upsample */
+        return 1 + 1 + nl + (l->nm ? 1 + 3 * conv + 1 : 0);
     case YC_MOD_CLASSIFY:
         return 1 + conv + 3; /* Classify, its Conv, pool, dropout, Linear */
     }

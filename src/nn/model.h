@@ -79,8 +79,11 @@ typedef struct yc_model {
     /* BatchNorm num_batches_tracked values */
     int nbn;
     int64_t *num_batches;
-    /* Detect: levels, anchors per level, classes, outputs per anchor (nc + 5) */
+    /* Detect: levels, anchors per level, classes, outputs per anchor (nc + 5; Segment's
+     * nc + 5 + nm) */
     int nl, na, nc, no;
+    /* Segment: mask coefficients per anchor and Proto's width (both 0 for Detect and Classify) */
+    int nm, npr;
     /* stride of each level in input pixels (8, 16, 32[, 64]) */
     float stride[YC_CFG_MAX_LEVELS];
     /* anchors in grid units of their level (YOLOv5's Detect.anchors buffer), [(l*na + a)*2 + wh] */
@@ -147,8 +150,9 @@ int yc_model_load(yc_model *m, const char *path);
  * read-back error) the model is partly fused and must not be used. */
 int yc_model_fuse(yc_model *m);
 
-/* YC_OK for a detection model; for a classifier (cfg->task YC_TASK_CLASSIFY) an error naming
- * `what` (the command or job), which works on detection models only. */
+/* YC_OK for a detection model; for a classifier or a segmentation model (cfg->task
+ * YC_TASK_CLASSIFY, YC_TASK_SEGMENT) an error naming `what` (the command or job), which works on
+ * detection models only. */
 int yc_model_require_detection(const yc_model *m, const char *what);
 
 /* Sets all gradients to zero. */

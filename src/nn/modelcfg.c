@@ -480,19 +480,36 @@ static int resolve_concat(cfg_ctx *c, yc_layer_cfg *l, const yc_yaml_node *args)
     return YC_OK;
 }
 
+/* Detect(nc, anchors, ch) and Segment(nc, anchors, nm, npr, ch): args [nc, anchors] and
+ * [nc, anchors, nm, npr] (parse_model needs all four: it replaces npr by
+ * make_divisible(npr * gw, 8), Proto's width) and the inputs' channels appended. */
 static int resolve_detect(cfg_ctx *c, yc_layer_cfg *l, const yc_yaml_node *args)
 {
     yc_model_cfg *cfg = c->cfg;
-    if (!args || args->n < 2)
-        return row_error(c, "Detect arguments must be [nc, anchors]");
+    const bool segment = strcmp(l->type_name, "models.yolo.Segment") == 0;
+    const char *what = segment ? "Segment" : "Detect";
+    if (!args || args->n != (segment ? 4 : 2))
+        return row_error(c, "%s arguments must be [nc, anchors%s]", what,
+                         segment ? ", masks, protos" : "");
     long nc;
-    int status = arg_int(c, args->items[0], "Detect nc", &nc);
+    int status = arg_int(c, args->items[0], segment ? "Segment nc" : "Detect nc", &nc);
     if (status)
         return status;
     if (nc != cfg->nc)
-        return row_error(c, "Detect nc %ld differs from the model's nc %d", nc, cfg->nc);
+        return row_error(c, "%s nc %ld differs from the model's nc %d", what, nc, cfg->nc);
     if (!is_name(args->items[1], "anchors"))
-        return row_error(c, "Detect anchors must be the name 'anchors'");
+        return row_error(c, "%s anchors must be the name 'anchors'", what);
+    if (segment) {
+        long nm, npr;
+        if ((status = arg_int(c, args->items[2], "Segment masks", &nm)) ||
+            (status = arg_int(c, args->items[3], "Segment protos", &npr)))
+            return status;
+        if (nm < 1 || nm > 1024 || npr < 1 || npr > 65536)
+            return row_error(c, "Segment masks %ld and protos %ld must be in 1..1024 and "
+                             "1..65536", nm, npr);
+        l->nm = (int)nm;
+        l->npr = round_channels(cfg, npr);
+    }
     if (cfg->anchors_placeholder) {
         cfg->nl = l->nfrom;
         for (int lv = 0; lv < cfg->nl; lv++)
@@ -500,17 +517,21 @@ static int resolve_detect(cfg_ctx *c, yc_layer_cfg *l, const yc_yaml_node *args)
                 cfg->anchors[lv * cfg->na * 2 + i] = (float)i;
     }
     if (l->nfrom != cfg->nl)
-        return row_error(c, "Detect has %d inputs but anchors has %d levels", l->nfrom, cfg->nl);
-    l->c2 = cfg->na * (cfg->nc + 5);
+        return row_error(c, "%s has %d inputs but anchors has %d levels", what, l->nfrom, cfg->nl);
+    l->c2 = cfg->na * (cfg->nc + 5 + l->nm);
     l->c1 = 0;
     char tail[256] = "[";
+    if (segment) /* the rounded npr before the channels */
+        snprintf(tail, sizeof tail, "%d, [", l->npr);
     for (int i = 0; i < l->nfrom; i++) {
         char tmp[32];
         snprintf(tmp, sizeof tmp, "%s%d", i ? ", " : "", channels_of(cfg, l->from[i]));
         cat(tail, sizeof tail, tmp);
     }
     cat(tail, sizeof tail, "]");
-    format_args(c, l, "", args, 0, tail);
+    yc_yaml_node head = *args;
+    head.n = args->n < 3 ? args->n : 3;
+    format_args(c, l, "", &head, 0, tail);
     return YC_OK;
 }
 
@@ -547,6 +568,7 @@ static const struct {
     {"nn.Upsample", YC_MOD_UPSAMPLE, "torch.nn.modules.upsampling.Upsample"},
     {"Concat", YC_MOD_CONCAT, "models.common.Concat"},
     {"Detect", YC_MOD_DETECT, "models.yolo.Detect"},
+    {"Segment", YC_MOD_DETECT, "models.yolo.Segment"},
     {"Classify", YC_MOD_CLASSIFY, "models.common.Classify"},
 };
 
@@ -575,7 +597,7 @@ static int resolve_row(cfg_ctx *c, const yc_yaml_node *row, int index)
             break;
     if (m == sizeof module_table / sizeof *module_table)
         return row_error(c, "module '%s' is not supported (supported: Conv, Bottleneck, C3, SPP, "
-                         "SPPF, nn.Upsample, Concat, Detect, Classify)", mod->value);
+                         "SPPF, nn.Upsample, Concat, Detect, Segment, Classify)", mod->value);
     l->module = module_table[m].module;
     l->type_name = module_table[m].type_name;
     const yc_yaml_node *args = row->items[3];
@@ -735,9 +757,12 @@ int yc_model_cfg_from_yaml(yc_model_cfg **out, const yc_yaml_node *root, const c
                 goto done;
     if (cfg->layers[total - 1].module != YC_MOD_DETECT &&
         cfg->layers[total - 1].module != YC_MOD_CLASSIFY) {
-        status = yc_error_status(YC_EFORMAT, "%s: the last layer must be Detect or Classify", path);
+        status = yc_error_status(YC_EFORMAT, "%s: the last layer must be Detect, Segment or "
+                                 "Classify", path);
         goto done;
     }
+    if (cfg->layers[total - 1].nm > 0)
+        cfg->task = YC_TASK_SEGMENT;
     if (cfg->layers[total - 1].module == YC_MOD_CLASSIFY) {
         cfg->task = YC_TASK_CLASSIFY;
         cfg->nl = cfg->na = 0;
@@ -800,7 +825,8 @@ int yc_model_cfg_detect(const yc_model_cfg *cfg)
 
 int yc_model_cfg_to_classifier(yc_model_cfg *cfg, int nc, int cutoff)
 {
-    if (cfg->task != YC_TASK_DETECT)
+    /* a segmentation model's backbone is a detection model's: it is cut the same way */
+    if (cfg->task == YC_TASK_CLASSIFY)
         return yc_error_status(YC_EFORMAT, "%s is a classifier already", cfg->path);
     if (cutoff < 2 || cutoff >= cfg->nlayers)
         return yc_error_status(YC_EFORMAT, "cutoff %d is out of range 2..%d for %s (%d layers)",
@@ -835,4 +861,18 @@ int yc_model_cfg_to_classifier(yc_model_cfg *cfg, int nc, int cutoff)
     free(cfg->text);
     cfg->text = NULL;
     return YC_OK;
+}
+
+int yc_model_cfg_require_detection(const yc_model_cfg *cfg, const char *what)
+{
+    if (cfg->task == YC_TASK_DETECT)
+        return YC_OK;
+    if (cfg->task == YC_TASK_SEGMENT)
+        return yc_error_status(YC_EUSAGE, "%s is a segmentation model: %s works on detection "
+                               "models (yolocl builds segmentation models and runs their training "
+                               "step, but does not train, validate or run them yet)", cfg->name,
+                               what);
+    return yc_error_status(YC_EUSAGE, "%s is a classification model: %s works on detection "
+                           "models (classifiers are trained by yolocl train and run by yolocl val "
+                           "and yolocl detect)", cfg->name, what);
 }

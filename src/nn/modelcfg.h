@@ -22,14 +22,17 @@ typedef enum yc_module {
     YC_MOD_SPPF,       /* SPPF: Conv, three chained k=5 max-pools, concat, Conv */
     YC_MOD_UPSAMPLE,   /* nn.Upsample(None, factor, 'nearest') */
     YC_MOD_CONCAT,     /* Concat along channels, in `from` order */
-    YC_MOD_DETECT,     /* Detect: one 1x1 conv with bias per level */
+    YC_MOD_DETECT,     /* Detect: one 1x1 conv with bias per level; Segment: the same with nm mask
+                        * coefficients per anchor, and Proto (nm > 0) */
     YC_MOD_CLASSIFY,   /* Classify: 1x1 Conv to 1280, global average pool, dropout, Linear */
 } yc_module;
 
-/* What a model predicts: boxes (its last layer is Detect) or one class per image (Classify). */
+/* What a model predicts: boxes (its last layer is Detect), one class per image (Classify), or
+ * boxes with instance masks (Segment). */
 typedef enum yc_task {
     YC_TASK_DETECT,
     YC_TASK_CLASSIFY,
+    YC_TASK_SEGMENT,
 } yc_task;
 
 /* Classify's hidden width (YOLOv5's c_ = 1280, efficientnet_b0's) */
@@ -49,7 +52,8 @@ typedef struct yc_layer_cfg {
     int n;
     /* sequential repeats of the whole module (n' for modules other than C3; 1 for C3) */
     int repeats;
-    /* input and output channels (Concat: sum of inputs; Detect: na*(nc+5) per level) */
+    /* input and output channels (Concat: sum of inputs; Detect: na*(nc+5) per level, Segment
+     * na*(nc+5+nm)) */
     int c1, c2;
     /* Conv: kernel, stride, padding (autopad k/2 when the yaml gives none), groups */
     int k, s, p, g;
@@ -60,6 +64,9 @@ typedef struct yc_layer_cfg {
     double e;
     /* nn.Upsample scale factor */
     int factor;
+    /* Segment: mask coefficients per anchor (nm) and Proto's width (npr * width_multiple rounded
+     * as parse_model does); 0 for Detect */
+    int nm, npr;
     /* the resolved argument list as YOLOv5 prints it ("[3, 32, 6, 2, 2]") */
     char args_text[512];
     /* line of the row in the yaml, for messages */
@@ -67,7 +74,7 @@ typedef struct yc_layer_cfg {
 } yc_layer_cfg;
 
 typedef struct yc_model_cfg {
-    /* detection or classification (from the last layer) */
+    /* detection, classification or segmentation (from the last layer) */
     yc_task task;
     /* classes (after any override) */
     int nc;
@@ -111,12 +118,18 @@ int yc_model_cfg_from_yaml(yc_model_cfg **out, const struct yc_yaml_node *root, 
                            int nc_override);
 void yc_model_cfg_free(yc_model_cfg *cfg);
 
-/* Index of the Detect row (the last row must be Detect). */
+/* Index of the Detect (or Segment) row (the last row must be Detect or Segment). */
 int yc_model_cfg_detect(const yc_model_cfg *cfg);
 
-/* YOLOv5's ClassificationModel(model=detection, nc, cutoff): keeps layers 0..cutoff-1 and replaces
- * the last of them by Classify(its input channels, nc), fed from the same layer.  The replaced
- * layer must hold a convolution (Conv, C3, Bottleneck, SPP, SPPF) and have one input. */
+/* YC_OK for a detection model's config; for a classifier's or a segmentation model's an error
+ * (YC_EUSAGE) naming the model and `what` (the command or job), which works on detection models
+ * only. */
+int yc_model_cfg_require_detection(const yc_model_cfg *cfg, const char *what);
+
+/* YOLOv5's ClassificationModel(model=detection or segmentation model, nc, cutoff): keeps layers
+ * 0..cutoff-1 and replaces the last of them by Classify(its input channels, nc), fed from the same
+ * layer.  The replaced layer must hold a convolution (Conv, C3, Bottleneck, SPP, SPPF) and have
+ * one input. */
 int yc_model_cfg_to_classifier(yc_model_cfg *cfg, int nc, int cutoff);
 
 #endif

@@ -339,12 +339,39 @@ static int forward_upsample(yc_graph *g, const char *name, int x, int f, int *ou
 
 /* ---- Detect: per level a 1x1 Conv2d(ch_l, na*no) with bias; (N, na*no, ny, nx) outputs ------ */
 
+/* Segment's Proto(c1, npr, nm) on its first input x (N,c1,H,W): cv1 Conv 3x3 -> (N,npr,H,W),
+ * nn.Upsample(2, nearest) -> (N,npr,2H,2W), cv2 Conv 3x3, cv3 Conv 1x1 -> (N,nm,2H,2W), the
+ * graph's head nl.  Backward: the Convs' and backward_node's case YC_OP_UPSAMPLE; the loss writes
+ * the gradient of the output (yc_graph_build_backward). */
+static int forward_proto(yc_graph *g, const char *prefix, int x, const yc_layer_cfg *l)
+{
+    char sub[YC_NAME_MAX];
+    int a, up, b, out, status;
+    yc_graph_fmt_name(sub, sizeof sub, "%s.proto.cv1", prefix);
+    if ((status = forward_conv(g, sub, x, l->npr, 3, 1, 1, &a)))
+        return status;
+    yc_graph_fmt_name(sub, sizeof sub, "%s.proto.upsample", prefix);
+    if ((status = forward_upsample(g, sub, a, 2, &up)))
+        return status;
+    yc_graph_fmt_name(sub, sizeof sub, "%s.proto.cv2", prefix);
+    if ((status = forward_conv(g, sub, up, l->npr, 3, 1, 1, &b)))
+        return status;
+    yc_graph_fmt_name(sub, sizeof sub, "%s.proto.cv3", prefix);
+    if ((status = forward_conv(g, sub, b, l->nm, 1, 1, 0, &out)))
+        return status;
+    g->heads[l->nfrom] = out;
+    return YC_OK;
+}
+
 /* Backward: autodiff.c, backward_node's case YC_OP_CONV2D (with the bias gradient); the loss
- * writes the heads' gradients (yc_graph_build_backward). */
+ * writes the heads' gradients (yc_graph_build_backward).  Segment (l->nm > 0) runs Proto first,
+ * as Segment.forward does. */
 static int forward_detect(yc_graph *g, const char *prefix, const yc_layer_cfg *l)
 {
     yc_model *m = g->m;
     int status;
+    if (l->nm > 0 && (status = forward_proto(g, prefix, g->layer_out[l->from[0]], l)))
+        return status;
     for (int i = 0; i < l->nfrom; i++) {
         int x = g->layer_out[l->from[i]], y;
         const yc_tensor *xt = &g->v[x]->t;

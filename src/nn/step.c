@@ -33,6 +33,9 @@ int yc_step_new_in(yc_step **out, yc_model *m, int batch, int h, int w, const yc
                    const yc_graph_options *go, yc_arena *arena)
 {
     *out = NULL;
+    if (m->cfg->task != YC_TASK_DETECT)
+        return yc_error_status(YC_EFORMAT, "%s is not a detection model: its training step is "
+                               "not this one (classify_step.h, segment_step.h)", m->cfg->name);
     yc_step *s = yc_calloc(1, sizeof *s, "training step");
     if (!s)
         return YC_ENOMEM;

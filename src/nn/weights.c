@@ -346,11 +346,17 @@ int yc_weights_infer_nc(const yc_weights *w, int *nc)
         int64_t na = a->shape[1];
         if (!b || b->ndim != 1 || b->shape[0] % na != 0 || b->shape[0] / na <= 5)
             continue;
-        *nc = (int)(b->shape[0] / na - 5);
+        /* a Segment head's outputs also hold its Proto's nm mask coefficients */
+        snprintf(bias, sizeof bias, "%.*sproto.cv3.conv.weight", (int)(len - 7), a->name);
+        const yc_weights_tensor *pr = yc_weights_find(w, bias);
+        int64_t nm = pr && pr->ndim == 4 ? pr->shape[0] : 0;
+        if (b->shape[0] / na - 5 - nm < 1)
+            continue;
+        *nc = (int)(b->shape[0] / na - 5 - nm);
         return YC_OK;
     }
-    return yc_error_status(YC_EFORMAT, "%s: no YOLOv5 Detect head (anchors and m.0.bias) to take "
-                           "the class count from", w->path);
+    return yc_error_status(YC_EFORMAT, "%s: no YOLOv5 Detect or Segment head (anchors and "
+                           "m.0.bias) to take the class count from", w->path);
 }
 
 int yc_weights_model_cfg(const yc_weights *w, int nc_override, yc_model_cfg **cfg)
@@ -446,7 +452,7 @@ static target *model_targets(const yc_model *m, int *count)
             t[n++].state = s;
         }
     }
-    if (!anchors_done && m->cfg->task == YC_TASK_DETECT) {
+    if (!anchors_done && m->nl > 0) {
         t[n].name = m->anchors_name;
         t[n].ndim = 3;
         t[n].shape[0] = m->nl;

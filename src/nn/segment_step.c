@@ -1,0 +1,116 @@
+/* One training step of a segmentation model (segment_step.h). */
+#include "segment_step.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "step.h"
+
+void yc_seg_step_loss_params(const yc_model *m, const yc_hyp *hyp, int imgsz,
+                             float label_smoothing, yc_loss_params *lp)
+{
+    yc_step_loss_params(m, hyp, imgsz, label_smoothing, lp);
+    lp->nm = m->nm;
+}
+
+int yc_seg_step_new(yc_seg_step **out, yc_model *m, int batch, int h, int w,
+                    const yc_loss_params *lp, const yc_graph_options *go)
+{
+    *out = NULL;
+    if (m->cfg->task != YC_TASK_SEGMENT)
+        return yc_error_status(YC_EFORMAT, "%s is not a segmentation model (its last layer is "
+                               "not Segment)", m->cfg->name);
+    if (lp->nm != m->nm || lp->nl != m->nl || lp->nc != m->nc || lp->na != m->na)
+        return yc_error_status(YC_EFORMAT, "the loss parameters (nl %d, na %d, nc %d, nm %d) are "
+                               "not %s's", lp->nl, lp->na, lp->nc, lp->nm, m->cfg->name);
+    yc_seg_step *s = yc_calloc(1, sizeof *s, "segmentation step");
+    if (!s)
+        return YC_ENOMEM;
+    s->m = m;
+    s->batch = batch;
+    s->h = h;
+    s->w = w;
+    yc_graph_options opt = {.mode = YC_GRAPH_TRAIN};
+    if (go)
+        opt = *go;
+    opt.mode = YC_GRAPH_TRAIN;
+    int status = yc_graph_new_opts(&s->g, m, batch, h, w, &opt);
+    if (!status)
+        status = yc_graph_alloc(s->g);
+    if (!status && !(s->loss = yc_seg_loss_new(lp)))
+        status = YC_ENOMEM;
+    for (int l = 0; l <= m->nl && !status; l++) {
+        size_t n = yc_tensor_elems(yc_graph_head(s->g, l));
+        float *v = yc_malloc(n * sizeof *v, "segmentation head outputs");
+        float *d = yc_malloc(n * sizeof *d, "segmentation head gradients");
+        if (l < m->nl) {
+            s->head[l] = v;
+            s->grad[l] = d;
+        } else {
+            s->proto = v;
+            s->proto_grad = d;
+        }
+        if (!v || !d)
+            status = YC_ENOMEM;
+    }
+    if (status) {
+        yc_seg_step_free(s);
+        return status;
+    }
+    s->proto_h = yc_graph_head(s->g, m->nl)->h;
+    s->proto_w = yc_graph_head(s->g, m->nl)->w;
+    *out = s;
+    return YC_OK;
+}
+
+void yc_seg_step_free(yc_seg_step *s)
+{
+    if (!s)
+        return;
+    for (int l = 0; l < YC_MAX_LEVELS; l++) {
+        free(s->head[l]);
+        free(s->grad[l]);
+    }
+    free(s->proto);
+    free(s->proto_grad);
+    yc_seg_loss_free(s->loss);
+    yc_graph_free(s->g);
+    free(s);
+}
+
+int yc_seg_step_run(yc_seg_step *s, const float *images, const float *targets, int nt,
+                    const yc_seg_masks *masks, yc_seg_loss_result *result)
+{
+    yc_model *m = s->m;
+    yc_backend *be = m->be;
+    int st;
+    if ((st = yc_tensor_set_f32(be, yc_graph_input(s->g), images)) ||
+        (st = yc_graph_forward(s->g)))
+        return st;
+    yc_loss_head heads[YC_MAX_LEVELS];
+    memset(heads, 0, sizeof heads);
+    for (int l = 0; l < m->nl; l++) {
+        const yc_tensor *t = yc_graph_head(s->g, l);
+        if ((st = yc_tensor_get_f32(be, t, s->head[l])))
+            return st;
+        heads[l].p = s->head[l];
+        heads[l].grad = s->grad[l];
+        heads[l].ny = t->h;
+        heads[l].nx = t->w;
+        heads[l].img_stride = (size_t)t->c * (size_t)t->h * (size_t)t->w;
+    }
+    if ((st = yc_tensor_get_f32(be, yc_graph_head(s->g, m->nl), s->proto)))
+        return st;
+    yc_seg_proto proto = {.p = s->proto, .grad = s->proto_grad, .h = s->proto_h, .w = s->proto_w};
+    if ((st = yc_seg_loss_compute(s->loss, s->batch, heads, &proto, targets, nt, masks, result)))
+        return st;
+    /* the gradients overwrite the outputs on the device (yc_graph_head_grad) */
+    for (int l = 0; l <= m->nl; l++)
+        if ((st = yc_tensor_set_f32(be, yc_graph_head_grad(s->g, l),
+                                    l < m->nl ? s->grad[l] : s->proto_grad)))
+            return st;
+    if ((st = yc_graph_backward(s->g)) || (st = be->iface->synchronize(be)))
+        return st;
+    return YC_OK;
+}
