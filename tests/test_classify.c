@@ -419,6 +419,22 @@ START_TEST(training_learns)
     free(text);
     yc_imagefolder_free(&val);
     yc_opened_model_free(&om);
+
+    /* fine-tuning from the best weights (--weights): they are transferred whole, so the first
+     * epoch trains a model that already classifies: its loss starts where the first run ended,
+     * not at chance */
+    o.weights = yc_harness_tmp("runs/cls/weights/best.safetensors");
+    o.epochs = 1;
+    o.name = "tuned";
+    ck_assert_msg(yc_classify_train(&o, &stopped) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_results_read(yc_harness_tmp("runs/tuned/results.csv"), &res) == YC_OK, "%s",
+                  yc_last_error());
+    double tuned_loss = res.values[yc_results_column(&res, "train/loss")];
+    printf("fine-tuned from the best weights: train loss %.3f in its first epoch (%.3f from scratch), "
+           "top-1 %.3f\n", tuned_loss, first_loss, res.values[yc_results_column(&res, "metrics/accuracy_top1")]);
+    ck_assert_msg(tuned_loss < 0.6 * first_loss, "fine-tuned loss %g, from scratch %g", tuned_loss,
+                  first_loss);
+    yc_results_free(&res);
 }
 END_TEST
 

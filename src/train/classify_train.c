@@ -120,19 +120,27 @@ static int open_run(cls_run *r)
     yc_info("train: %s: %zu images, %d classes\nval: %s: %zu images\n", train_dir, r->train.n,
             r->train.nc, val_dir, r->val.n);
 
-    char path[1024];
+    /* the model: --cfg, else the config the --weights carry, with the dataset's classes */
+    yc_weights *w = NULL;
     yc_model_cfg *cfg = NULL;
-    if ((st = yc_model_cfg_find(o->cfg, path, sizeof path)) ||
-        (st = yc_model_cfg_load(&cfg, path, r->train.nc)))
+    if (o->weights && o->weights[0] && (st = yc_weights_read(o->weights, &w)))
         return st;
-    if (cfg->task == YC_TASK_DETECT && (st = yc_model_cfg_to_classifier(cfg, r->train.nc, 10))) {
+    st = yc_model_cfg_open(o->cfg, w, r->train.nc, &cfg, NULL, 0);
+    if (!st && cfg->task == YC_TASK_DETECT && (st = yc_model_cfg_to_classifier(cfg, r->train.nc, 10)))
         yc_model_cfg_free(cfg);
-        return st;
+    if (!st && !(st = yc_model_new(&r->m, cfg)) &&
+        !(st = yc_device_open(o->device, o->threads, true, &r->be)) &&
+        !(st = yc_model_alloc(r->m, r->be)))
+        st = yc_model_init_weights(r->m, (uint64_t)o->seed);
+    if (!st && w) {
+        /* train.py's intersect_dicts: the tensors whose names and shapes match (a checkpoint with
+         * other classes keeps its backbone and Conv; the Linear layer starts anew) */
+        yc_weights_report rep;
+        if (!(st = yc_weights_apply(w, r->m, YC_WEIGHTS_TRANSFER, false, &rep)))
+            yc_info("Transferred %d/%d items from %s\n", rep.transferred, rep.total, o->weights);
     }
-    if ((st = yc_model_new(&r->m, cfg)) ||
-        (st = yc_device_open(o->device, o->threads, true, &r->be)) ||
-        (st = yc_model_alloc(r->m, r->be)) ||
-        (st = yc_model_init_weights(r->m, (uint64_t)o->seed)))
+    yc_weights_free(w);
+    if (st)
         return st;
     if ((st = yc_run_dir(o->project, o->name, o->exist_ok, "weights", r->save_dir,
                          sizeof r->save_dir)))
