@@ -153,14 +153,11 @@ grep -q "interrupted: saving a resumable checkpoint" "$tmp/out" ||
 [ "$(grep -c "training interrupted" "$tmp/err")" = 2 ] || fail "not both ranks stopped"
 # SIGTERM or SIGINT ($1) to mpirun (a batch system ending the job, Ctrl-C): rank 0's interrupted
 # checkpoint (next_batch not 0) of a 2-rank run (world_size 2 in its options) lands before
-# mpirun's SIGKILL.  mpirun sends that 1 s after its SIGTERM by default, which a loaded machine
-# (CI's sanitizer build) can miss; the test gives the ranks the 10 s that yolocl-train(1) tells
-# users to set (odls_base_sigkill_timeout).  An asynchronous command of sh starts with SIGINT
-# ignored: env gives mpirun the default action back (and execs it: $! is mpirun).
+# mpirun's SIGKILL.  An asynchronous command of sh starts with SIGINT ignored: env gives mpirun
+# the default action back (and execs it: $! is mpirun).
 signal_mpirun() {
     # shellcheck disable=SC2086
-    env --default-signal=INT mpirun -np 2 $flags --mca odls_base_sigkill_timeout 10 \
-        "$yolocl" $train --epochs 1000 --batch 4 \
+    env --default-signal=INT mpirun -np 2 $flags "$yolocl" $train --epochs 1000 --batch 4 \
         --name "$2" --exist-ok >"$tmp/out" 2>"$tmp/err" </dev/null &
     job=$!
     wait_epoch "$2"
