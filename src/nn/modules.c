@@ -337,6 +337,32 @@ static int forward_upsample(yc_graph *g, const char *name, int x, int f, int *ou
     return YC_OK;
 }
 
+/* ---- a 1x1 convolution with bias: Detect's per-level convs, Classify's Linear ----------------- */
+
+/* x (N,C,H,W) -> y (N,c2,H,W) = conv1x1(x, W) + b, an FP32 value (a head).  A fused model's weights
+ * are frozen (it is an inference model).  Backward: backward_node's case YC_OP_CONV2D (with bias). */
+static int conv1x1_bias(yc_graph *g, const char *name, int x, int w, int b, int c2, int *out)
+{
+    const yc_tensor *xt = &g->v[x]->t;
+    int y, status;
+    if ((status = yc_graph_new_value(g, &y, g->batch, c2, xt->h, xt->w, "%s", name)))
+        return status;
+    g->v[y]->needs_grad = true;
+    gnode nd = yc_graph_node(YC_OP_CONV2D, name);
+    nd.src[0] = val(x);
+    nd.src[1] = prm(w);
+    nd.src[2] = prm(b);
+    nd.dst[0] = val(y);
+    nd.op.p.conv.kh = nd.op.p.conv.kw = 1;
+    nd.op.p.conv.stride_h = nd.op.p.conv.stride_w = 1;
+    nd.op.p.conv.groups = 1;
+    nd.op.p.conv.frozen = g->m->fused;
+    if ((status = yc_graph_push_node(g, &nd)))
+        return status;
+    *out = y;
+    return YC_OK;
+}
+
 /* ---- Detect: per level a 1x1 Conv2d(ch_l, na*no) with bias; (N, na*no, ny, nx) outputs ------ */
 
 /* Segment's Proto(c1, npr, nm) on its first input x (N,c1,H,W): cv1 Conv 3x3 -> (N,npr,H,W),
@@ -373,28 +399,14 @@ static int forward_detect(yc_graph *g, const char *prefix, const yc_layer_cfg *l
     if (l->nm > 0 && (status = forward_proto(g, prefix, g->layer_out[l->from[0]], l)))
         return status;
     for (int i = 0; i < l->nfrom; i++) {
-        int x = g->layer_out[l->from[i]], y;
-        const yc_tensor *xt = &g->v[x]->t;
         int w = find_param(g, "%s.m.%d.weight", prefix, i);
         int b = find_param(g, "%s.m.%d.bias", prefix, i);
+        char name[YC_NAME_MAX];
+        yc_graph_fmt_name(name, sizeof name, "%s.m.%d", prefix, i);
         if (w < 0 || b < 0)
             return YC_ERR;
-        if ((status = yc_graph_new_value(g, &y, g->batch, m->na * m->no, xt->h, xt->w, "%s.m.%d",
-                                         prefix, i)))
-            return status;
-        g->v[y]->needs_grad = true;
-        gnode nd = yc_graph_node(YC_OP_CONV2D, prefix);
-        yc_graph_fmt_name(nd.name, sizeof nd.name, "%s.m.%d", prefix, i);
-        nd.src[0] = val(x);
-        nd.src[1] = prm(w);
-        nd.src[2] = prm(b);
-        nd.dst[0] = val(y);
-        nd.op.p.conv.kh = nd.op.p.conv.kw = 1;
-        nd.op.p.conv.stride_h = nd.op.p.conv.stride_w = 1;
-        nd.op.p.conv.groups = 1;
-        /* a fused model is an inference model: its weights stay as they are */
-        nd.op.p.conv.frozen = m->fused;
-        if ((status = yc_graph_push_node(g, &nd)))
+        int y;
+        if ((status = conv1x1_bias(g, name, g->layer_out[l->from[i]], w, b, m->na * m->no, &y)))
             return status;
         g->heads[i] = y;
     }
@@ -431,19 +443,8 @@ static int forward_classify(yc_graph *g, const char *prefix, int x, const yc_lay
     int b = find_param(g, "%s.linear.bias", prefix);
     if (w < 0 || b < 0)
         return YC_ERR;
-    if ((status = yc_graph_new_value(g, &logits, g->batch, l->c2, 1, 1, "%s.linear", prefix)))
-        return status;
-    g->v[logits]->needs_grad = true;
-    nd = yc_graph_node(YC_OP_CONV2D, prefix);
-    yc_graph_fmt_name(nd.name, sizeof nd.name, "%s.linear", prefix);
-    nd.src[0] = val(pooled);
-    nd.src[1] = prm(w);
-    nd.src[2] = prm(b);
-    nd.dst[0] = val(logits);
-    nd.op.p.conv.kh = nd.op.p.conv.kw = 1;
-    nd.op.p.conv.stride_h = nd.op.p.conv.stride_w = 1;
-    nd.op.p.conv.groups = 1;
-    if ((status = yc_graph_push_node(g, &nd)))
+    yc_graph_fmt_name(sub, sizeof sub, "%s.linear", prefix);
+    if ((status = conv1x1_bias(g, sub, pooled, w, b, l->c2, &logits)))
         return status;
     g->heads[0] = logits;
     return YC_OK;
