@@ -57,6 +57,13 @@ typedef struct yc_batch {
      * (validation) how to map predictions back */
     int *sample;
     yc_val_info *info;
+    /* segmentation datasets (polygon labels) with masks requested: mask_n masks of mask_h x
+     * mask_w pixels (the image size / the mask ratio), as floats.  Overlap format (the default):
+     * mask_n = n, one index map per image, pixel value k >= 1 marks the k-th target row of that
+     * image in `targets` order (loss_seg.h's yc_seg_masks), 0 the background.  Without overlap
+     * (--no-overlap): mask_n = nt, one 0/1 mask per target row.  NULL and zeros otherwise. */
+    float *masks;
+    int mask_n, mask_h, mask_w;
 } yc_batch;
 
 typedef struct yc_loader_options {
