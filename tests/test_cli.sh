@@ -267,6 +267,25 @@ check 1 inspect --cfg "$tiny/yolov5n-tiny.yaml" --weights "$tmp/bad.yaml" \
     --batch "$tiny/batch.safetensors" --out "$tmp/x.safetensors"
 expect_stderr 'bad.yaml'
 if [ ! -e "$tmp/x.safetensors" ]; then pass; else fail "a failed inspect wrote its output"; fi
+# a segmentation model's step: the seg/tiny fixture's loss is 0.5415003 in PyTorch; its batch
+# lacks what a classifier needs
+seg=${YOLOCL_TEST_DATA:-$top/tests/data}/seg/tiny
+check 0 inspect --cfg "$seg/yolov5n-seg-tiny.yaml" --nc 3 --weights "$seg/weights.safetensors" \
+    --batch "$seg/batch.safetensors" --out "$tmp/seg.safetensors" --device cpu
+expect_output 'loss 0.54150'
+expect_output 'seg 0.1094'
+check 1 inspect --cfg yolov5n-cls --nc 3 --batch "$seg/batch.safetensors" --out "$tmp/x.safetensors"
+expect_stderr "no 'labels' tensor of shape (2)"
+check 1 inspect --cfg "$seg/yolov5n-seg-tiny.yaml" --nc 3 --batch "$tiny/batch.safetensors" \
+    --out "$tmp/x.safetensors"
+expect_stderr "no 'masks' tensor"
+# a classifier's step against PyTorch's (../shared/ref/cls: loss 2.4416397)
+cls=${YOLOCL_SHARED_DIR:-$top/../shared}/ref/cls/yolov5n-cls-64
+if [ -f "$cls/batch.safetensors" ]; then
+    check 0 inspect --cfg yolov5n-cls --nc 10 --weights "$cls/weights.safetensors" \
+        --batch "$cls/batch.safetensors" --out "$tmp/cls.safetensors" --device cpu
+    expect_output 'loss 2.44164'
+fi
 
 # ---------------------------------------------------------------------------------------------
 # bench: the tiny model at 64x64, batch 2, two timed iterations (timings are never asserted)

@@ -22,7 +22,7 @@ int yc_classify_step_new(yc_classify_step **out, yc_model *m, int batch, int img
     s->img = img;
     s->nc = m->nc;
     s->label_smoothing = label_smoothing;
-    yc_graph_options opt = *go;
+    yc_graph_options opt = go ? *go : (yc_graph_options){.mode = YC_GRAPH_TRAIN};
     opt.mode = YC_GRAPH_TRAIN;
     int status = yc_graph_new_opts(&s->g, m, batch, img, img, &opt);
     if (!status)

@@ -21,7 +21,8 @@ typedef struct yc_classify_step {
 } yc_classify_step;
 
 /* Builds and allocates the training graph of a classifier for batch x img x img (go: storage
- * options; go->mode is forced to training) in an arena of its own. */
+ * options, NULL for FP32 with nothing recomputed; go->mode is forced to training) in an arena of
+ * its own. */
 int yc_classify_step_new(yc_classify_step **out, yc_model *m, int batch, int img,
                          double label_smoothing, const yc_graph_options *go);
 void yc_classify_step_free(yc_classify_step *s);
