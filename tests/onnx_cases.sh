@@ -9,7 +9,9 @@
 # the released yolov5n.pt when ../shared has them (YOLOCL_SHARED_DIR), else the demo dataset's and
 # tests/data's tiny YOLOv5n (its own yaml, 3 classes).  Every model is also a case with its own
 # number of classes and config: tests/data's tiny model (yolov5n-tiny.yaml, nc 3), and a P6 model
-# (yolov5n6.yaml, four levels, stride 64) trained for one epoch on the demo dataset (nc 4).
+# (yolov5n6.yaml, four levels, stride 64) trained for one epoch on the demo dataset (nc 4); a
+# segmentation model (tests/data's seg/tiny, 3 classes) and, with ../shared, a classifier
+# (ref/cls's yolov5n-cls, 10 classes).
 # Sets `failed` to 1 when a case fails.
 
 yolocl=${YOLOCL:-./yolocl}
@@ -64,7 +66,7 @@ run_cases() {
             r=$tmp/$name-$(echo "$shape" | tr ' ' x)
             mkdir -p "$r"
             # shellcheck disable=SC2086
-            "$ref" "$weights" $shape "$r" $images >"$tmp/log" 2>&1 || {
+            "$ref" ${case_cfg:+--cfg "$case_cfg"} "$weights" $shape "$r" $images >"$tmp/log" 2>&1 || {
                 cat "$tmp/log"
                 echo "FAIL: $name: tests/onnx_ref $shape"
                 failed=1
@@ -89,4 +91,17 @@ run_cases() {
     # scores within 0.02 and the boxes within 3% + 1 px (their wh are squares of exp-like terms);
     # OpenCV 4.6 reads no float16 initializers
     one_case n_half "$main" $main_nc 32 0.02 1 0.03 nocv "--half" "640 640 1"
+    # segmentation: tests/data's seg/tiny (output0 with 32 mask coefficients, output1 Proto's);
+    # a classifier: ../shared's ref/cls yolov5n-cls (nc 10), when it is there
+    case_cfg=$data/seg/tiny/yolov5n-seg-tiny.yaml
+    one_case seg_tiny "$data/seg/tiny/weights.safetensors" 3 32 1e-3 0.05 0 "" \
+        "--cfg $case_cfg --img 128 --batch 2" "128 128 2"
+    one_case seg_dynamic "$data/seg/tiny/weights.safetensors" 3 32 1e-3 0.05 0 nocv \
+        "--cfg $case_cfg --dynamic" "96 160 2"
+    case_cfg=yolov5n-cls
+    cls=$shared/ref/cls/yolov5n-cls-64/weights.safetensors
+    if [ -f "$cls" ]; then
+        one_case cls "$cls" 10 32 1e-3 0.05 0 "" "--cfg yolov5n-cls --img 224 --batch 2" "224 224 2"
+    fi
+    case_cfg=
 }

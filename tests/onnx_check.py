@@ -5,10 +5,13 @@
 1. onnx.checker.check_model(full_check=True) (the structure and the shape inference);
 2. YOLOv5's contract: input `images` and output `output0`, both float32 (float16 for a file with
    FP16 weights), output0's last dimension 5 + NC, metadata `stride` = STRIDE and `names` a dict
-   literal of NC names;
+   literal of NC names.  A segmentation model's file has `output1` too (Proto's (B, nm, H/4,
+   W/4)) and output0's rows 5 + NC + nm long; a classifier's output0 is the logits (B, NC);
 3. OpenCV DNN (cv2.dnn.readNetFromONNX) on REFDIR/input.npy: output0 equal to REFDIR/output0.npy
    (yolocl's own inference, tests/onnx_ref) within TOL_SCORE on the objectness and class scores
-   and TOL_BOX + TOL_BOX_REL * |yolocl's value| pixels on the boxes (skipped with --no-cv).
+   (and the mask coefficients) and TOL_BOX + TOL_BOX_REL * |yolocl's value| pixels on the boxes;
+   a classifier's logits and output1 (REFDIR/output1.npy) within TOL_SCORE times yolocl's
+   largest value (skipped with --no-cv).
 Prints the differences; exits 1 on any failure."""
 import ast
 import sys
@@ -24,14 +27,24 @@ def fail(msg):
     sys.exit(1)
 
 
-def compare(name, got, want, tol_score, tol_box, tol_rel):
-    """Max differences of boxes and scores; fails beyond the tolerances."""
+def compare(name, got, want, tol_score, tol_box, tol_rel, out="output0"):
+    """Max differences of boxes and scores (everything a score in a 2-D or 4-D output: logits,
+    prototypes); fails beyond the tolerances."""
     if got.shape != want.shape:
-        fail("%s: output0 has shape %s, yolocl's %s" % (name, got.shape, want.shape))
+        fail("%s: %s has shape %s, yolocl's %s" % (name, out, got.shape, want.shape))
     got = got.astype(np.float64)
     want = want.astype(np.float64)
     if not np.isfinite(got).all():
-        fail("%s: output0 has NaN or Inf" % name)
+        fail("%s: %s has NaN or Inf" % (name, out))
+    if got.ndim != 3:
+        # logits and prototypes: relative to yolocl's largest value (prototypes of a model at
+        # YOLOv5's initialisation are around 1e-7)
+        d, top = np.abs(got - want).max(), np.abs(want).max()
+        print("%s: %s %s, max |diff| %.3g (tolerance %g x max |value| %.3g)"
+              % (name, out, "x".join(map(str, got.shape)), d, tol_score, top))
+        if not d <= tol_score * top:
+            fail("%s: %s differs from yolocl's beyond the tolerance" % (name, out))
+        return
     dbox = np.abs(got[..., :4] - want[..., :4])
     over = (dbox - tol_rel * np.abs(want[..., :4])).max()
     dscore = np.abs(got[..., 4:] - want[..., 4:]).max()
@@ -51,17 +64,22 @@ def main():
     model = onnx.load(path)
     onnx.checker.check_model(model, full_check=True)
     g = model.graph
-    if [i.name for i in g.input] != ["images"] or [o.name for o in g.output] != ["output0"]:
-        fail("inputs %s, outputs %s (expected images, output0)"
-             % ([i.name for i in g.input], [o.name for o in g.output]))
+    outs = [o.name for o in g.output]
+    if [i.name for i in g.input] != ["images"] or outs not in (["output0"], ["output0", "output1"]):
+        fail("inputs %s, outputs %s (expected images, output0 [, output1])"
+             % ([i.name for i in g.input], outs))
     init_types = {t.data_type for t in g.initializer if t.data_type in (FLOAT, FLOAT16)}
     elem = FLOAT16 if FLOAT16 in init_types else FLOAT
-    for v in (g.input[0], g.output[0]):
+    for v in list(g.input) + list(g.output):
         if v.type.tensor_type.elem_type != elem:
             fail("%s has type %d, the weights %d" % (v.name, v.type.tensor_type.elem_type, elem))
-    last = g.output[0].type.tensor_type.shape.dim[2].dim_value
-    if last != 5 + nc:
-        fail("output0's last dimension is %d, not 5 + %d" % (last, nc))
+    dims = g.output[0].type.tensor_type.shape.dim
+    nm = g.output[1].type.tensor_type.shape.dim[1].dim_value if len(outs) == 2 else 0
+    if len(dims) == 2:
+        if dims[1].dim_value != nc:
+            fail("a classifier's output0 has %d logits, not %d" % (dims[1].dim_value, nc))
+    elif dims[2].dim_value != 5 + nc + nm:
+        fail("output0's last dimension is %d, not 5 + %d + %d" % (dims[2].dim_value, nc, nm))
     meta = {p.key: p.value for p in model.metadata_props}
     if meta.get("stride") != stride:
         fail("metadata stride %r, expected %r" % (meta.get("stride"), stride))
@@ -76,8 +94,10 @@ def main():
         net = cv2.dnn.readNetFromONNX(path)
         x = np.load(ref + "/input.npy")
         net.setInput(x)
-        compare("OpenCV %s DNN" % cv2.__version__, net.forward(), np.load(ref + "/output0.npy"),
-                tol_score, tol_box, tol_rel)
+        got = net.forward(outs)
+        for name, y in zip(outs, got):
+            compare("OpenCV %s DNN" % cv2.__version__, y, np.load("%s/%s.npy" % (ref, name)),
+                    tol_score, tol_box, tol_rel, name)
 
 
 main()

@@ -5,7 +5,9 @@
 //
 // feeds REFDIR/input.npy as `images` (converted to float16 for a file whose input is float16) and
 // checks output0 against REFDIR/output0.npy (tests/onnx_ref): at most TOL_BOX + TOL_BOX_REL *
-// |yolocl's value| pixels on the boxes and TOL_SCORE on the objectness and class scores.  onnxruntime-node is loaded from
+// |yolocl's value| pixels on the boxes and TOL_SCORE on the other values (scores, a segmentation
+// model's mask coefficients); a classifier's logits, and a segmentation model's output1 against
+// REFDIR/output1.npy, within TOL_SCORE times yolocl's largest value.  onnxruntime-node is loaded from
 // $YOLOCL_ORT_DIR/node_modules (where `npm install --ignore-scripts onnxruntime-node` put it),
 // else from Node's own search path.  Exits 1 on a difference or an error.
 'use strict';
@@ -66,6 +68,12 @@ function fromHalf(h) {
     return sign * (1 + man / 1024) * Math.pow(2, exp - 15);
 }
 
+function maxAbs(a) {
+    let m = 0;
+    for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]));
+    return m;
+}
+
 async function main() {
     const [model, ref, tolScore, tolBox, tolRel] = process.argv.slice(2).concat(['0']);
     const ort = loadOrt();
@@ -82,16 +90,20 @@ async function main() {
     } else {
         input = new ort.Tensor('float32', x.data, x.shape);
     }
-    const out = (await session.run({images: input})).output0;
+    const results = await session.run({images: input});
+    const out = results.output0;
     const got = out.type === 'float16' ? Float32Array.from(out.data, (v) => fromHalf(v)) : out.data;
     if (out.dims.join('x') !== want.shape.join('x'))
         throw new Error(`output0 has shape ${out.dims.join('x')}, yolocl's ${want.shape.join('x')}`);
-    const no = want.shape[2];
+    // a classifier's logits (B, nc): every value a score, the tolerance relative to the largest
+    const no = want.shape.length === 3 ? want.shape[2] : 1;
+    const nbox = want.shape.length === 3 ? 4 : 0;
+    const scale = nbox ? 1 : maxAbs(want.data);
     let dbox = 0, dscore = 0, over = -Infinity;
     for (let i = 0; i < got.length; i++) {
         const d = Math.abs(got[i] - want.data[i]);
         if (!Number.isFinite(got[i])) throw new Error('output0 has NaN or Inf');
-        if (i % no < 4) {
+        if (i % no < nbox) {
             dbox = Math.max(dbox, d);
             over = Math.max(over, d - Number(tolRel) * Math.abs(want.data[i]));
         } else {
@@ -106,9 +118,28 @@ async function main() {
                 `boxes ${dbox.toPrecision(3)} px (tolerance ${tolBox}` +
                 `${Number(tolRel) ? ` + ${tolRel} |box|` : ''}), scores ` +
                 `${dscore.toPrecision(3)} (tolerance ${tolScore})`);
-    if (over > Number(tolBox) || dscore > Number(tolScore)) {
+    if (over > Number(tolBox) || !(dscore <= Number(tolScore) * scale)) {
         console.log(`FAIL: ${model}: output0 differs from yolocl's beyond the tolerance`);
         process.exit(1);
+    }
+    // a segmentation model's prototypes
+    const p1 = path.join(ref, 'output1.npy');
+    if (fs.existsSync(p1)) {
+        const want1 = readNpy(p1), out1 = results.output1;
+        if (!out1 || out1.dims.join('x') !== want1.shape.join('x'))
+            throw new Error(`output1 has shape ${out1 ? out1.dims.join('x') : 'none'}, yolocl's ` +
+                            `${want1.shape.join('x')}`);
+        const got1 = out1.type === 'float16' ? Float32Array.from(out1.data, (v) => fromHalf(v))
+                                             : out1.data;
+        let d1 = 0;
+        for (let i = 0; i < got1.length; i++) d1 = Math.max(d1, Math.abs(got1[i] - want1.data[i]));
+        const top = maxAbs(want1.data);
+        console.log(`  output1 ${out1.dims.join('x')}: max |diff| ${d1.toPrecision(3)} ` +
+                    `(tolerance ${tolScore} x max |value| ${top.toPrecision(3)})`);
+        if (!(d1 <= Number(tolScore) * top)) {
+            console.log(`FAIL: ${model}: output1 differs from yolocl's beyond the tolerance`);
+            process.exit(1);
+        }
     }
 }
 

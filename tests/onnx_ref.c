@@ -1,15 +1,20 @@
-/* yolocl's own output0 for the ONNX comparisons of tests/test_onnx.sh (a plain program, not a
+/* yolocl's own outputs for the ONNX comparisons of tests/test_onnx.sh (a plain program, not a
  * test of its own):
  *
- *   tests/onnx_ref WEIGHTS H W BATCH OUTDIR IMAGE...
+ *   tests/onnx_ref [--cfg MODEL] WEIGHTS H W BATCH OUTDIR IMAGE...
  *
- * loads WEIGHTS (as `yolocl detect` does, on the CPU backend), letterboxes the images to exactly
- * H x W (YOLOv5's letterbox with auto=False: the shape an exported file takes), image b of the
- * batch being IMAGE[b % n], runs the evaluation forward pass and decodes the heads as Detect in
- * export mode (nms.h's yc_detect_decode), with the model fused (yc_model_fuse) as val and
- * detect run it.  Writes OUTDIR/input.npy, the batch as the ONNX input
- * `images` (BATCH, 3, H, W) float32 in [0, 1], and OUTDIR/output0.npy (BATCH, anchors, 5 + nc)
- * float32, for numpy (Python) and a small .npy reader (Node).  Exit status 0, or 1 with a
+ * loads WEIGHTS (any task, on the CPU backend; MODEL for weights without a config), letterboxes the images to exactly H x W (YOLOv5's
+ * letterbox with auto=False: the shape an exported file takes), image b of the batch being
+ * IMAGE[b % n], runs the evaluation forward pass with the model fused (yc_model_fuse) as val and
+ * detect run it, and writes OUTDIR/input.npy, the batch as the ONNX input `images`
+ * (BATCH, 3, H, W) float32 in [0, 1], and what the exported file should give for it:
+ *   detection      output0.npy (BATCH, anchors, 5 + nc): the heads decoded as Detect in export
+ *                  mode (nms.h's yc_detect_decode);
+ *   segmentation   output0.npy (BATCH, anchors, 5 + nc + nm): the same with the nm mask
+ *                  coefficients raw (Detect's Segment branch leaves them), and output1.npy
+ *                  (BATCH, nm, H/4, W/4), Proto's output;
+ *   classification output0.npy (BATCH, nc), the logits;
+ * all float32, for numpy (Python) and a small .npy reader (Node).  Exit status 0, or 1 with a
  * message. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,9 +83,15 @@ static int load_batch(char **images, int nimages, int batch, int h, int w, int s
     return st;
 }
 
-/* Forward and decoding of the batch in input; output0 is written to out (batch * rows * no). */
-static int run(yc_model *m, int batch, int h, int w, const float *input, float **out,
-               size_t *rows)
+/* What onnx_ref writes besides the input: output0 (n0 dims in d0) and, for a segmentation model,
+ * output1 (4 dims in d1). */
+typedef struct outputs {
+    float *out0, *out1;
+    int d0[3], n0, d1[4];
+} outputs;
+
+/* Forward and decoding of the batch in input into o (see the head of the file). */
+static int run(yc_model *m, int batch, int h, int w, const float *input, outputs *o)
 {
     yc_graph *g = NULL;
     float *heads[YC_CFG_MAX_LEVELS] = {NULL};
@@ -89,6 +100,17 @@ static int run(yc_model *m, int batch, int h, int w, const float *input, float *
         (st = yc_tensor_set_f32(m->be, yc_graph_input(g), input)) ||
         (st = yc_graph_forward(g)) || (st = m->be->iface->synchronize(m->be)))
         goto done;
+    if (m->cfg->task == YC_TASK_CLASSIFY) {
+        /* the graph's one head: the logits (N, nc, 1, 1) */
+        o->n0 = 2;
+        o->d0[0] = batch;
+        o->d0[1] = m->nc;
+        if (!(o->out0 = yc_malloc((size_t)batch * (size_t)m->nc * sizeof(float), "logits")))
+            st = YC_ENOMEM;
+        else
+            st = yc_tensor_get_f32(m->be, yc_graph_head(g, 0), o->out0);
+        goto done;
+    }
     yc_detect_level lv[YC_CFG_MAX_LEVELS];
     for (int l = 0; l < m->nl; l++) {
         const yc_tensor *t = yc_graph_head(g, l);
@@ -101,14 +123,42 @@ static int run(yc_model *m, int batch, int h, int w, const float *input, float *
         lv[l] = (yc_detect_level){.p = heads[l], .ny = t->h, .nx = t->w,
                                   .img_stride = yc_tensor_image_elems(t), .stride = m->stride[l]};
     }
-    *rows = yc_detect_rows(lv, m->nl, m->na);
-    size_t per = *rows * (size_t)m->no;
-    if (!(*out = yc_malloc((size_t)batch * per * sizeof **out, "output0"))) {
+    size_t rows = yc_detect_rows(lv, m->nl, m->na);
+    size_t per = rows * (size_t)m->no;
+    o->n0 = 3;
+    o->d0[0] = batch;
+    o->d0[1] = (int)rows;
+    o->d0[2] = m->no;
+    if (!(o->out0 = yc_malloc((size_t)batch * per * sizeof(float), "output0"))) {
         st = YC_ENOMEM;
         goto done;
     }
     for (int b = 0; b < batch && !st; b++)
-        st = yc_detect_decode(lv, m->nl, m->na, m->no, m->anchors, b, *out + (size_t)b * per);
+        st = yc_detect_decode(lv, m->nl, m->na, m->no, m->anchors, b, o->out0 + (size_t)b * per);
+    int nm = m->no - 5 - m->nc;
+    if (st || nm <= 0)
+        goto done;
+    /* Segment: the mask coefficients raw, rows in decode order (level, anchor, y, x) */
+    for (int b = 0; b < batch; b++) {
+        float *row = o->out0 + (size_t)b * per;
+        for (int l = 0; l < m->nl; l++) {
+            size_t plane = (size_t)lv[l].ny * (size_t)lv[l].nx;
+            const float *hb = heads[l] + (size_t)b * lv[l].img_stride;
+            for (int a = 0; a < m->na; a++)
+                for (size_t yx = 0; yx < plane; yx++, row += m->no)
+                    for (int k = 5 + m->nc; k < m->no; k++)
+                        row[k] = hb[((size_t)a * (size_t)m->no + (size_t)k) * plane + yx];
+        }
+    }
+    const yc_tensor *pt = yc_graph_head(g, m->nl);
+    o->d1[0] = batch;
+    o->d1[1] = pt->c;
+    o->d1[2] = pt->h;
+    o->d1[3] = pt->w;
+    if (!(o->out1 = yc_malloc(yc_tensor_elems(pt) * sizeof(float), "output1")))
+        st = YC_ENOMEM;
+    else
+        st = yc_tensor_get_f32(m->be, pt, o->out1);
 done:
     for (int l = 0; l < YC_CFG_MAX_LEVELS; l++)
         free(heads[l]);
@@ -118,8 +168,15 @@ done:
 
 int main(int argc, char **argv)
 {
+    const char *cfg = NULL;
+    if (argc > 2 && !strcmp(argv[1], "--cfg")) {
+        cfg = argv[2];
+        argv[2] = argv[0];
+        argv += 2;
+        argc -= 2;
+    }
     if (argc < 7) {
-        fprintf(stderr, "usage: %s WEIGHTS H W BATCH OUTDIR IMAGE...\n", argv[0]);
+        fprintf(stderr, "usage: %s [--cfg MODEL] WEIGHTS H W BATCH OUTDIR IMAGE...\n", argv[0]);
         return 2;
     }
     int h = atoi(argv[2]), w = atoi(argv[3]), batch = atoi(argv[4]);
@@ -129,11 +186,11 @@ int main(int argc, char **argv)
     }
     yc_backend *be = NULL;
     yc_infer_model im = {0};
-    float *input = NULL, *out = NULL;
-    size_t rows = 0;
+    float *input = NULL;
+    outputs o = {0};
     int st = yc_device_open("cpu", 0, false, &be);
     if (!st)
-        st = yc_infer_model_load(&im, argv[1], NULL, be);
+        st = yc_infer_model_load_any(&im, argv[1], cfg, be);
     size_t in_elems = (size_t)batch * 3 * (size_t)h * (size_t)w;
     if (!st && !(input = yc_malloc(in_elems * sizeof *input, "the input batch")))
         st = YC_ENOMEM;
@@ -142,7 +199,7 @@ int main(int argc, char **argv)
     if (!st)
         st = load_batch(argv + 6, argc - 6, batch, h, w, im.stride, input);
     if (!st)
-        st = run(im.m, batch, h, w, input, &out, &rows);
+        st = run(im.m, batch, h, w, input, &o);
     char path[4096];
     if (!st) {
         int shape[4] = {batch, 3, h, w};
@@ -150,14 +207,18 @@ int main(int argc, char **argv)
         st = write_npy(path, shape, 4, input);
     }
     if (!st) {
-        int shape[3] = {batch, (int)rows, im.m->no};
         snprintf(path, sizeof path, "%s/output0.npy", argv[5]);
-        st = write_npy(path, shape, 3, out);
+        st = write_npy(path, o.d0, o.n0, o.out0);
+    }
+    if (!st && o.out1) {
+        snprintf(path, sizeof path, "%s/output1.npy", argv[5]);
+        st = write_npy(path, o.d1, 4, o.out1);
     }
     if (st)
         fprintf(stderr, "%s: %s\n", argv[0], yc_last_error());
     free(input);
-    free(out);
+    free(o.out0);
+    free(o.out1);
     yc_infer_model_free(&im);
     yc_backend_free(be);
     return st ? 1 : 0;

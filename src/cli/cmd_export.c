@@ -176,7 +176,7 @@ static int export_onnx(const export_cli *c, const char *out)
     yc_infer_model im = {0};
     int st = yc_device_open("cpu", 1, false, &be);
     if (!st)
-        st = yc_infer_model_load(&im, c->weights, c->cfg, be);
+        st = yc_infer_model_load_any(&im, c->weights, c->cfg, be);
     if (st) {
         yc_infer_model_free(&im);
         yc_backend_free(be);
@@ -207,9 +207,21 @@ static int export_onnx(const export_cli *c, const char *out)
             rows += (size_t)m->na * (size_t)(o.h / (int)m->stride[l]) *
                     (size_t)(o.w / (int)m->stride[l]);
         printf("%s: %s, %d classes, Conv and BatchNorm fused\n", c->weights, m->cfg->name, m->nc);
-        if (o.dynamic)
-            printf("  images (batch, 3, height, width) -> output0 (batch, anchors, %d), "
-                   "dynamic\n", m->no);
+        int nm = m->cfg->layers[m->cfg->nlayers - 1].nm, s0 = m->nl ? (int)m->stride[0] / 2 : 1;
+        if (m->cfg->task == YC_TASK_CLASSIFY && o.dynamic)
+            printf("  images (batch, 3, height, width) -> output0 (batch, %d) logits, dynamic\n",
+                   m->nc);
+        else if (m->cfg->task == YC_TASK_CLASSIFY)
+            printf("  images (%d, 3, %d, %d) -> output0 (%d, %d) logits\n", o.batch, o.h, o.w,
+                   o.batch, m->nc);
+        else if (o.dynamic)
+            printf("  images (batch, 3, height, width) -> output0 (batch, anchors, %d)%s, "
+                   "dynamic\n", m->no, nm > 0 ? ", output1 (batch, 32, mask_height, mask_width)"
+                                               : "");
+        else if (nm > 0)
+            printf("  images (%d, 3, %d, %d) -> output0 (%d, %zu, %d), output1 (%d, %d, %d, "
+                   "%d)\n", o.batch, o.h, o.w, o.batch, rows, m->no, o.batch, nm, o.h / s0,
+                   o.w / s0);
         else
             printf("  images (%d, 3, %d, %d) -> output0 (%d, %zu, %d)\n", o.batch, o.h, o.w,
                    o.batch, rows, m->no);

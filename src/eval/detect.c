@@ -29,12 +29,14 @@
  * Weights
  * ---------------------------------------------------------------------------------------------- */
 
-int yc_infer_model_load(yc_infer_model *out, const char *weights, const char *cfg_name,
-                        yc_backend *be)
+/* yc_infer_model_load and yc_infer_model_load_any: detection_only names the command that refuses
+ * other tasks' models, or is NULL. */
+static int infer_model_load(yc_infer_model *out, const char *weights, const char *cfg_name,
+                            yc_backend *be, const char *detection_only)
 {
     memset(out, 0, sizeof *out);
     yc_model_spec spec = {.cfg = cfg_name, .weights = weights, .backend = be,
-                          .use = YC_MODEL_INFER, .detection_only = "this command"};
+                          .use = YC_MODEL_INFER, .detection_only = detection_only};
     yc_opened_model om;
     int st = yc_model_open(&spec, &om);
     if (st)
@@ -59,6 +61,18 @@ int yc_infer_model_load(yc_infer_model *out, const char *weights, const char *cf
         if ((int)out->m->stride[l] > out->stride)
             out->stride = (int)out->m->stride[l];
     return YC_OK;
+}
+
+int yc_infer_model_load(yc_infer_model *out, const char *weights, const char *cfg_name,
+                        yc_backend *be)
+{
+    return infer_model_load(out, weights, cfg_name, be, "this command");
+}
+
+int yc_infer_model_load_any(yc_infer_model *out, const char *weights, const char *cfg_name,
+                            yc_backend *be)
+{
+    return infer_model_load(out, weights, cfg_name, be, NULL);
 }
 
 void yc_infer_model_free(yc_infer_model *im)

@@ -61,6 +61,10 @@ typedef struct yc_infer_model {
  * config's; class names come from the weights when they have nc of them. */
 int yc_infer_model_load(yc_infer_model *out, const char *weights, const char *cfg,
                         yc_backend *be);
+/* The same for a model of any task: detection, segmentation or classification (yc_task of
+ * m->cfg; a classifier has m->nl 0 and stride 32). */
+int yc_infer_model_load_any(yc_infer_model *out, const char *weights, const char *cfg,
+                            yc_backend *be);
 void yc_infer_model_free(yc_infer_model *im);
 
 /* YOLOv5's check_img_size: `size` rounded up to a multiple of `stride`, at least `floor`. */

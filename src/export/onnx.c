@@ -262,8 +262,9 @@ static int conv_node(ob *b, const char *prefix, const char *x, const float *w, c
 }
 
 /* YOLOv5's Conv fused (fuse_conv_and_bn, then forward_fuse): SiLU(Conv_fused(x)); the channels
- * come from the weights' shape. */
-static int conv_module(ob *b, const char *prefix, const char *x, int k, int s, int p, char *out)
+ * come from the weights' shape; eps is the BatchNorm's (YOLOv5's 1e-3, Classify's 1e-5). */
+static int conv_module_eps(ob *b, const char *prefix, const char *x, int k, int s, int p,
+                           float eps, char *out)
 {
     char name[NM];
     float *w = NULL, *gamma = NULL, *beta = NULL, *mean = NULL, *var = NULL;
@@ -295,10 +296,10 @@ static int conv_module(ob *b, const char *prefix, const char *x, int k, int s, i
         int c2 = (int)ng, c1 = (int)(nw / (ng * (size_t)k * (size_t)k));
         size_t per = nw / ng;
         for (int o = 0; o < c2 && !b->m->fused; o++) {
-            float scale = gamma[o] / sqrtf(BN_EPS + var[o]);
+            float scale = gamma[o] / sqrtf(eps + var[o]);
             for (size_t j = 0; j < per; j++)
                 w[(size_t)o * per + j] *= scale;
-            beta[o] = beta[o] - gamma[o] * mean[o] / sqrtf(var[o] + BN_EPS);
+            beta[o] = beta[o] - gamma[o] * mean[o] / sqrtf(var[o] + eps);
         }
         char sub[NM], y[NM], sig[NM];
         fmt(sub, "%s.conv", prefix);
@@ -314,6 +315,11 @@ static int conv_module(ob *b, const char *prefix, const char *x, int k, int s, i
     free(mean);
     free(var);
     return st;
+}
+
+static int conv_module(ob *b, const char *prefix, const char *x, int k, int s, int p, char *out)
+{
+    return conv_module_eps(b, prefix, x, k, s, p, BN_EPS, out);
 }
 
 /* Bottleneck(c1, c2, shortcut, e): cv2(cv1(x)) [+ x when shortcut and c1 == c2]. */
@@ -442,6 +448,11 @@ static int detect_constants(ob *b)
     init_i64(b, "detect.at2", 1, &v2);
     init_i64(b, "detect.at4", 1, &v4);
     init_i64(b, "detect.at_no", 1, &no);
+    if (no > b->m->nc + 5) {
+        /* Segment: where the mask coefficients begin */
+        const int64_t at_mask = b->m->nc + 5;
+        init_i64(b, "detect.at_mask", 1, &at_mask);
+    }
     init_i64(b, "detect.view", 4, view);
     init_i64(b, "detect.flat", 3, flat);
     if (!b->o->dynamic)
@@ -536,14 +547,41 @@ static int detect_grid(ob *b, const char *prefix, int l, const char *y, char *gr
     return YC_OK;
 }
 
+/* Segment's Proto(c1, npr, nm) on x: cv3(cv2(Upsample(cv1(x), 2))), the graph's output1
+ * (N, nm, 2H, 2W). */
+static int proto(ob *b, const char *prefix, const char *x)
+{
+    char sub[NM], a[NM], up[NM], c[NM];
+    int st;
+    fmt(sub, "%s.proto.cv1", prefix);
+    if ((st = conv_module(b, sub, x, 3, 1, 1, a)))
+        return st;
+    fmt(sub, "%s.proto.upsample", prefix);
+    if ((st = upsample(b, sub, a, 2, up)))
+        return st;
+    fmt(sub, "%s.proto.cv2", prefix);
+    if ((st = conv_module(b, sub, up, 3, 1, 1, c)))
+        return st;
+    fmt(sub, "%s.proto.cv3", prefix);
+    char y[NM];
+    if ((st = conv_module(b, sub, c, 1, 1, 0, y)))
+        return st;
+    node_as(b, "Identity", sub, (const char *[]){y}, 1, y, NULL, 0, "output1");
+    return YC_OK;
+}
+
 /* Detect in export mode: per level the 1x1 conv, view (N, na, no, ny*nx), permute to
- * (N, na, ny*nx, no), sigmoid, decode, reshape to (N, na*ny*nx, no); the levels concatenated. */
+ * (N, na, ny*nx, no), sigmoid, decode, reshape to (N, na*ny*nx, no); the levels concatenated.
+ * Segment (nm > 0) runs Proto first and leaves its nm mask coefficients raw (no sigmoid), as
+ * Detect.forward's Segment branch does. */
 static int detect(ob *b, const char *prefix, const yc_layer_cfg *l, char *out)
 {
     yc_model *m = b->m;
     char levels[YC_CFG_MAX_LEVELS][NM];
     int st;
     if ((st = detect_constants(b)))
+        return st;
+    if (l->nm > 0 && (st = proto(b, prefix, b->layer_out[l->from[0]])))
         return st;
     for (int i = 0; i < l->nfrom; i++) {
         char sub[NM], name[NM];
@@ -579,15 +617,35 @@ static int detect(ob *b, const char *prefix, const yc_layer_cfg *l, char *out)
         int64_t perm[4] = {0, 1, 3, 2};
         attr pa = {.name = "perm", .type = AT_INTS, .ints = perm, .n = 4};
         node(b, "Transpose", sub, (const char *[]){v}, 1, t, &pa, 1);
-        node1(b, "Sigmoid", sub, t, s);
-        const char *sl[4] = {s, "detect.at0", "detect.at2", "detect.axis3"};
-        node(b, "Slice", sub, sl, 4, xy, NULL, 0);
-        sl[1] = "detect.at2";
-        sl[2] = "detect.at4";
-        node(b, "Slice", sub, sl, 4, wh, NULL, 0);
-        sl[1] = "detect.at4";
-        sl[2] = "detect.at_no";
-        node(b, "Slice", sub, sl, 4, conf, NULL, 0);
+        char mask[NM];
+        if (l->nm > 0) {
+            /* Segment: xy, wh, conf (obj and classes) sigmoid; the mask coefficients raw */
+            char rxy[NM], rwh[NM], rconf[NM];
+            const char *sl[4] = {t, "detect.at0", "detect.at2", "detect.axis3"};
+            node(b, "Slice", sub, sl, 4, rxy, NULL, 0);
+            sl[1] = "detect.at2";
+            sl[2] = "detect.at4";
+            node(b, "Slice", sub, sl, 4, rwh, NULL, 0);
+            sl[1] = "detect.at4";
+            sl[2] = "detect.at_mask";
+            node(b, "Slice", sub, sl, 4, rconf, NULL, 0);
+            sl[1] = "detect.at_mask";
+            sl[2] = "detect.at_no";
+            node(b, "Slice", sub, sl, 4, mask, NULL, 0);
+            node1(b, "Sigmoid", sub, rxy, xy);
+            node1(b, "Sigmoid", sub, rwh, wh);
+            node1(b, "Sigmoid", sub, rconf, conf);
+        } else {
+            node1(b, "Sigmoid", sub, t, s);
+            const char *sl[4] = {s, "detect.at0", "detect.at2", "detect.axis3"};
+            node(b, "Slice", sub, sl, 4, xy, NULL, 0);
+            sl[1] = "detect.at2";
+            sl[2] = "detect.at4";
+            node(b, "Slice", sub, sl, 4, wh, NULL, 0);
+            sl[1] = "detect.at4";
+            sl[2] = "detect.at_no";
+            node(b, "Slice", sub, sl, 4, conf, NULL, 0);
+        }
         /* xy = (xy * 2 + grid) * stride;  wh = (wh * 2) ** 2 * anchor_grid */
         node2(b, "Mul", sub, xy, "detect.two", xy2);
         node2(b, "Add", sub, xy2, grid, xyg);
@@ -595,8 +653,8 @@ static int detect(ob *b, const char *prefix, const yc_layer_cfg *l, char *out)
         node2(b, "Mul", sub, wh, "detect.two", wh2);
         node2(b, "Mul", sub, wh2, wh2, whsq);
         node2(b, "Mul", sub, whsq, anchors, whs);
-        const char *parts[3] = {xys, whs, conf};
-        concat(b, sub, parts, 3, 3, cat);
+        const char *parts[4] = {xys, whs, conf, mask};
+        concat(b, sub, parts, l->nm > 0 ? 4 : 3, 3, cat);
         node2(b, "Reshape", sub, cat, "detect.flat", levels[i]);
     }
     const char *in[YC_CFG_MAX_LEVELS];
@@ -604,6 +662,48 @@ static int detect(ob *b, const char *prefix, const yc_layer_cfg *l, char *out)
         in[i] = levels[i];
     attr axis = {.name = "axis", .type = AT_INT, .i = 1};
     node_as(b, "Concat", prefix, in, l->nfrom, out, &axis, 1, "output0");
+    return YC_OK;
+}
+
+/* Classify(c1, c2) in eval mode: linear(flatten(pool(conv(x)), 1)) (dropout is the identity),
+ * the logits (N, nc) as output0, as ClassificationModel's export has them (no softmax). */
+static int classify(ob *b, const char *prefix, const char *x, char *out)
+{
+    char sub[NM], a[NM], pooled[NM], flat[NM], name[NM];
+    int st;
+    fmt(sub, "%s.conv", prefix);
+    if ((st = conv_module_eps(b, sub, x, 1, 1, 0, 1e-5f, a)))
+        return st;
+    fmt(sub, "%s.pool", prefix);
+    node1(b, "GlobalAveragePool", sub, a, pooled);
+    attr axis = {.name = "axis", .type = AT_INT, .i = 1};
+    node(b, "Flatten", sub, (const char *[]){pooled}, 1, flat, &axis, 1);
+    float *w = NULL, *bias = NULL;
+    size_t nw, nb;
+    fmt(sub, "%s.linear", prefix);
+    fmt(name, "%s.weight", sub);
+    if (!(st = read_tensor(b, name, false, &w, &nw))) {
+        fmt(name, "%s.bias", sub);
+        st = read_tensor(b, name, false, &bias, &nb);
+    }
+    if (!st && (nb != (size_t)b->m->nc || nw != nb * YC_CLASSIFY_HIDDEN))
+        st = yc_error_status(YC_ERR, "internal: %s has %zu outputs, not %d", sub, nb, b->m->nc);
+    char wn[NM], bn[NM];
+    fmt(wn, "%s.weight", sub);
+    fmt(bn, "%s.bias", sub);
+    int64_t wd[2] = {(int64_t)nb, YC_CLASSIFY_HIDDEN}, bd[1] = {(int64_t)nb};
+    if (!st && !(st = init_float(b, wn, wd, 2, w)))
+        st = init_float(b, bn, bd, 1, bias);
+    free(w);
+    free(bias);
+    if (st)
+        return st;
+    attr ga[] = {
+        {.name = "alpha", .type = AT_FLOAT, .f = 1.0f},
+        {.name = "beta", .type = AT_FLOAT, .f = 1.0f},
+        {.name = "transB", .type = AT_INT, .i = 1},
+    };
+    node_as(b, "Gemm", sub, (const char *[]){flat, wn, bn}, 3, out, ga, 3, "output0");
     return YC_OK;
 }
 
@@ -660,8 +760,7 @@ static int layer(ob *b, int i, char *out)
         st = detect(b, prefix, l, cur);
         break;
     case YC_MOD_CLASSIFY:
-        /* refused by yc_onnx_export before any layer */
-        st = yc_model_require_detection(b->m, "ONNX export");
+        st = classify(b, prefix, x, cur);
         break;
     }
     if (st)
@@ -742,12 +841,30 @@ char *yc_onnx_names_repr(const char *const *names, int n)
     return r;
 }
 
-static int check_options(const yc_model *m, const yc_onnx_options *o)
+/* The model's largest stride: its Detect levels', or a classifier's backbone downsampling (the
+ * product of its layers' strides before Classify, as ClassificationModel keeps its detection
+ * model's stride: 32 for YOLOv5's backbones cut at 10 layers). */
+static int max_stride(const yc_model *m)
 {
-    int gs = 32;
+    int gs = 0;
     for (int l = 0; l < m->nl; l++)
         if ((int)m->stride[l] > gs)
             gs = (int)m->stride[l];
+    if (m->cfg->task == YC_TASK_CLASSIFY) {
+        gs = 1;
+        for (int i = 0; i + 1 < m->cfg->nlayers; i++)
+            if (m->cfg->layers[i].module == YC_MOD_CONV)
+                for (int r = 0; r < m->cfg->layers[i].repeats; r++)
+                    gs *= m->cfg->layers[i].s;
+        gs = gs < 32 ? 32 : gs;
+    }
+    return gs;
+}
+
+static int check_options(const yc_model *m, const yc_onnx_options *o)
+{
+    int gs = max_stride(m);
+    gs = gs < 32 ? 32 : gs;
     if (o->h < gs || o->w < gs || o->h % gs || o->w % gs)
         return yc_error_status(YC_EUSAGE, "the ONNX input size %dx%d must be a multiple of the "
                                "model's largest stride %d", o->h, o->w, gs);
@@ -761,7 +878,8 @@ static int check_options(const yc_model *m, const yc_onnx_options *o)
     if (o->names && o->nnames != m->nc)
         return yc_error_status(YC_EUSAGE, "%d class names for a model of %d classes", o->nnames,
                                m->nc);
-    if (m->nl < 1 || m->nl > YC_CFG_MAX_LEVELS || m->na < 1 || m->na > YC_CFG_MAX_ANCHORS)
+    if (m->cfg->task != YC_TASK_CLASSIFY &&
+        (m->nl < 1 || m->nl > YC_CFG_MAX_LEVELS || m->na < 1 || m->na > YC_CFG_MAX_ANCHORS))
         return yc_error_status(YC_EFORMAT, "a Detect head with %d levels of %d anchors cannot be "
                                "exported", m->nl, m->na);
     return YC_OK;
@@ -777,27 +895,42 @@ static int build_graph(ob *b, yc_pb *g)
         st = layer(b, i, b->layer_out[i]);
     if (st)
         return st;
-    if (m->cfg->layers[m->cfg->nlayers - 1].module != YC_MOD_DETECT)
-        return yc_error_status(YC_EFORMAT, "the model's last layer is not Detect");
+    const yc_layer_cfg *last = &m->cfg->layers[m->cfg->nlayers - 1];
+    if (last->module != YC_MOD_DETECT && last->module != YC_MOD_CLASSIFY)
+        return yc_error_status(YC_EFORMAT, "the model's last layer is not Detect, Segment or "
+                               "Classify");
     yc_pb_raw(g, &b->nodes);
     yc_pb_string(g, 2, "main_graph");
     yc_pb_raw(g, &b->inits);
+    int64_t in_dims[4] = {o->batch, m->cfg->ch, o->h, o->w};
+    const char *in_sym[4] = {"batch", NULL, "height", "width"};
+    value_info(g, 11, "images", b->elem, in_dims, o->dynamic ? in_sym : NULL, 4);
+    if (last->module == YC_MOD_CLASSIFY) {
+        /* the logits (N, nc) */
+        int64_t out_dims[2] = {o->batch, m->nc};
+        const char *out_sym[2] = {"batch", NULL};
+        value_info(g, 12, "output0", b->elem, out_dims, o->dynamic ? out_sym : NULL, 2);
+        return g->status;
+    }
     int64_t rows = 0;
     for (int l = 0; l < m->nl; l++)
         rows += (int64_t)m->na * (o->h / (int)m->stride[l]) * (o->w / (int)m->stride[l]);
-    int64_t in_dims[4] = {o->batch, m->cfg->ch, o->h, o->w}, out_dims[3] = {o->batch, rows, m->no};
-    const char *in_sym[4] = {"batch", NULL, "height", "width"}, *out_sym[3] = {"batch", "anchors",
-                                                                                NULL};
-    value_info(g, 11, "images", b->elem, in_dims, o->dynamic ? in_sym : NULL, 4);
+    int64_t out_dims[3] = {o->batch, rows, m->no};
+    const char *out_sym[3] = {"batch", "anchors", NULL};
     value_info(g, 12, "output0", b->elem, out_dims, o->dynamic ? out_sym : NULL, 3);
+    if (last->nm > 0) {
+        /* Segment's Proto at stride 4 of the input (the first level's Upsample by 2): output1 */
+        int s0 = (int)m->stride[0] / 2;
+        int64_t p_dims[4] = {o->batch, last->nm, o->h / s0, o->w / s0};
+        const char *p_sym[4] = {"batch", NULL, "mask_height", "mask_width"};
+        value_info(g, 12, "output1", b->elem, p_dims, o->dynamic ? p_sym : NULL, 4);
+    }
     return g->status;
 }
 
 int yc_onnx_export(yc_model *m, const yc_onnx_options *o, const char *path, size_t *bytes)
 {
-    int st = yc_model_require_detection(m, "ONNX export");
-    if (!st)
-        st = check_options(m, o);
+    int st = check_options(m, o);
     if (st)
         return st;
     ob b = {.m = m, .o = o, .nodes = YC_PB_INIT, .inits = YC_PB_INIT,
@@ -828,10 +961,7 @@ int yc_onnx_export(yc_model *m, const yc_onnx_options *o, const char *path, size
     yc_pb_message(&model, 8, &opset);
     /* YOLOv5's export_onnx: {'stride': int(max(model.stride)), 'names': model.names}, str() */
     char stride[32];
-    float gs = 0;
-    for (int l = 0; l < m->nl; l++)
-        gs = m->stride[l] > gs ? m->stride[l] : gs;
-    snprintf(stride, sizeof stride, "%d", (int)gs);
+    snprintf(stride, sizeof stride, "%d", max_stride(m));
     metadata(&model, "stride", stride);
     metadata(&model, "names", names);
     free(names);

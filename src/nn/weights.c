@@ -355,8 +355,19 @@ int yc_weights_infer_nc(const yc_weights *w, int *nc)
         *nc = (int)(b->shape[0] / na - 5 - nm);
         return YC_OK;
     }
+    /* a classifier: Classify's Linear (nc, 1280) */
+    for (int i = w->ntensors - 1; i >= 0; i--) {
+        const yc_weights_tensor *a = &w->tensors[i];
+        size_t len = strlen(a->name);
+        if (len >= 13 && !strcmp(a->name + len - 13, "linear.weight") && a->ndim == 2 &&
+            a->shape[0] >= 1 && a->shape[1] == YC_CLASSIFY_HIDDEN) {
+            *nc = (int)a->shape[0];
+            return YC_OK;
+        }
+    }
     return yc_error_status(YC_EFORMAT, "%s: no YOLOv5 Detect or Segment head (anchors and "
-                           "m.0.bias) to take the class count from", w->path);
+                           "m.0.bias) or Classify head (linear.weight) to take the class count "
+                           "from", w->path);
 }
 
 int yc_weights_model_cfg(const yc_weights *w, int nc_override, yc_model_cfg **cfg)

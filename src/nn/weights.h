@@ -85,8 +85,9 @@ void yc_weights_free(yc_weights *w);
 /* Tensor by name, or NULL. */
 const yc_weights_tensor *yc_weights_find(const yc_weights *w, const char *name);
 
-/* Classes from the Detect head: the bias of "<detect>.m.0.bias" has na*(nc + 5) values, na from
- * "<detect>.anchors" (nl, na, 2).  YC_EFORMAT when the file has no Detect head. */
+/* Classes from the Detect head: the bias of "<detect>.m.0.bias" has na*(nc + 5 + nm) values, na
+ * from "<detect>.anchors" (nl, na, 2), nm Proto's outputs for a Segment head; else from a Classify
+ * head: "<classify>.linear.weight" is (nc, 1280).  YC_EFORMAT when the file has neither. */
 int yc_weights_infer_nc(const yc_weights *w, int *nc);
 
 /* The embedded model config, resolved (nc_override > 0 replaces its nc).  The config's text is
