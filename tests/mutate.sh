@@ -223,6 +223,9 @@ mut seg_xyn2xy_no_padh src/data/augment_seg.c "test_seg_data" \
 mut seg_labels_not_sorted src/data/augment_seg.c "test_seg_data" \
     'const float *v = labels->v + 5 * (size_t)s->order[k];' \
     'const float *v = labels->v + 5 * (size_t)k;'
+mut copy_paste_mirror_off_by_one src/data/augment_seg.c "test_seg_data" \
+    'mirror[2 * q] = (double)(fw - (float)src[2 * q]);' \
+    'mirror[2 * q] = (double)(fw - 1 - (float)src[2 * q]);'
 mut seg_masks_not_flipped_lr src/data/augment_seg.c "test_seg_data" \
     'for (int x = 0; x < s->mask_w / 2; x++) {' \
     'for (int x = 0; x < 0; x++) {'

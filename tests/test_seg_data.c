@@ -1,7 +1,7 @@
 /* Segmentation data (augment_seg.h, masks.h, polygon labels in dataset.h, masks in loader.h),
  * against YOLOv5 v7.0 itself through tests/data/segdata/seg_ref.txt (seg_ref.py beside it):
  * cv2.fillPoly + cv2.resize as polygons2masks_overlap uses them (order and map), the segment
- * random_perspective's labels and polygons for fixed draws, and the validation samples (labels
+ * random_perspective's labels and polygons for fixed draws, copy_paste for fixed choices, and the validation samples (labels
  * and masks, overlap and not) of a tiny polygon dataset (tests/data/segdata, made by
  * make_seg_fixture.py).  Also: the per-file segment decision and malformed polygons, the scan
  * cache keeping polygons, training batches whose masks lie inside their targets' boxes, and the
@@ -244,6 +244,76 @@ START_TEST(test_perspective_ref)
         cases++;
     }
     ck_assert_int_eq(cases, 3);
+    free(r.text);
+}
+END_TEST
+
+/* copy_paste with its choices fixed: targets, the polygons added and the pixels changed. */
+START_TEST(test_copy_paste_ref)
+{
+    ref_reader r;
+    ref_open(&r);
+    yc_mask_scratch ms = YC_MASK_SCRATCH_INIT;
+    int cases = 0;
+    while (ref_case(&r, "paste")) {
+        int h = (int)ref_num(&r), w = (int)ref_num(&r), n = (int)ref_num(&r);
+        int k = (int)ref_num(&r);
+        int chosen[8];
+        ck_assert_int_le(k, 8);
+        for (int i = 0; i < k; i++)
+            chosen[i] = (int)ref_num(&r);
+        yc_labels labels = YC_LABELS_INIT;
+        yc_segs segs = YC_SEGS_INIT;
+        for (int j = 0; j < n; j++) {
+            float v[5], pts[32];
+            for (int q = 0; q < 5; q++)
+                v[q] = (float)ref_num(&r);
+            ck_assert_int_eq(yc_labels_push(&labels, v[0], v[1], v[2], v[3], v[4]), YC_OK);
+            uint32_t np = (uint32_t)ref_num(&r);
+            ck_assert_uint_le(np, 16);
+            for (uint32_t q = 0; q < 2 * np; q++)
+                pts[q] = (float)ref_num(&r);
+            ck_assert_int_eq(yc_segs_push_f32(&segs, pts, np), YC_OK);
+        }
+        yc_image im = YC_IMAGE_INIT, orig = YC_IMAGE_INIT;
+        ck_assert_int_eq(yc_image_reserve(&im, h, w), YC_OK);
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++) {
+                uint8_t *p = im.data + ((size_t)y * w + x) * 3;
+                p[0] = (uint8_t)((x * 7 + y * 3) % 256);
+                p[1] = (uint8_t)((x * 5 + y * 11) % 256);
+                p[2] = (uint8_t)((x + y * 13) % 256);
+            }
+        ck_assert_int_eq(yc_image_copy(&orig, &im), YC_OK);
+        ck_assert_int_eq(yc_seg_copy_paste_at(&im, &labels, &segs, chosen, k, &ms), YC_OK);
+        ck_assert_int_eq(labels.n, (int)ref_num(&r));
+        ck_assert_int_eq(segs.n, (int)ref_num(&r));
+        for (int j = 0; j < labels.n; j++)
+            for (int q = 0; q < 5; q++)
+                ck_assert_float_eq(labels.v[5 * j + q], (float)ref_num(&r));
+        for (int j = n; j < segs.n; j++) {
+            ck_assert_uint_eq(segs.count[j], (uint32_t)ref_num(&r));
+            for (uint32_t q = 0; q < 2 * segs.count[j]; q++)
+                ck_assert_float_eq((float)segs.xy[2 * segs.first[j] + q], (float)ref_num(&r));
+        }
+        int nchanged = (int)ref_num(&r), seen = 0;
+        for (int i = 0; i < h * w; i++) {
+            if (memcmp(im.data + 3 * (size_t)i, orig.data + 3 * (size_t)i, 3) == 0)
+                continue;
+            ck_assert_int_lt(seen, nchanged);
+            ck_assert_int_eq(i, (int)ref_num(&r));
+            seen++;
+        }
+        ck_assert_int_eq(seen, nchanged);
+        ck_assert_int_gt(nchanged, 50);
+        yc_image_free(&im);
+        yc_image_free(&orig);
+        yc_labels_free(&labels);
+        yc_segs_free(&segs);
+        cases++;
+    }
+    ck_assert_int_eq(cases, 2);
+    yc_mask_scratch_free(&ms);
     free(r.text);
 }
 END_TEST
@@ -634,6 +704,7 @@ static Suite *seg_data_suite(void)
     tcase_add_test(tc, test_overlap_ref);
     tcase_add_test(tc, test_resample_box);
     tcase_add_test(tc, test_perspective_ref);
+    tcase_add_test(tc, test_copy_paste_ref);
     tcase_add_test(tc, test_parse_polygons);
     tcase_add_test(tc, test_dataset_polygons);
     tcase_add_test(tc, test_val_batches_ref);

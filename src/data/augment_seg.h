@@ -80,9 +80,13 @@ int yc_seg_random_perspective(const yc_image *src, yc_image *dst, yc_labels *lab
                               yc_segs *segs, yc_segs *tmp, const yc_hyp *hyp, int border_y,
                               int border_x, yc_rng *rng);
 
-/* copy_paste(im, labels, segments, p) as described above; labels pixel xyxy. */
+/* copy_paste(im, labels, segments, p) as described above; labels pixel xyxy, one polygon each. */
 int yc_seg_copy_paste(yc_image *im, yc_labels *labels, yc_segs *segs, double p, yc_rng *rng,
                       yc_mask_scratch *ms);
+/* Its deterministic part: the k polygons chosen (indices, in random.sample's order) tried in
+ * turn. */
+int yc_seg_copy_paste_at(yc_image *im, yc_labels *labels, yc_segs *segs, const int *chosen,
+                         int k, yc_mask_scratch *ms);
 
 /* Fetches image `index` as yc_sample_loader does, and its polygons, normalised as in the label
  * files, one per label row, into segs. */
