@@ -226,6 +226,9 @@ mut seg_labels_not_sorted src/data/augment_seg.c "test_seg_data" \
 mut copy_paste_mirror_off_by_one src/data/augment_seg.c "test_seg_data" \
     'mirror[2 * q] = (double)(fw - (float)src[2 * q]);' \
     'mirror[2 * q] = (double)(fw - 1 - (float)src[2 * q]);'
+mut seg_mosaic_offset src/data/augment_seg.c "test_seg_data" \
+    'yc_segs_xyn2xy(segs, segs->n - s->tile_segs.n, w, h, x1a - x1b, y1a - y1b);' \
+    'yc_segs_xyn2xy(segs, segs->n - s->tile_segs.n, w, h, x1a - x1b + 2, y1a - y1b);'
 mut seg_masks_not_flipped_lr src/data/augment_seg.c "test_seg_data" \
     'for (int x = 0; x < s->mask_w / 2; x++) {' \
     'for (int x = 0; x < 0; x++) {'

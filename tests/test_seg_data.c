@@ -608,25 +608,64 @@ static void check_masks_in_boxes(const yc_batch *b, int ratio, bool overlap, int
     }
 }
 
+/* Whether image pixel p (CHW planes of `plane` pixels) is coloured: the fixture's shapes are, its
+ * backgrounds and the padding are grey. */
+static bool coloured(const uint8_t *img, size_t plane, size_t p)
+{
+    int r = img[p], g = img[plane + p], bl = img[2 * plane + p];
+    int hi = r > g ? (r > bl ? r : bl) : (g > bl ? g : bl);
+    int lo = r < g ? (r < bl ? r : bl) : (g < bl ? g : bl);
+    return hi - lo > 20;
+}
+
+/* Counts the set mask pixels with a coloured image pixel among the 2 x 2 the downsampling reads
+ * (ratio even). */
+static void count_on_shapes(const yc_batch *b, int ratio, bool overlap, int *on, int *all)
+{
+    size_t m = (size_t)b->mask_h * b->mask_w, plane = (size_t)b->h * b->w;
+    int t0 = 0;
+    for (int i = 0; i < b->n; i++) {
+        int nt = 0;
+        while (t0 + nt < b->nt && b->targets[6 * (t0 + nt)] == (float)i)
+            nt++;
+        const uint8_t *img = b->images + (size_t)i * 3 * plane;
+        for (int k = 0; k < (overlap ? 1 : nt); k++) {
+            const float *mk = b->masks + (overlap ? (size_t)i : (size_t)(t0 + k)) * m;
+            for (int y = 0; y < b->mask_h; y++)
+                for (int x = 0; x < b->mask_w; x++) {
+                    if (mk[(size_t)y * b->mask_w + x] == 0)
+                        continue;
+                    size_t p = (size_t)(y * ratio + ratio / 2 - 1) * b->w + x * ratio + ratio / 2 - 1;
+                    *on += coloured(img, plane, p) || coloured(img, plane, p + 1) ||
+                           coloured(img, plane, p + b->w) || coloured(img, plane, p + b->w + 1);
+                    (*all)++;
+                }
+        }
+        t0 += nt;
+    }
+}
+
 START_TEST(test_train_batches)
 {
     yc_dataset ds;
     load_fixture(&ds, true);
     yc_hyp hyp;
     yc_hyp_defaults(&hyp);
-    hyp.mixup = 0.5;
     hyp.degrees = 10;
     hyp.flipud = 0.5;
-    for (int pass = 0; pass < 3; pass++) {
+    for (int pass = 0; pass < 4; pass++) {
         bool overlap = pass != 1;
         hyp.copy_paste = pass == 2 ? 0.5 : 0.0;
+        /* pass 3: no colour change, no blending: the masks must cover the shapes' pixels */
+        hyp.mixup = pass == 3 ? 0.0 : 0.5;
+        hyp.hsv_h = hyp.hsv_s = hyp.hsv_v = pass == 3 ? 0.0 : 0.5;
         int ratio = pass == 1 ? 2 : 4;
         yc_loader_options o = {.ds = &ds, .train = true, .hyp = &hyp, .imgsz = 64, .batch = 2,
                                .stride = 32, .workers = 2, .seed = 7, .masks = true,
                                .mask_ratio = ratio, .no_overlap = !overlap};
         yc_loader *l;
         ck_assert_msg(yc_loader_new(&l, &o) == YC_OK, "%s", yc_last_error());
-        int set = 0, targets = 0;
+        int set = 0, targets = 0, on = 0, all = 0;
         for (int epoch = 0; epoch < 6; epoch++) {
             ck_assert_int_eq(yc_loader_start(l, epoch, NULL, 0), YC_OK);
             const yc_batch *b;
@@ -635,11 +674,14 @@ START_TEST(test_train_batches)
                 ck_assert_int_eq(b->mask_h, 64 / ratio);
                 ck_assert_int_eq(b->mask_n, overlap ? b->n : b->nt);
                 check_masks_in_boxes(b, ratio, overlap, &set);
+                count_on_shapes(b, ratio, overlap, &on, &all);
                 targets += b->nt;
             }
         }
         ck_assert_int_gt(targets, 10);
         ck_assert_int_gt(set, 10 * targets);
+        if (pass == 3)
+            ck_assert_msg(on >= 0.99 * all, "%d of %d mask pixels on the shapes", on, all);
         yc_loader_free(l);
     }
     yc_dataset_free(&ds);
