@@ -653,25 +653,29 @@ START_TEST(test_train_batches)
     yc_hyp_defaults(&hyp);
     hyp.degrees = 10;
     hyp.flipud = 0.5;
-    for (int pass = 0; pass < 4; pass++) {
+    for (int pass = 0; pass < 5; pass++) {
         bool overlap = pass != 1;
         hyp.copy_paste = pass == 2 ? 0.5 : 0.0;
-        /* pass 3: no colour change, no blending: the masks must cover the shapes' pixels */
-        hyp.mixup = pass == 3 ? 0.0 : 0.5;
-        hyp.hsv_h = hyp.hsv_s = hyp.hsv_v = pass == 3 ? 0.0 : 0.5;
+        /* passes 3 and 4: no colour change, no blending: the masks must cover the shapes'
+         * pixels; pass 4 without mosaic, in rectangular batches (--rect) */
+        hyp.mixup = pass >= 3 ? 0.0 : 0.5;
+        hyp.hsv_h = hyp.hsv_s = hyp.hsv_v = pass >= 3 ? 0.0 : 0.5;
+        hyp.mosaic = pass == 4 ? 0.0 : 1.0;
         int ratio = pass == 1 ? 2 : 4;
         yc_loader_options o = {.ds = &ds, .train = true, .hyp = &hyp, .imgsz = 64, .batch = 2,
                                .stride = 32, .workers = 2, .seed = 7, .masks = true,
-                               .mask_ratio = ratio, .no_overlap = !overlap};
+                               .mask_ratio = ratio, .no_overlap = !overlap, .rect = pass == 4};
         yc_loader *l;
         ck_assert_msg(yc_loader_new(&l, &o) == YC_OK, "%s", yc_last_error());
-        int set = 0, targets = 0, on = 0, all = 0;
+        int set = 0, targets = 0, on = 0, all = 0, non_square = 0;
         for (int epoch = 0; epoch < 6; epoch++) {
             ck_assert_int_eq(yc_loader_start(l, epoch, NULL, 0), YC_OK);
             const yc_batch *b;
             while (yc_loader_next(l, &b) == YC_OK && b) {
                 ck_assert_int_eq(b->n, 2);
-                ck_assert_int_eq(b->mask_h, 64 / ratio);
+                ck_assert_int_eq(b->mask_h, b->h / ratio);
+                ck_assert_int_eq(b->mask_w, b->w / ratio);
+                non_square += b->h != b->w;
                 ck_assert_int_eq(b->mask_n, overlap ? b->n : b->nt);
                 check_masks_in_boxes(b, ratio, overlap, &set);
                 count_on_shapes(b, ratio, overlap, &on, &all);
@@ -680,7 +684,8 @@ START_TEST(test_train_batches)
         }
         ck_assert_int_gt(targets, 10);
         ck_assert_int_gt(set, 10 * targets);
-        if (pass == 3)
+        ck_assert(pass == 4 ? non_square > 0 : non_square == 0);
+        if (pass >= 3)
             ck_assert_msg(on >= 0.99 * all, "%d of %d mask pixels on the shapes", on, all);
         yc_loader_free(l);
     }
