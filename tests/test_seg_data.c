@@ -662,7 +662,8 @@ START_TEST(test_train_batches)
         hyp.hsv_h = hyp.hsv_s = hyp.hsv_v = pass >= 3 ? 0.0 : 0.5;
         hyp.mosaic = pass == 4 ? 0.0 : 1.0;
         int ratio = pass == 1 ? 2 : 4;
-        yc_loader_options o = {.ds = &ds, .train = true, .hyp = &hyp, .imgsz = 64, .batch = 2,
+        yc_loader_options o = {.ds = &ds, .train = true, .hyp = &hyp,
+                               .imgsz = pass == 4 ? 128 : 64, .batch = 2,
                                .stride = 32, .workers = 2, .seed = 7, .masks = true,
                                .mask_ratio = ratio, .no_overlap = !overlap, .rect = pass == 4};
         yc_loader *l;
