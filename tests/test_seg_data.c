@@ -173,6 +173,12 @@ START_TEST(test_fill_basics)
     double bad[4] = {0, 0, 1, 1};
     ck_assert_int_eq(yc_polygon2mask(&ms, 6, 8, 4, bad, 2, m), YC_EUSAGE);
     yc_error_clear();
+    /* a NaN and points far away (a perspective warp's): clamped, filled in bounded time */
+    double far[8] = {NAN, 3, 1e12, -1e15, 7, 7, -1e9, 6e9};
+    uint8_t big[8 * 8];
+    double t0 = yc_now();
+    ck_assert_int_eq(yc_polygon2mask(&ms, 8, 8, 1, far, 4, big), YC_OK);
+    ck_assert_double_lt(yc_now() - t0, 2.0);
     yc_mask_scratch_free(&ms);
 }
 END_TEST
