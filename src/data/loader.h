@@ -119,7 +119,7 @@ typedef struct yc_loader_options {
      * (yc_batch.masks).  The dataset must have polygon labels (YC_EFORMAT otherwise); not with
      * tiles, nor with quad in training (YC_EUSAGE).  false: detection batches, masks NULL */
     bool masks;
-    /* with masks: the masks' downsample ratio (segment/train.py --mask-ratio; 0 = 4), at most 32,
+    /* with masks: the masks' downsample ratio (segment/train.py --mask-ratio; 0 = 4), at most 64,
      * dividing imgsz and stride; and one 0/1 mask per target instead of one index map per image
      * (segment/train.py --no-overlap) */
     int mask_ratio;
