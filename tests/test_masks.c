@@ -1,4 +1,4 @@
-/* Instance masks and the pieces of segmentation validation (masks.h, val_seg.h, nms.h's nm)
+/* Instance masks and the pieces of segmentation validation (mask_eval.h, val_seg.h, nms.h's nm)
  * against YOLOv5 v7.0's own functions: tests/data/seg/masks.safetensors, made by
  * tests/data/make_seg_masks.py (process_mask with and without upsampling, process_mask_upsample,
  * F.interpolate, mask IoU with overlap and per-label ground truth, process_batch(masks=True),
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "masks.h"
+#include "mask_eval.h"
 #include "metrics.h"
 #include "nms.h"
 #include "safetensors.h"

@@ -8,7 +8,7 @@
 #include "graph.h"
 #include "log.h"
 #include "loss_seg.h"
-#include "masks.h"
+#include "mask_eval.h"
 #include "nms.h"
 #include "util.h"
 

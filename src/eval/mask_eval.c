@@ -1,5 +1,5 @@
-/* Instance masks on the host (masks.h): YOLOv5 v7.0 utils/segment/general.py. */
-#include "masks.h"
+/* Instance masks on the host (mask_eval.h): YOLOv5 v7.0 utils/segment/general.py. */
+#include "mask_eval.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -8,8 +8,8 @@
  * in coefficient order (torch's sgemm may sum in another order: a pixel whose logit is within
  * float round-off of 0 can come out the other way).  Bilinear resampling is F.interpolate's
  * (align_corners=False) on CPU, float32. */
-#ifndef YC_MASKS_H
-#define YC_MASKS_H
+#ifndef YC_MASK_EVAL_H
+#define YC_MASK_EVAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
