@@ -2,7 +2,8 @@
  * against YOLOv5 v7.0's own functions: tests/data/seg/masks.safetensors, made by
  * tests/data/make_seg_masks.py (process_mask with and without upsampling, process_mask_upsample,
  * F.interpolate, mask IoU with overlap and per-label ground truth, process_batch(masks=True),
- * non_max_suppression(nm=4) single- and multi-label), plus hand-made cases: crop_mask's edges,
+ * non_max_suppression(nm=4) single- and multi-label, masks2segments' cv2.findContours), plus
+ * hand-made cases: crop_mask's edges,
  * Segment decoding leaving the coefficients raw, segment/train.py's fitness, the results table. */
 #include <check.h>
 #include <math.h>
@@ -243,6 +244,44 @@ START_TEST(nms_keeps_coefficients)
 }
 END_TEST
 
+/* masks2segments(strategy='largest'): cv2.findContours(RETR_EXTERNAL, CHAIN_APPROX_SIMPLE)'s
+ * points of the longest contour, for masks with several components, holes, components inside
+ * holes, a single pixel and a line. */
+START_TEST(contours_match_cv2)
+{
+    size_t nmask, npts;
+    float *masks = get("contour_masks", NULL), *cn = get("contour_n", &nmask);
+    float *pts = get("contour_pts", &npts);
+    const int h = 16, w = 18;
+    uint8_t m[16 * 18];
+    size_t at = 0;
+    for (size_t k = 0; k < nmask; k++) {
+        for (int i = 0; i < h * w; i++)
+            m[i] = masks[k * h * w + i] > 0.5f;
+        float *xy = NULL;
+        int n = -1;
+        ck_assert_msg(yc_mask_largest_contour(m, h, w, &xy, &n) == YC_OK, "%s", yc_last_error());
+        ck_assert_msg(n == (int)cn[k], "mask %zu: %d points, cv2 %d", k, n, (int)cn[k]);
+        for (int i = 0; i < 2 * n; i++)
+            ck_assert_msg(xy[i] == pts[at * 2 + i], "mask %zu value %d: %g, cv2 %g", k, i,
+                          (double)xy[i], (double)pts[at * 2 + i]);
+        at += (size_t)n;
+        free(xy);
+    }
+    ck_assert_uint_eq(at * 2, npts);
+    /* an empty mask has no contour */
+    memset(m, 0, sizeof m);
+    float *xy = NULL;
+    int n = -1;
+    ck_assert_int_eq(yc_mask_largest_contour(m, h, w, &xy, &n), YC_OK);
+    ck_assert_int_eq(n, 0);
+    ck_assert_ptr_null(xy);
+    free(masks);
+    free(cn);
+    free(pts);
+}
+END_TEST
+
 /* Segment's decoding: sigmoid on box, objectness and classes, the last nm values raw. */
 START_TEST(decode_leaves_coefficients_raw)
 {
@@ -322,6 +361,7 @@ int main(void)
     tcase_add_test(tc, crop_mask_edges);
     tcase_add_test(tc, mask_iou_matches_pytorch);
     tcase_add_test(tc, nms_keeps_coefficients);
+    tcase_add_test(tc, contours_match_cv2);
     tcase_add_test(tc, decode_leaves_coefficients_raw);
     tcase_add_test(tc, seg_fitness);
     tcase_add_test(tc, seg_table);

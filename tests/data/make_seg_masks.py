@@ -23,6 +23,11 @@ and 4 labels whose masks are ellipses.  Stored:
   pred (1,100,12)        random rows cx cy w h obj cls0..2 coef0..3 (nc 3, nm 4)
   nms (k,10)             non_max_suppression(pred, 0.25, 0.45, nm=4)[0]: x1 y1 x2 y2 conf cls
                          coef0..3
+  contour_masks (12,16,18)  0/1 masks: thresholded smoothed noise (several components, holes,
+                         components inside holes), a single pixel, a line, a ring with
+                         components in its hole
+  contour_n (12)         the point count of masks2segments(strategy='largest') of each
+  contour_pts (sum n,2)  their points, concatenated
   nms_multi (k,10)       the same with conf 0.001, iou 0.6, multi_label=True, max_det 100
 """
 import sys, os, json, struct
@@ -125,7 +130,24 @@ pred[..., 8:] = torch.randn(1, 100, 4)
 nms = non_max_suppression(pred.clone(), 0.25, 0.45, nm=4)[0]
 nms_multi = non_max_suppression(pred.clone(), 0.001, 0.6, multi_label=True, max_det=100, nm=4)[0]
 
+from utils.segment.general import masks2segments
+g = torch.Generator().manual_seed(5)
+cm = []
+for k in range(9):
+    noise = torch.rand(1, 1, 8, 9, generator=g)
+    up = F.interpolate(noise, (16, 18), mode="bilinear", align_corners=False)[0, 0]
+    cm.append((up > 0.45 + 0.02 * k).float())
+one = torch.zeros(16, 18); one[5, 7] = 1
+line = torch.zeros(16, 18); line[3, 2:12] = 1; line[4:9, 11] = 1
+ring = torch.zeros(16, 18); ring[2:14, 2:16] = 1; ring[4:12, 4:14] = 0; ring[6:10, 6:9] = 1; ring[7, 11] = 1
+cm += [one, line, ring]
+contour_masks = torch.stack(cm)
+segs = masks2segments(contour_masks)
+contour_n = torch.tensor([len(x) for x in segs]).float()
+contour_pts = torch.from_numpy(np.concatenate([x.reshape(-1, 2) for x in segs if len(x)]))
+
 write_st(sys.argv[1], {
+    "contour_masks": contour_masks, "contour_n": contour_n, "contour_pts": contour_pts,
     "proto": proto, "coef": coef, "dets": dets, "pm_proto": pm_proto, "pm_up": pm_up,
     "pm_upcrop": pm_upcrop, "interp_in": interp_in, "interp": interp, "gt_overlap": gt_overlap,
     "labels": labels, "iou_overlap": ious(gt_overlap, True),
