@@ -399,8 +399,15 @@ int yc_cmd_val(int argc, char **argv)
     if (st)
         return st == YC_OPT_DONE ? YC_EXIT_OK : st;
     yc_task task = yc_cli_model_task(c.weights, c.cfg, "yolocl val");
-    if (task == YC_TASK_SEGMENT)
-        return yc_report_failure(YC_EUSAGE);
+    if (task == YC_TASK_SEGMENT) {
+        /* segment/val.py: validated here; the refusal it set is not ours */
+        yc_error_clear();
+        if (c.tile > 0 || c.val_full || c.augment || c.save_hybrid || c.task == TASK_STUDY)
+            return yc_report_failure(yc_error_status(
+                YC_EUSAGE, "%s is a segmentation model: it is validated on whole images "
+                           "without --tile, --val-full, --augment, --save-hybrid and --task study",
+                c.weights));
+    }
     if (task == YC_TASK_CLASSIFY) {
         st = yc_cli_classify_val(c.weights, c.cfg, c.data, c.img_given ? c.img : 0, c.batch,
                                  c.device);
