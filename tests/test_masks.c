@@ -13,12 +13,14 @@
 
 #include "dataset.h"
 #include "detect.h"
+#include "hyp.h"
 #include "loader.h"
 #include "log.h"
 #include "mask_eval.h"
 #include "metrics.h"
 #include "nms.h"
 #include "safetensors.h"
+#include "segment_step.h"
 #include "val.h"
 #include "val_seg.h"
 #include "harness.h"
@@ -352,13 +354,15 @@ END_TEST
  * of tests/data/seg/tiny (random weights) on the polygon images a, b, c of tests/data/segdata at
  * 64, batch 2, one mask per label at the image size (overlap off, ratio 1).  YOLOv5 keeps 374
  * detections, 4 of them boxes matched at IoU 0.5 but no mask: it skips ap_per_class (its gate is
- * the mask column) and reports eight zeros, box metrics included. */
+ * the mask column) and reports eight zeros, box metrics included.  Then as segment/train.py
+ * validates (overlap masks at ratio 4, loss parameters): the four validation losses within 1e-5
+ * (relative) of YOLOv5's. */
 START_TEST(val_tiny_matches_yolov5)
 {
     char *ref = yc_harness_read(yc_harness_test_data("seg/val_ref.txt"), NULL);
-    double want[11];
+    double want[23];
     const char *q = ref;
-    for (int i = 0; i < 11; i++) {
+    for (int i = 0; i < 23; i++) {
         char *end;
         want[i] = strtod(q, &end);
         ck_assert_msg(end != q, "val_ref.txt: value %d", i);
@@ -412,9 +416,37 @@ START_TEST(val_tiny_matches_yolov5)
     for (int i = 0; i < 8; i++)
         ck_assert_msg(fabs(got[i] - want[i]) <= 1e-6, "metric %d: %.9g, YOLOv5 %.9g", i, got[i],
                       want[i]);
-    /* a loader without masks is refused by name */
     yc_val_result_free(&res);
     yc_loader_free(l);
+
+    /* as segment/train.py validates: overlap masks at ratio 4, the validation loss (box, seg,
+     * obj, cls) of ComputeLoss(overlap=True) with hyp.scratch-low scaled for 64 pixels */
+    lo.mask_ratio = 4;
+    lo.no_overlap = false;
+    ck_assert_msg(yc_loader_new(&l, &lo) == YC_OK, "%s", yc_last_error());
+    vo.mask_overlap = true;
+    vo.training = true;
+    yc_hyp hyp;
+    yc_hyp_defaults(&hyp);
+    yc_loss_params lp;
+    yc_seg_step_loss_params(im.m, &hyp, 64, 0.0f, &lp);
+    ck_assert_msg(yc_validate(im.m, l, &ds, NULL, &vo, &lp, &res) == YC_OK, "%s",
+                  yc_last_error());
+    const double got2[12] = {res.metrics.mp,        res.metrics.mr,        res.metrics.map50,
+                             res.metrics.map,       res.mask_metrics.mp,   res.mask_metrics.mr,
+                             res.mask_metrics.map50, res.mask_metrics.map, res.loss[0],
+                             res.loss_seg,          res.loss[1],           res.loss[2]};
+    for (int i = 0; i < 12; i++)
+        ck_assert_msg(fabs(got2[i] - want[11 + i]) <= 1e-5 * fmax(1.0, fabs(want[11 + i])),
+                      "training-mode value %d: %.9g, YOLOv5 %.9g", i, got2[i], want[11 + i]);
+    ck_assert(got2[9] > 0.01);
+    /* the loss needs the model's nm in its parameters */
+    yc_val_result_free(&res);
+    lp.nm = 0;
+    ck_assert_int_eq(yc_validate(im.m, l, &ds, NULL, &vo, &lp, &res), YC_EUSAGE);
+    yc_loader_free(l);
+
+    /* a loader without masks is refused by name */
     lo.masks = false;
     ck_assert_int_eq(yc_loader_new(&l, &lo), YC_OK);
     ck_assert_int_eq(yc_validate(im.m, l, &ds, NULL, &vo, NULL, &res), YC_EUSAGE);
