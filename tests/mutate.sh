@@ -237,9 +237,9 @@ mut seg_crop_inclusive src/eval/mask_eval.c "test_masks" \
 mut seg_gt_threshold src/eval/mask_eval.c "test_masks" \
     'bin[i] = r[i] > 0.5f;' \
     'bin[i] = r[i] > 0.25f;'
-mut seg_contour_right_bound src/eval/mask_eval.c "test_masks" \
-    'if ((unsigned)(s - 1) < (unsigned)s_end)' \
-    'if ((unsigned)(s - 1) <= (unsigned)s_end)'
+mut seg_contour_every_point src/eval/mask_eval.c "test_masks" \
+    'if (s != prev_s) {' \
+    'if (s != prev_s || true) {'
 mut seg_coef_not_scaled src/eval/nms.c "test_masks" \
     'out[(size_t)k * nm + j] = row[no - nm + j] * row[4];' \
     'out[(size_t)k * nm + j] = row[no - nm + j];'
