@@ -20,6 +20,7 @@
 #include "plots.h"
 #include "tta.h"
 #include "util.h"
+#include "val_seg.h"
 
 void yc_val_options_default(yc_val_options *o)
 {
@@ -30,6 +31,7 @@ void yc_val_options_default(yc_val_options *o)
     o->print = true;
     o->imgsz = 640;
     o->batch = 32;
+    o->mask_overlap = true;
 }
 
 void yc_val_result_free(yc_val_result *r)
@@ -37,7 +39,19 @@ void yc_val_result_free(yc_val_result *r)
     if (!r)
         return;
     yc_val_metrics_free(&r->metrics);
+    yc_val_metrics_free(&r->mask_metrics);
     memset(r, 0, sizeof *r);
+}
+
+double yc_val_seg_fitness(const yc_val_result *r)
+{
+    if (!r->seg)
+        return r->metrics.fitness;
+    const yc_val_metrics *b = &r->metrics, *k = &r->mask_metrics;
+    /* (x[:, :8] * w).sum(1): the products, then numpy's pairwise sum of 8 values */
+    const double a[8] = {b->mp * 0.0,  b->mr * 0.0,  b->map50 * 0.1, b->map * 0.9,
+                         k->mp * 0.0,  k->mr * 0.0,  k->map50 * 0.1, k->map * 0.9};
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -795,10 +809,9 @@ static int init_workers(val_state *s)
     return YC_OK;
 }
 
-/* val_batch{k}_labels.jpg and val_batch{k}_pred.jpg. */
-static int plot_batch(const yc_val_options *opt, const yc_batch *b, const yc_dataset *ds,
-                      const float *dets, const int *ndet, int max_det, const char *const *names,
-                      int nc, int k)
+int yc_val_plot_batch(const yc_val_options *opt, const yc_batch *b, const yc_dataset *ds,
+                      const float *dets, const int *ndet, int max_det, int max_plot,
+                      const char *const *names, int nc, int k)
 {
     int n = b->n < 16 ? b->n : 16;
     if (n < 1)
@@ -810,7 +823,7 @@ static int plot_batch(const yc_val_options *opt, const yc_batch *b, const yc_dat
                                 .w = b->w, .h = b->h, .path = ds->samples[b->sample[i]].image};
     size_t nbox = (size_t)b->nt;
     for (int i = 0; i < n; i++)
-        nbox += (size_t)ndet[i];
+        nbox += (size_t)(max_plot > 0 && ndet[i] > max_plot ? max_plot : ndet[i]);
     yc_plot_box *boxes = yc_malloc((nbox ? nbox : 1) * sizeof *boxes, "batch plot");
     if (!boxes)
         return YC_ENOMEM;
@@ -827,7 +840,7 @@ static int plot_batch(const yc_val_options *opt, const yc_batch *b, const yc_dat
     int st = yc_plot_batch(path, im, n, boxes, nb, names, nc);
     nb = 0;
     for (int i = 0; i < n && !st; i++)
-        for (int j = 0; j < ndet[i]; j++) {
+        for (int j = 0; j < ndet[i] && (max_plot <= 0 || j < max_plot); j++) {
             const float *d = dets + ((size_t)i * max_det + j) * 6;
             boxes[nb++] = (yc_plot_box){.image = i, .cls = (int)d[5],
                                         .cx = (d[0] + d[2]) / 2 / (float)b->w,
@@ -1064,6 +1077,16 @@ int yc_val_sink_add(yc_val_sink *s, const char *image, int w0, int h0, const flo
     return YC_OK;
 }
 
+const yc_val_stats *yc_val_sink_stats(const yc_val_sink *s)
+{
+    return &s->stats;
+}
+
+size_t yc_val_sink_detections(const yc_val_sink *s)
+{
+    return s->n_det;
+}
+
 int yc_val_sink_metrics(yc_val_sink *s, const char *const *names, yc_val_result *res)
 {
     const yc_val_options *opt = &s->opt;
@@ -1194,7 +1217,7 @@ static int validate(val_state *s, yc_loader *loader, const yc_dataset *ds,
                 return st;
         }
         if (opt->plots && opt->save_dir && k < 3 &&
-            (st = plot_batch(opt, b, ds, s->dets, s->ndet, np.max_det, names, nc, k)))
+            (st = yc_val_plot_batch(opt, b, ds, s->dets, s->ndet, np.max_det, 0, names, nc, k)))
             return st;
     }
 
@@ -1221,6 +1244,9 @@ int yc_val_detect_batch(yc_model *m, const uint8_t *images, int n, int h, int w,
 {
     if (!m || !m->be || !images || !np || !dets || !ndet || n < 1 || np->max_det < 1)
         return yc_error_status(YC_EUSAGE, "yc_val_detect_batch: invalid arguments");
+    if (m->nm > 0)
+        return yc_error_status(YC_EUSAGE, "yc_val_detect_batch: a segmentation model's "
+                               "detections need their masks (yc_validate runs val_seg.h)");
     val_state s;
     memset(&s, 0, sizeof s);
     s.m = m;
@@ -1245,6 +1271,8 @@ int yc_validate(yc_model *m, yc_loader *loader, const yc_dataset *ds, const char
     memset(res, 0, sizeof *res);
     if (!m || !m->be || !loader || !ds || !opt)
         return yc_error_status(YC_EUSAGE, "validation: missing model, loader or dataset");
+    if (m->nm > 0)
+        return yc_validate_seg(m, loader, ds, names, opt, lp, res);
     val_state s;
     memset(&s, 0, sizeof s);
     s.m = m;
