@@ -85,6 +85,11 @@ static const yc_option rows[] = {
     SAVED(YC_OPT_T_BOOL, 0, "cos-lr", NULL, "cos_lr", "cosine LR schedule"),
     SAVED_NUM(YC_OPT_T_FLOAT, 0, "label-smoothing", "E", "label_smoothing", 0, 1,
               "label smoothing epsilon (default 0)"),
+    YC_OPT_INT(0, "cutoff", "N", T, o.cutoff, 2, 1000,
+               "classifier: cut a detection --cfg to layers 0..N-1,\n"
+               "the last replaced by Classify (default 10)"),
+    YC_OPT_FLOAT(0, "dropout", "P", T, o.dropout, 0, 1,
+                 "classifier: Classify's dropout (only 0, the default)"),
     SAVED_NUM(YC_OPT_T_INT, 0, "patience", "N", "patience", 0, 1000000,
               "early stopping patience in epochs (default 100; 0 = off)"),
     {.type = YC_OPT_T_CALLBACK, .name = "freeze", .metavar = "N [M ...]", .key = "freeze",
@@ -268,12 +273,15 @@ static yc_task cfg_task(train_cli *c, const yc_opt_state *s)
         return YC_TASK_DETECT;
     }
     yc_task task = cfg->task;
+    /* --cutoff makes a classifier of a detection config, as classify/train.py does */
+    if (task == YC_TASK_DETECT && yc_opt_given(s, "cutoff"))
+        task = YC_TASK_CLASSIFY;
     if (task == YC_TASK_SEGMENT)
         yc_model_cfg_require_detection(cfg, "yolocl train");
     yc_model_cfg_free(cfg);
     if (task == YC_TASK_CLASSIFY) {
         if (!yc_opt_given(s, "imgsz"))
-            o->imgsz = YC_CLS_IMGSZ;
+            o->imgsz = o->data && o->data[0] ? YC_CLS_IMGSZ : YC_CLS_DEMO_IMGSZ;
         if (!yc_opt_given(s, "optimizer"))
             o->optimizer = YC_OPTIM_ADAM;
         if (!yc_opt_given(s, "label-smoothing"))
@@ -295,6 +303,9 @@ int yc_cmd_train(int argc, char **argv)
     yc_task task = cfg_task(&c, &s);
     if (task == YC_TASK_SEGMENT)
         return yc_report_failure(YC_EUSAGE);
+    if (task != YC_TASK_CLASSIFY && (yc_opt_given(&s, "cutoff") || yc_opt_given(&s, "dropout")))
+        return yc_usage_error(s.spec->cmd, "--cutoff and --dropout apply to classifiers (a -cls "
+                              "--cfg, or --cutoff with a detection --cfg)");
     /* MPI when started by mpirun (dist.h); otherwise rank 0 of 1 */
     if ((st = yc_dist_init(NULL, NULL))) {
         yc_dist_finalize();
