@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classify_cmds.h"
 #include "classify_train.h"
 #include "cli.h"
 #include "commands.h"
@@ -258,7 +259,8 @@ static int finish_options(train_cli *c, const yc_opt_state *s)
     return 0;
 }
 
-/* The task of the model --cfg names (YC_TASK_DETECT when there is none or it does not load:
+/* The task of the model --cfg names, or of --weights given alone (YC_TASK_DETECT when there is
+ * none or it does not load:
  * train reports a bad config itself).  A classifier's run takes classify/train.py's defaults for
  * the options not given; a segmentation model is refused here, before the dataset is read and a
  * run directory made (with the error set). */
@@ -267,12 +269,20 @@ static yc_task cfg_task(train_cli *c, const yc_opt_state *s)
     yc_train_opts *o = &c->o;
     char path[1024];
     yc_model_cfg *cfg = NULL;
-    if (c->resume || !o->cfg || !o->cfg[0] || yc_model_cfg_find(o->cfg, path, sizeof path) ||
-        yc_model_cfg_load(&cfg, path, 0)) {
+    yc_task task;
+    if (!c->resume && (!o->cfg || !o->cfg[0]) && o->weights && o->weights[0]) {
+        /* --weights alone: a classifier's weights train a classifier (a .pt of classify/train.py
+         * has no config: the state dict's shapes tell) */
+        task = yc_cli_model_task(o->weights, NULL, "yolocl train");
+        if (task == YC_TASK_SEGMENT)
+            return task;
+    } else if (c->resume || !o->cfg || !o->cfg[0] || yc_model_cfg_find(o->cfg, path, sizeof path) ||
+               yc_model_cfg_load(&cfg, path, 0)) {
         yc_error_clear();
         return YC_TASK_DETECT;
+    } else {
+        task = cfg->task;
     }
-    yc_task task = cfg->task;
     /* --cutoff makes a classifier of a detection config, as classify/train.py does */
     if (task == YC_TASK_DETECT && yc_opt_given(s, "cutoff"))
         task = YC_TASK_CLASSIFY;
