@@ -10,6 +10,7 @@
 #include "classify_aug.h"
 #include "classify_eval.h"
 #include "classify_step.h"
+#include "demo.h"
 #include "device.h"
 #include "ema.h"
 #include "imagefolder.h"
@@ -21,6 +22,8 @@
 #include "weights.h"
 
 #define CLS_LRF 0.01
+/* ClassificationModel's cutoff when --cutoff is not given (classify/train.py: opt.cutoff or 10) */
+#define CLS_CUTOFF 10
 #define CLS_MAX_NORM 10.0
 
 static volatile sig_atomic_t cls_stop;
@@ -44,6 +47,8 @@ typedef struct cls_run {
     yc_cls_reader rd;
     /* the training step for the full batch and for a smaller last one */
     yc_classify_step *step, *last_step;
+    /* training steps run so far: each draws its dropout mask from (seed, steps) */
+    uint32_t steps;
     char save_dir[2048], last[2300], best[2300], csv[2300];
 } cls_run;
 
@@ -126,8 +131,17 @@ static int open_run(cls_run *r)
     if (o->weights && o->weights[0] && (st = yc_weights_read(o->weights, &w)))
         return st;
     st = yc_model_cfg_open(o->cfg, w, r->train.nc, &cfg, NULL, 0);
-    if (!st && cfg->task == YC_TASK_DETECT && (st = yc_model_cfg_to_classifier(cfg, r->train.nc, 10)))
+    if (!st && cfg->task == YC_TASK_CLASSIFY && o->cutoff > 0) {
+        /* classify/train.py applies --cutoff only when it converts a detection model */
+        st = yc_error_status(YC_EUSAGE, "--cutoff %d: %s is already a classifier (--cutoff cuts a "
+                             "detection model, e.g. --cfg yolov5s --cutoff 8)", o->cutoff,
+                             cfg->name);
         yc_model_cfg_free(cfg);
+    } else if (!st && cfg->task != YC_TASK_CLASSIFY &&
+               (st = yc_model_cfg_to_classifier(cfg, r->train.nc,
+                                                o->cutoff > 0 ? o->cutoff : CLS_CUTOFF))) {
+        yc_model_cfg_free(cfg);
+    }
     if (!st && !(st = yc_model_new(&r->m, cfg)) &&
         !(st = yc_device_open(o->device, o->threads, true, &r->be)) &&
         !(st = yc_model_alloc(r->m, r->be)))
@@ -153,7 +167,7 @@ static int open_run(cls_run *r)
     r->labels = yc_malloc((size_t)o->batch * sizeof *r->labels, "labels");
     if (!r->images || !r->labels)
         return YC_ENOMEM;
-    yc_graph_options go = {.mode = YC_GRAPH_TRAIN};
+    yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .dropout = o->dropout};
     int full = (int)(r->train.n < (size_t)o->batch ? r->train.n : (size_t)o->batch);
     return yc_classify_step_new(&r->step, r->m, full, o->imgsz, o->label_smoothing, &go);
 }
@@ -189,7 +203,7 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, yc_rng *rng, size
         yc_classify_step *s = r->step;
         if (b != r->step->batch) {
             if (!r->last_step) {
-                yc_graph_options go = {.mode = YC_GRAPH_TRAIN};
+                yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .dropout = o->dropout};
                 if ((st = yc_classify_step_new(&r->last_step, r->m, b, o->imgsz,
                                                o->label_smoothing, &go)))
                     break;
@@ -197,6 +211,7 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, yc_rng *rng, size
             s = r->last_step;
         }
         double loss = 0;
+        yc_graph_set_dropout_seed(s->g, yc_dropout_hash((uint32_t)o->seed, r->steps++));
         if ((st = load_batch(r, order + first, b, rng)) ||
             (st = yc_classify_step_run(s, r->images, r->labels, &loss)) ||
             (st = yc_optim_step(opt, CLS_MAX_NORM)) || (st = yc_model_zero_grad(r->m)) ||
@@ -210,12 +225,27 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, yc_rng *rng, size
     return st;
 }
 
-int yc_classify_train(const yc_train_opts *o, bool *interrupted)
+int yc_classify_train(const yc_train_opts *given, bool *interrupted)
 {
     *interrupted = false;
-    if (!o->data || !o->data[0])
-        return yc_error_status(YC_EUSAGE, "training a classifier needs --data ROOT, a folder "
-                               "with ROOT/train/CLASS/*.jpg and ROOT/val/CLASS/*.jpg");
+    if (!(given->dropout >= 0 && given->dropout < 1))
+        return yc_error_status(YC_EUSAGE, "--dropout %g: the probability must be at least 0 and "
+                               "below 1", (double)given->dropout);
+    /* without --data: the classification demo (demo.h), written on first use */
+    yc_train_opts demo_opts = *given;
+    const yc_train_opts *o = given;
+    char *demo_root = NULL;
+    if (!given->data || !given->data[0]) {
+        int st = yc_demo_ensure_task(YC_DEMO_CLASSIFY, &demo_root);
+        if (st)
+            return yc_error_context(st, "the built-in classification demo (give --data ROOT, a "
+                                    "folder with ROOT/train/CLASS/*.jpg and ROOT/val/CLASS/*.jpg, "
+                                    "to train on your own)");
+        yc_info("data: the built-in classification demo (%s; `yolocl demo-data --task classify "
+                "DIR` writes a copy)\n", demo_root);
+        demo_opts.data = demo_root;
+        o = &demo_opts;
+    }
     cls_run r = {.o = o};
     yc_cls_aug_defaults(&r.aug);
     yc_optim *opt = NULL;
@@ -285,5 +315,6 @@ int yc_classify_train(const yc_train_opts *o, bool *interrupted)
     yc_ema_free(ema);
     yc_optim_free(opt);
     close_run(&r);
+    free(demo_root);
     return st;
 }

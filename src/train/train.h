@@ -76,6 +76,11 @@ typedef struct yc_train_opts {
     /* --max-pixels: the most pixels one image read may decode (image_read.h; 0: 2^30); as given
      * now when resuming */
     size_t max_pixels;
+    /* classifiers (classify_train.h): --cutoff, the layer count a detection config is cut to
+     * (ClassificationModel's cutoff; 0: YOLOv5's 10), and --dropout, Classify's dropout
+     * probability in [0, 1) (default 0, YOLOv5's) */
+    int cutoff;
+    float dropout;
     /* optional progress callback and its context */
     yc_train_progress_fn progress;
     void *progress_ctx;
