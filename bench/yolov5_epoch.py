@@ -6,7 +6,7 @@
 
 (--script runs another of its scripts, val.py say, the same way.)
 
-YOLOv5 v7.0 imports three things at start-up that such a machine may lack, none of which takes part
+YOLOv5 v7.0 imports a few things at start-up that such a machine may lack, none of which takes part
 in training:
   - IPython, for is_notebook() and for showing detections in a notebook: where it is not
     installed, a module whose get_ipython() returns None (what IPython itself returns outside a
@@ -16,6 +16,8 @@ in training:
     is what gitpython raises for a source tree that is not a git checkout (the result: no commit);
   - NumPy 2 has no np.trapz, which val.py's compute_ap calls: it is pointed at np.trapezoid, the
     same function under its new name;
+  - tensorboard, for utils/loggers' SummaryWriter: where it is not installed, a SummaryWriter whose
+    methods do nothing stands in (TensorBoard event files are not written; results.csv is);
   - its font, Arial.ttf, which check_dataset() downloads into its settings folder: matplotlib's
     DejaVuSans.ttf is copied there under that name (used for plots only; run with --noplots).
 It sets YOLOv5_AUTOINSTALL=false, so that check_requirements() warns of missing packages instead of
@@ -57,6 +59,21 @@ def stand_ins():
         git.exc, git.Repo = exc, repo
         sys.modules["git"], sys.modules["git.exc"] = git, exc
         print("yolov5_epoch.py: gitpython not installed: the source is treated as no git checkout",
+              file=sys.stderr)
+    if importlib.util.find_spec("tensorboard") is None:
+        # utils/loggers imports torch.utils.tensorboard.SummaryWriter, which needs tensorboard
+        tb = types.ModuleType("torch.utils.tensorboard")
+
+        class SummaryWriter:
+            def __init__(self, *args, **kwargs):
+                pass
+
+            def __getattr__(self, name):
+                return lambda *args, **kwargs: None
+
+        tb.SummaryWriter = SummaryWriter
+        sys.modules["torch.utils.tensorboard"] = tb
+        print("yolov5_epoch.py: tensorboard not installed: SummaryWriter writes nothing",
               file=sys.stderr)
     import numpy
     if not hasattr(numpy, "trapz"):
