@@ -435,6 +435,12 @@ START_TEST(training_learns)
            "0.333)\n", first_loss, last_loss, best);
     ck_assert_msg(last_loss < 0.7 * first_loss, "train loss %g -> %g", first_loss, last_loss);
     ck_assert_msg(best >= 0.8, "best top-1 accuracy %g", best);
+    /* lr/0 as classify/train.py logs it, after scheduler.step(): epoch e's row has the linear
+     * factor of e + 1, (1 - (e + 1) / 30) * 0.99 + 0.01 times lr0 0.001 */
+    int lr = yc_results_column(&res, "lr/0");
+    ck_assert(lr >= 0);
+    ck_assert_double_eq_tol(res.values[lr], 0.001 * ((1 - 1.0 / 30) * 0.99 + 0.01), 1e-9);
+    ck_assert_double_eq_tol(res.values[(size_t)29 * res.n_cols + lr], 0.001 * 0.01, 1e-9);
     yc_results_free(&res);
     /* the saved weights open as the classifier they are, with the class names */
     yc_weights *w = NULL;

@@ -278,7 +278,7 @@ int yc_classify_train(const yc_train_opts *given, bool *interrupted)
     yc_rng_seed(&rng, (uint64_t)o->seed, 0xC1A5);
     double best = -1.0, t0 = yc_now();
     for (int epoch = 0; epoch < o->epochs && !st && !cls_stop; epoch++) {
-        double tloss = 0, lr = opt->lr[0];
+        double tloss = 0;
         yc_cls_metrics v = {0};
         if (!(st = train_epoch(&r, opt, ema, &rng, order, &tloss)) && !cls_stop)
             st = yc_classify_evaluate(ema->ema, &r.val, o->imgsz, o->batch, o->label_smoothing,
@@ -293,7 +293,8 @@ int yc_classify_train(const yc_train_opts *given, bool *interrupted)
         char e[32];
         snprintf(e, sizeof e, "%d/%d", epoch + 1, o->epochs);
         yc_info("%10s%12.3g%12.3g%12.3g%12.3g\n", e, tloss, vloss, top1, top5);
-        double row[5] = {tloss, vloss, top1, top5, lr};
+        /* lr/0 is logged after scheduler.step(), as classify/train.py logs it */
+        double row[5] = {tloss, vloss, top1, top5, opt->lr[0]};
         if ((st = results_row(r.csv, epoch, row)))
             break;
         bool final = epoch + 1 == o->epochs;
