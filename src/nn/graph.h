@@ -45,6 +45,14 @@ typedef struct yc_graph_options {
      * (detect --visualize, yc_graph_layer_output); otherwise its storage is reused after its
      * last reader */
     bool keep_layers;
+    /* SyncBatchNorm (training graphs; NULL: each process's own batch statistics): every
+     * BatchNorm op gets p.bn.sync = bn_sync and p.bn.sync_ctx = bn_sync_ctx (backend.h), so that
+     * its batch statistics, the running estimates and its backward's per-channel sums are those
+     * of every process's images (torch.nn.SyncBatchNorm).  bn_sync sums doubles over the
+     * processes (the train layer's yc_dist_bn_sync); every process must then run the same
+     * schedule: one call per BatchNorm op in forward and in backward. */
+    yc_bn_sync_fn bn_sync;
+    void *bn_sync_ctx;
 } yc_graph_options;
 
 /* Builds the schedule for a batch of `batch` images of h x w (multiples of the largest stride)

@@ -263,6 +263,35 @@ int yc_dist_allreduce_sum_f32(float *buf, size_t n)
 #endif
 }
 
+int yc_dist_bn_sync(void *ctx, double *v, size_t n)
+{
+    (void)ctx;
+#ifdef HAVE_MPI
+    if (!g.mpi || g.size == 1)
+        return YC_OK;
+    if (n > INT_MAX)
+        return yc_error_status(YC_EUNSUPPORTED, "SyncBatchNorm: %zu sums in one allreduce", n);
+    MPI_Request req;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+    if (rc != MPI_SUCCESS)
+        return mpi_status(rc, "MPI_Iallreduce (SyncBatchNorm's sums)");
+    /* a few kB, one per BatchNorm and pass: tested without sleeping first (the ranks arrive
+     * together but for the noise of the machine), then waited for as every collective is */
+    for (int i = 0; i < 2000; i++) {
+        int done = 0;
+        if ((rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+            return mpi_status(rc, "MPI_Iallreduce (SyncBatchNorm's sums)");
+        if (done)
+            return YC_OK;
+    }
+    return wait_polling(&req, "MPI_Iallreduce (SyncBatchNorm's sums)");
+#else
+    (void)v;
+    (void)n;
+    return YC_OK;
+#endif
+}
+
 int yc_dist_allreduce_max_int(int *v)
 {
 #ifdef HAVE_MPI

@@ -59,6 +59,10 @@ int yc_dist_allreduce_sum_f32(float *buf, size_t n);
  * bytes of gradients they summed and the seconds they took, waiting for slower ranks and the
  * device's copies included (for the run's summary and bench/mpi_bench.sh). */
 void yc_dist_stats(long *count, size_t *bytes, double *seconds);
+/* SyncBatchNorm's sum (yc_bn_sync_fn, backend.h; ctx unused): v[i] = the sum over the ranks of
+ * v[i], in place, for the n doubles of one BatchNorm op, waiting as yc_dist_bcast does.  Set as
+ * yc_graph_options.bn_sync by `yolocl train --sync-bn` under several ranks. */
+int yc_dist_bn_sync(void *ctx, double *v, size_t n);
 /* In place, on every rank: *v = the largest *v of the ranks (a flag any rank may raise). */
 int yc_dist_allreduce_max_int(int *v);
 /* bytes of buf from rank `root` to every rank.  Ranks that arrive early wait by polling with

@@ -951,6 +951,14 @@ static int fit_memory(trainer *t)
     t->micro_batch = fit.micro_batch;
     t->go.half = fit.half;
     t->go.recompute = fit.recompute;
+    /* --sync-bn: train.py converts the model to SyncBatchNorm only under DDP */
+    if (o->sync_bn && t->world > 1) {
+        t->go.bn_sync = yc_dist_bn_sync;
+        yc_info("Using SyncBatchNorm()\n");
+    } else if (o->sync_bn) {
+        yc_warn("--sync-bn does nothing in one process: SyncBatchNorm is for runs of several ranks "
+                "(mpirun -np N yolocl train), as in YOLOv5 (only available in DDP mode)");
+    }
     char peak[32];
     yc_info("memory: %s planned peak, %zu bytes (%s)\n",
             yc_format_size(fit.peak_bytes, peak, sizeof peak), fit.peak_bytes, fit.reason);
