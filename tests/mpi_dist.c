@@ -567,6 +567,16 @@ int main(int argc, char **argv)
     test_bcast_model(be);
     test_gradients(be);
     test_sync_bn(be);
+    /* SyncBatchNorm on the OpenCL backend too (its sums read back between the BN kernels), where
+     * this build has OpenCL and a device opens on both ranks */
+    yc_backend *cl = NULL;
+    int have_cl = yc_device_open("opencl:0", 0, false, &cl) == YC_OK, both = have_cl;
+    need(yc_dist_allreduce_max_int(&both), "agreeing on an OpenCL device");
+    if (have_cl && both) {
+        printf("rank %d: SyncBatchNorm on %s\n", yc_dist_rank(), cl->info.name);
+        test_sync_bn(cl);
+    }
+    yc_backend_free(cl);
     test_steps(be);
     if (argc > 2)
         test_resume(be, argv[1], argv[2]);
