@@ -292,6 +292,35 @@ static void test_gradients(yc_backend *be)
           "test cannot tell a sum from no reduction", from_own);
     printf("rank %d: gradients of %zu parameters: summed over 2 ranks vs accumulated in one "
            "process: max |diff| %.3g (largest gradient %.3g)\n", rank, np, err, scale);
+
+    /* the same sum in buckets of 64 KiB started while backward runs (yc_dist_overlap_arm, the
+     * graph's grads_ready hook): the same bits, most buckets started before backward ends */
+    setenv(YC_DIST_BUCKET_ENV, "0.0625", 1);
+    yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .grads_ready = yc_dist_grads_ready};
+    yc_step *hooked = NULL;
+    need(yc_step_new_in(&hooked, m, B / 2, S, S, &lp, &go, NULL), "the hooked training graph");
+    long early0, late0, early1, late1;
+    yc_dist_overlap_stats(&early0, &late0);
+    need(yc_model_zero_grad(m), "zeroing the gradients");
+    need(yc_dist_overlap_arm(m, true), "yc_dist_overlap_arm");
+    half_step(hooked, images, targets, nt, rank * (B / 2), B / 2);
+    need(yc_dist_allreduce_grads(m), "yc_dist_allreduce_grads after an overlapped backward");
+    float *bucketed = read_arena(m, m->grad_buf, np);
+    yc_dist_overlap_stats(&early1, &late1);
+    unsetenv(YC_DIST_BUCKET_ENV);
+    size_t differ = 0;
+    for (size_t i = 0; i < np; i++)
+        differ += memcmp(&bucketed[i], &sum[i], sizeof(float)) != 0;
+    long early = early1 - early0, late = late1 - late0;
+    CHECK(differ == 0, "%zu of %zu gradients summed in buckets during backward differ from the "
+          "sum after it", differ, np);
+    CHECK(early >= 4 && late == 0, "%ld buckets started during backward, %ld after it: expected "
+          "every bucket (at least 4 of 64 KiB in %zu bytes) during", early, late,
+          np * sizeof(float));
+    printf("rank %d: the same sum in %ld buckets started during backward: %zu of %zu values "
+           "differ\n", rank, early, differ, np);
+    free(bucketed);
+    yc_step_free(hooked);
     free(ref);
     free(own);
     free(sum);

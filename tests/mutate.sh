@@ -286,6 +286,11 @@ mut sync_bn_var_without_mean src/backend/backend.c "test_mpi" \
 mut sync_bn_grads_local_sum src/backend/backend.c "test_mpi" \
     'memcpy(sg, v + 1, (size_t)C * sizeof *v);' \
     'memcpy(sg + 1, v + 2, (size_t)(C - 1) * sizeof *v);'
+# gradient buckets (src/train/dist.c): a bucket started one parameter before its last gradient is
+# final (summed while a later op still writes it)
+mut overlap_bucket_early src/train/dist.c "test_mpi" \
+    'if (--ov.left[b] == 0) {' \
+    'if (--ov.left[b] == 1) {'
 mut sync_bn_cl_shift cl/cl_ops.c "test_mpi" \
     'e[1] = ff_of(all * s2[ch] + d * d / all);' \
     'e[1] = ff_of(all * s2[ch]);'

@@ -951,6 +951,9 @@ static int fit_memory(trainer *t)
     t->micro_batch = fit.micro_batch;
     t->go.half = fit.half;
     t->go.recompute = fit.recompute;
+    /* several ranks: the gradients summed in buckets while backward runs (dist.h) */
+    if (t->world > 1)
+        t->go.grads_ready = yc_dist_grads_ready;
     /* --sync-bn: train.py converts the model to SyncBatchNorm only under DDP */
     if (o->sync_bn && t->world > 1) {
         t->go.bn_sync = yc_dist_bn_sync;
@@ -1038,10 +1041,14 @@ static int train_batch(trainer *t, const yc_batch *b, int h, int w, yc_loss_resu
         t->mtargets_cap = (size_t)b->nt * 6;
     }
     memset(res, 0, sizeof *res);
+    /* the gradients are final, and their buckets summed while backward runs, in the last
+     * micro-batch only */
+    bool summed = yc_dist_overlap_armed();
     for (int first = 0; first < b->n && !st; first += micro) {
         int n = b->n - first < micro ? b->n - first : micro;
         int nt = yc_micro_targets(b->targets, b->nt, first, n, t->mtargets);
-        if ((st = step_for(t, n, h, w, &s)))
+        if ((st = step_for(t, n, h, w, &s)) ||
+            (summed && (st = yc_dist_overlap_arm(t->m, first + n >= b->n))))
             break;
         yc_loss_result r;
         s->part = &part;
@@ -1177,7 +1184,8 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             yc_loss_result res;
             yc_step *pending;
             bool step_now = ni - last_opt_step >= accumulate;
-            if ((st = train_batch(t, b, h, w, &res, &pending)) ||
+            if ((t->world > 1 && (st = yc_dist_overlap_arm(m, step_now))) ||
+                (st = train_batch(t, b, h, w, &res, &pending)) ||
                 (step_now && ((t->world > 1 && (st = yc_dist_allreduce_grads(m))) ||
                               (o->quad && (st = quad_scale_grads(m))) ||
                               (st = yc_optim_step(t->opt, MAX_GRAD_NORM)) ||
