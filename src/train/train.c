@@ -949,6 +949,14 @@ static int fit_memory(trainer *t)
     if (o->batch == -1)
         o->batch = t->rank_batch = fit.micro_batch;
     t->micro_batch = fit.micro_batch;
+    /* SyncBatchNorm sums every BatchNorm of every micro-batch over the ranks: they must run the
+     * same micro-batches (each fits its own memory): the smallest */
+    if (o->sync_bn && t->world > 1) {
+        int neg = -(t->micro_batch > 0 ? t->micro_batch : t->rank_batch);
+        if ((st = yc_dist_allreduce_max_int(&neg)))
+            return st;
+        t->micro_batch = -neg;
+    }
     t->go.half = fit.half;
     t->go.recompute = fit.recompute;
     /* several ranks: the gradients summed in buckets while backward runs (dist.h) */
@@ -1738,10 +1746,14 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         yc_dist_stats(&n, &bytes, &secs);
         char sz[32];
         size_t each = n > 0 ? bytes / (size_t)n : 0;
+        long early, late;
+        yc_dist_overlap_stats(&early, &late);
         yc_info("data-parallel: %d ranks, %ld gradient allreduces of %zu bytes (%s) each, %.2f ms "
-                "each on average, %.1f%% of the %.1f s of training\n", t->world, n, each,
+                "each on average, %.1f%% of the %.1f s of training; %ld gradient buckets started "
+                "during backward, %ld after it\n", t->world, n, each,
                 yc_format_size(each, sz, sizeof sz),
-                n > 0 ? 1e3 * secs / (double)n : 0.0, wall > 0 ? 100.0 * secs / wall : 0.0, wall);
+                n > 0 ? 1e3 * secs / (double)n : 0.0, wall > 0 ? 100.0 * secs / wall : 0.0, wall,
+                early, late);
     }
     if (!st && !*interrupted && t->rank == 0) {
         yc_info("\n%d epochs completed in %.3f hours.\n", t->epochs - t->start_epoch,
