@@ -286,8 +286,12 @@ mut sync_bn_var_without_mean src/backend/backend.c "test_mpi" \
 mut sync_bn_grads_local_sum src/backend/backend.c "test_mpi" \
     'memcpy(sg, v + 1, (size_t)C * sizeof *v);' \
     'memcpy(sg + 1, v + 2, (size_t)(C - 1) * sizeof *v);'
-# gradient buckets (src/train/dist.c): a bucket started one parameter before its last gradient is
-# final (summed while a later op still writes it)
+# gradient buckets (src/nn/graph.c, src/train/dist.c): a gradient reported final one op before
+# the op that writes it; a bucket started one parameter before its last gradient is final
+# (summed while a later op still writes it)
+mut grads_ready_before_writer src/nn/graph.c "test_model test_mpi" \
+    'last[g->nodes[i].dst[d].idx] = i - g->nforward + 1;' \
+    'last[g->nodes[i].dst[d].idx] = i - g->nforward;'
 mut overlap_bucket_early src/train/dist.c "test_mpi" \
     'if (--ov.left[b] == 0) {' \
     'if (--ov.left[b] == 1) {'

@@ -133,6 +133,7 @@ gnode yc_graph_node(yc_op_kind kind, const char *name)
     yc_graph_fmt_name(nd.name, sizeof nd.name, "%s", name);
     return nd;
 }
+
 /* The lists of yc_graph_options.grads_ready (g->ready, g->ready_at): each parameter gradient's
  * last backward writer, then the parameters grouped by it. */
 static int build_ready(yc_graph *g)
