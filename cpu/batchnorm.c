@@ -50,7 +50,13 @@
  * gradient cost more than the rest of the backward); nothing of the size of x is ever stored.
  *
  * Threads split channels (evaluation and BN_SILU_APPLY: (image, channel) planes): one parallel
- * region per op, no barrier but its end. */
+ * region per op, no barrier but its end.
+ *
+ * SyncBatchNorm (op.p.bn.sync set, backend.h): the training and backward ops run as two parallel
+ * regions, the per-channel sums of the first (the moments, or the backward's sums of dy and
+ * dy * (x - mean)) summed over the processes between them on the calling thread
+ * (yc_bn_sync_stats, yc_bn_sync_grads), the second normalising or computing dx with the global
+ * values and count; the fused backward computes dz again in its second region. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
