@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "log.h"
 
@@ -130,7 +131,86 @@ static int bn_count_fits(const yc_tensor *x)
     return yc_error_status(YC_EUNSUPPORTED, "opencl: batch norm over more than 2^32 values per channel");
 }
 
-/* BN_TRAIN and BN_SILU_TRAIN: bn_part then bn_train over chunks x channels */
+/* A float-float's value in double. */
+static double ff_double(cl_float2 v)
+{
+    return (double)v.s[0] + (double)v.s[1];
+}
+
+/* A double as a float-float. */
+static cl_float2 ff_of(double d)
+{
+    cl_float2 v;
+    v.s[0] = (float)d;
+    v.s[1] = (float)(d - (double)v.s[0]);
+    return v;
+}
+
+/* SyncBatchNorm between the two launches (batchnorm.cl's head): reads the C channels' chunk sums
+ * (and, forward, the shifts behind them), sums them over the processes (yc_bn_sync_stats or
+ * yc_bn_sync_grads: the per-channel values are small, the read and write are blocking) and
+ * writes the global sums behind the chunks' for the second launch; *total: their count. */
+static int bn_sync(yc_cl_ctx *c, const yc_op *op, cl_mem part, size_t C, unsigned chunks, size_t M,
+                   bool forward, unsigned *total)
+{
+    size_t n = C * chunks * 2 + 2 * C;
+    cl_float2 *h = malloc(n * sizeof *h);
+    double *s1 = malloc(2 * C * sizeof *s1), *s2 = s1 ? s1 + C : NULL;
+    int st = YC_OK;
+    if (!h || !s1) {
+        st = yc_error_status(YC_ENOMEM, "out of memory for the SyncBatchNorm sums of %zu channels", C);
+        goto out;
+    }
+    cl_int err = clEnqueueReadBuffer(c->queue, part, CL_TRUE, 0, n * sizeof *h, h, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        st = yc_cl_fail("clEnqueueReadBuffer (SyncBatchNorm sums)", err);
+        goto out;
+    }
+    for (size_t ch = 0; ch < C; ch++) {
+        double a = 0.0, b = 0.0;
+        for (unsigned g = 0; g < chunks; g++) {
+            a += ff_double(h[(ch * chunks + g) * 2]);
+            b += ff_double(h[(ch * chunks + g) * 2 + 1]);
+        }
+        /* forward: the mean and squared deviations of x from the sums of x - k and (x - k)^2 */
+        s1[ch] = forward ? (double)h[C * chunks * 2 + 2 * ch].s[0] + a / (double)M : a;
+        s2[ch] = forward ? b - a * a / (double)M : b;
+    }
+    double all = 0.0;
+    st = forward ? yc_bn_sync_stats(op, (int)C, (double)M, s1, s2, &all)
+                 : yc_bn_sync_grads(op, (int)C, (double)M, s1, s2, &all);
+    if (st)
+        goto out;
+    if (!(all < (double)UINT_MAX)) {
+        st = yc_error_status(YC_EUNSUPPORTED, "opencl: SyncBatchNorm over more than 2^32 values per "
+                             "channel");
+        goto out;
+    }
+    for (size_t ch = 0; ch < C; ch++) {
+        cl_float2 *e = h + C * chunks * 2 + 2 * ch;
+        if (forward) { /* back to sums of x - k and (x - k)^2 over every process's values */
+            double d = all * (s1[ch] - (double)e[0].s[0]);
+            e[0] = ff_of(d);
+            e[1] = ff_of(all * s2[ch] + d * d / all);
+        } else {
+            e[0] = ff_of(s1[ch]);
+            e[1] = ff_of(s2[ch]);
+        }
+    }
+    size_t off = C * chunks * 2 * sizeof *h;
+    err = clEnqueueWriteBuffer(c->queue, part, CL_TRUE, off, 2 * C * sizeof *h, h + C * chunks * 2,
+                               0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        st = yc_cl_fail("clEnqueueWriteBuffer (SyncBatchNorm sums)", err);
+    *total = (unsigned)all;
+out:
+    free(h);
+    free(s1);
+    return st;
+}
+
+/* BN_TRAIN and BN_SILU_TRAIN: bn_part then bn_train over chunks x channels (SyncBatchNorm's
+ * sums between them) */
 static int bn_train(yc_cl_ctx *c, const yc_op *op)
 {
     const yc_tensor *x = op->src[0];
@@ -144,7 +224,7 @@ static int bn_train(yc_cl_ctx *c, const yc_op *op)
     unsigned chunks, len;
     bn_chunks(c, M, (size_t)x->c, a.local, &chunks, &len);
     cl_mem part = NULL;
-    if ((st = scratch(c, (size_t)x->c * chunks * 2 * sizeof(cl_float2), &part)))
+    if ((st = scratch(c, ((size_t)x->c * chunks * 2 + 2 * (size_t)x->c) * sizeof(cl_float2), &part)))
         return st;
     yc_cl_arg_tensor(&a, x);
     yc_cl_arg_mem(&a, part);
@@ -153,7 +233,10 @@ static int bn_train(yc_cl_ctx *c, const yc_op *op)
     yc_cl_arg_uint(&a, len);
     yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
     size_t groups[2] = {chunks, (size_t)x->c};
-    if ((st = yc_cl_run(&a, 2, groups, true)) || (st = yc_cl_begin(c, YC_K_BN_TRAIN, &a)))
+    unsigned total = (unsigned)M;
+    if ((st = yc_cl_run(&a, 2, groups, true)) ||
+        (op->p.bn.sync && (st = bn_sync(c, op, part, (size_t)x->c, chunks, M, true, &total))) ||
+        (st = yc_cl_begin(c, YC_K_BN_TRAIN, &a)))
         return st;
     float mom = op->p.bn.momentum;
     yc_cl_arg_tensor(&a, x);
@@ -172,6 +255,8 @@ static int bn_train(yc_cl_ctx *c, const yc_op *op)
     yc_cl_arg_float(&a, mom);
     yc_cl_arg_float(&a, (float)(1.0 - (double)mom));
     yc_cl_arg_int(&a, op->kind == YC_OP_BN_SILU_TRAIN);
+    yc_cl_arg_int(&a, op->p.bn.sync != NULL);
+    yc_cl_arg_uint(&a, total);
     return yc_cl_run(&a, 2, groups, true);
 }
 
@@ -227,7 +312,7 @@ static int bn_bwd(yc_cl_ctx *c, const yc_op *op)
     unsigned chunks, len;
     bn_chunks(c, M, (size_t)x->c, a.local, &chunks, &len);
     cl_mem part = NULL;
-    if ((st = scratch(c, (size_t)x->c * chunks * 2 * sizeof(cl_float2), &part)))
+    if ((st = scratch(c, ((size_t)x->c * chunks * 2 + 2 * (size_t)x->c) * sizeof(cl_float2), &part)))
         return st;
     yc_cl_arg_tensor(&a, op->src[0]);
     yc_cl_arg_tensor(&a, x);
@@ -242,7 +327,10 @@ static int bn_bwd(yc_cl_ctx *c, const yc_op *op)
     yc_cl_arg_int(&a, fused);
     yc_cl_arg_local(&a, a.local * sizeof(cl_float2));
     size_t groups[2] = {chunks, (size_t)x->c};
-    if ((st = yc_cl_run(&a, 2, groups, true)) || (st = yc_cl_begin(c, YC_K_BN_BWD, &a)))
+    unsigned total = (unsigned)M;
+    if ((st = yc_cl_run(&a, 2, groups, true)) ||
+        (op->p.bn.sync && (st = bn_sync(c, op, part, (size_t)x->c, chunks, M, false, &total))) ||
+        (st = yc_cl_begin(c, YC_K_BN_BWD, &a)))
         return st;
     yc_cl_arg_tensor(&a, op->src[0]);
     yc_cl_arg_tensor(&a, x);
@@ -259,6 +347,8 @@ static int bn_bwd(yc_cl_ctx *c, const yc_op *op)
     yc_cl_arg_uint(&a, len);
     yc_cl_arg_int(&a, op->accumulate);
     yc_cl_arg_int(&a, fused);
+    yc_cl_arg_int(&a, op->p.bn.sync != NULL);
+    yc_cl_arg_uint(&a, total);
     return yc_cl_run(&a, 2, groups, true);
 }
 

@@ -50,11 +50,19 @@
  * gradient cost more than the rest of the backward); nothing of the size of x is ever stored.
  *
  * Threads split channels (evaluation and BN_SILU_APPLY: (image, channel) planes): one parallel
- * region per op, no barrier but its end. */
+ * region per op, no barrier but its end.
+ *
+ * SyncBatchNorm (op.p.bn.sync set, backend.h): the training and backward ops run as two parallel
+ * regions, the per-channel sums of the first (the moments, or the backward's sums of dy and
+ * dy * (x - mean)) summed over the processes between them on the calling thread
+ * (yc_bn_sync_stats, yc_bn_sync_grads), the second normalising or computing dx with the global
+ * values and count; the fused backward computes dz again in its second region. */
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 
 #include "cpu_ops.h"
+#include "log.h"
 #include "vec16.h"
 
 /* Below this many elements an op runs on one thread. */
@@ -349,18 +357,10 @@ typedef struct chan {
     float mean, scale, beta;
 } chan;
 
-/* Batch statistics of channel c of x (stored as stats = [mean; invstd] and into the running
- * estimates with momentum m: running = (1 - m) * running + m * batch, variance unbiased) and the
- * normalising constants. */
-static chan channel_train(const yc_cpu_args *a, int c)
+/* Moments of channel c of x over its images (block by block, see the header). */
+static moments channel_moments(const yc_hv *x, int c)
 {
-    const yc_hv *x = &a->src[0];
-    const float *gamma = a->src[1].p, *beta = a->src[2].p;
-    float *stats = a->dst[1].p, *rmean = a->dst[2].p, *rvar = a->dst[3].p;
-    int C = x->c;
     size_t hw = (size_t)x->h * x->w;
-    double M = (double)x->n * (double)hw;
-    double eps = a->op->p.bn.eps, mom = a->op->p.bn.momentum;
     float buf[YC_CPU_CHUNK];
     moments mo = {0.0, 0.0, 0.0};
     for (int i = 0; i < x->n; i++)
@@ -368,7 +368,18 @@ static chan channel_train(const yc_cpu_args *a, int c)
             size_t m = hw - k < YC_CPU_CHUNK ? hw - k : YC_CPU_CHUNK;
             block_moments(&mo, yc_hv_read(x, plane(x, i, c, hw) + k, buf, m), m);
         }
-    double mean = mo.mean, var = mo.m2 / M;
+    return mo;
+}
+
+/* Channel c's batch mean and biased variance over M values stored as stats = [mean; invstd] and
+ * into the running estimates with momentum m: running = (1 - m) * running + m * batch, variance
+ * unbiased; the normalising constants. */
+static chan channel_set(const yc_cpu_args *a, int c, double mean, double var, double M)
+{
+    const float *gamma = a->src[1].p, *beta = a->src[2].p;
+    float *stats = a->dst[1].p, *rmean = a->dst[2].p, *rvar = a->dst[3].p;
+    int C = a->src[0].c;
+    double eps = a->op->p.bn.eps, mom = a->op->p.bn.momentum;
     if (var < 0.0) /* rounding, for (nearly) constant channels; NaN stays */
         var = 0.0;
     double invstd = 1.0 / sqrt(var + eps);
@@ -379,39 +390,76 @@ static chan channel_train(const yc_cpu_args *a, int c)
     return (chan){.mean = stats[c], .scale = gamma[c] * stats[C + c], .beta = beta[c]};
 }
 
-/* Training: x (N,C,H,W), gamma, beta (1,C,1,1) -> y (N,C,H,W), stats (2,C,1,1), running_mean and
- * running_var (1,C,1,1) updated.  silu: y = silu(z) (BN_SILU_TRAIN). */
-static void bn_train(const yc_cpu_args *a, int silu)
+/* y = the normalised channel c of x (silu of it when `silu`), over every image. */
+static void channel_normalise(const yc_cpu_args *a, int c, chan ch, int silu)
 {
     const yc_hv *x = &a->src[0], *y = &a->dst[0];
-    int C = x->c;
     size_t hw = (size_t)x->h * x->w, step = step_of(x, y, hw);
-    double M = (double)x->n * (double)hw;
-#pragma omp parallel for num_threads(a->threads) schedule(static) if (M * C > YC_BN_SERIAL_MAX)
-    for (int c = 0; c < C; c++) {
-        chan ch = channel_train(a, c);
-        float xb[YC_CPU_CHUNK], zb[YC_CPU_CHUNK];
-        for (int i = 0; i < x->n; i++)
-            for (size_t k = 0; k < hw; k += step) {
-                size_t m = hw - k < step ? hw - k : step;
-                const float *xp = yc_hv_read(x, plane(x, i, c, hw) + k, xb, m);
-                float *z = y->p16 ? zb : y->p + plane(y, i, c, hw) + k;
-                normalise(z, xp, m, ch.mean, ch.scale, ch.beta, silu);
-                if (y->p16)
-                    yc_hv_store(y, plane(y, i, c, hw) + k, zb, m);
-            }
-    }
+    float xb[YC_CPU_CHUNK], zb[YC_CPU_CHUNK];
+    for (int i = 0; i < x->n; i++)
+        for (size_t k = 0; k < hw; k += step) {
+            size_t m = hw - k < step ? hw - k : step;
+            const float *xp = yc_hv_read(x, plane(x, i, c, hw) + k, xb, m);
+            float *z = y->p16 ? zb : y->p + plane(y, i, c, hw) + k;
+            normalise(z, xp, m, ch.mean, ch.scale, ch.beta, silu);
+            if (y->p16)
+                yc_hv_store(y, plane(y, i, c, hw) + k, zb, m);
+        }
 }
 
-void yc_cpu_bn_train(const yc_cpu_args *a)
+/* SyncBatchNorm's training forward (op.p.bn.sync): every channel's moments over this process's
+ * images in one parallel pass, their sums over the processes (yc_bn_sync_stats, on the calling
+ * thread, between the parallel regions), then the statistics and the output in a second pass. */
+static int bn_train_sync(const yc_cpu_args *a, int silu)
 {
-    bn_train(a, 0);
+    const yc_hv *x = &a->src[0];
+    int C = x->c;
+    double M = (double)x->n * (double)x->h * (double)x->w, total = 0.0;
+    double *mean = malloc(2 * (size_t)C * sizeof *mean), *m2 = mean + C;
+    if (!mean)
+        return yc_error_status(YC_ENOMEM, "out of memory for the statistics of %d channels", C);
+#pragma omp parallel for num_threads(a->threads) schedule(static) if (M * C > YC_BN_SERIAL_MAX)
+    for (int c = 0; c < C; c++) {
+        moments mo = channel_moments(x, c);
+        mean[c] = mo.mean;
+        m2[c] = mo.m2;
+    }
+    int st = yc_bn_sync_stats(a->op, C, M, mean, m2, &total);
+    if (!st) {
+#pragma omp parallel for num_threads(a->threads) schedule(static) if (M * C > YC_BN_SERIAL_MAX)
+        for (int c = 0; c < C; c++)
+            channel_normalise(a, c, channel_set(a, c, mean[c], m2[c], total), silu);
+    }
+    free(mean);
+    return st;
+}
+
+/* Training: x (N,C,H,W), gamma, beta (1,C,1,1) -> y (N,C,H,W), stats (2,C,1,1), running_mean and
+ * running_var (1,C,1,1) updated.  silu: y = silu(z) (BN_SILU_TRAIN). */
+static int bn_train(const yc_cpu_args *a, int silu)
+{
+    if (a->op->p.bn.sync)
+        return bn_train_sync(a, silu);
+    const yc_hv *x = &a->src[0];
+    int C = x->c;
+    double M = (double)x->n * (double)x->h * (double)x->w;
+#pragma omp parallel for num_threads(a->threads) schedule(static) if (M * C > YC_BN_SERIAL_MAX)
+    for (int c = 0; c < C; c++) {
+        moments mo = channel_moments(x, c);
+        channel_normalise(a, c, channel_set(a, c, mo.mean, mo.m2 / M, M), silu);
+    }
+    return YC_OK;
+}
+
+int yc_cpu_bn_train(const yc_cpu_args *a)
+{
+    return bn_train(a, 0);
 }
 
 /* Training, fused with SiLU: a = silu(z), z as yc_cpu_bn_train computes y (never stored). */
-void yc_cpu_bn_silu_train(const yc_cpu_args *a)
+int yc_cpu_bn_silu_train(const yc_cpu_args *a)
 {
-    bn_train(a, 1);
+    return bn_train(a, 1);
 }
 
 /* The output of the fused training forward from x and the statistics it saved:
@@ -475,24 +523,99 @@ void yc_cpu_bn_eval(const yc_cpu_args *a)
  *   dx (=|+=) gamma * invstd * (dy - sum(dy) / M - xhat * sum(dy * xhat) / M)
  * ------------------------------------------------------------------------------------------- */
 
-/* The constants of dx for one channel, once its sums are known; adds to dgamma and dbeta.  The
- * sums sg, sgx are of dy and dy * (x - mean). */
-static bwd_chan bwd_finish(const yc_cpu_args *a, int c, float mean, double invstd, const double *sg,
-                           const double *sgx, double M)
+/* The constants of dx for one channel from its sums over M values, sdy of dy and sdyx of
+ * dy * (x - mean). */
+static bwd_chan bwd_consts(const yc_cpu_args *a, int c, float mean, double invstd, double sdy,
+                           double sdyx, double M)
 {
     const float *gamma = a->src[2].p;
-    float *dgamma = a->dst[1].p, *dbeta = a->dst[2].p;
-    double sdy = lanes_total(sg), sdyx = lanes_total(sgx);
-    dbeta[c] = (float)((double)dbeta[c] + sdy);
-    dgamma[c] = (float)((double)dgamma[c] + sdyx * invstd);
     double k = (double)gamma[c] * invstd;
     return (bwd_chan){
         .mean = mean, .k = (float)k, .mdy = (float)(sdy / M), .kc = (float)(k * sdyx * invstd * invstd / M)};
 }
 
-/* src: dy, x, gamma, stats [mean; invstd];  dst: dx [acc], dgamma, dbeta. */
-void yc_cpu_bn_bwd(const yc_cpu_args *a)
+/* Adds a channel's sums (this process's) to dgamma and dbeta. */
+static void bwd_params(const yc_cpu_args *a, int c, double invstd, double sdy, double sdyx)
 {
+    float *dgamma = a->dst[1].p, *dbeta = a->dst[2].p;
+    dbeta[c] = (float)((double)dbeta[c] + sdy);
+    dgamma[c] = (float)((double)dgamma[c] + sdyx * invstd);
+}
+
+/* The constants of dx for one channel, once its sums are known; adds to dgamma and dbeta.  The
+ * sums sg, sgx are of dy and dy * (x - mean). */
+static bwd_chan bwd_finish(const yc_cpu_args *a, int c, float mean, double invstd, const double *sg,
+                           const double *sgx, double M)
+{
+    double sdy = lanes_total(sg), sdyx = lanes_total(sgx);
+    bwd_params(a, c, invstd, sdy, sdyx);
+    return bwd_consts(a, c, mean, invstd, sdy, sdyx, M);
+}
+
+/* SyncBatchNorm's backward (op.p.bn.sync), BN_BWD and (silu) BN_SILU_BWD: every channel's sums
+ * over this process's images in one parallel pass (dgamma and dbeta get them), their sums over
+ * the processes (yc_bn_sync_grads, between the parallel regions), then dx in a second pass from
+ * the summed sums and the total count; the fused op computes dz again in the second pass (its
+ * per-thread cache holds one channel, and the passes are separate regions). */
+static int bn_bwd_sync(const yc_cpu_args *a, int silu)
+{
+    const yc_hv *dy = &a->src[0], *x = &a->src[1], *dx = &a->dst[0];
+    const float *gamma = a->src[2].p, *beta = silu ? a->src[3].p : NULL;
+    const float *stats = silu ? a->src[4].p : a->src[3].p;
+    int N = x->n, C = x->c, acc = a->op->accumulate;
+    size_t hw = (size_t)x->h * x->w;
+    double M = (double)N * (double)hw, total = 0.0;
+    double *sdy = malloc(2 * (size_t)C * sizeof *sdy), *sdyx = sdy + C;
+    if (!sdy)
+        return yc_error_status(YC_ENOMEM, "out of memory for the gradient sums of %d channels", C);
+#pragma omp parallel for num_threads(a->threads) schedule(static) if (M * C > YC_BN_SERIAL_MAX)
+    for (int c = 0; c < C; c++) {
+        float mean = stats[c], scale = gamma[c] * stats[C + c];
+        double sg[VL] = {0}, sgx[VL] = {0};
+        float xb[YC_CPU_CHUNK], zb[YC_CPU_CHUNK];
+        for (int i = 0; i < N; i++)
+            for (size_t k = 0; k < hw; k += YC_CPU_CHUNK) {
+                size_t m = hw - k < YC_CPU_CHUNK ? hw - k : YC_CPU_CHUNK;
+                const float *xp = yc_hv_read(x, plane(x, i, c, hw) + k, xb, m);
+                const float *g = dy->p + plane(dy, i, c, hw) + k;
+                if (silu)
+                    block_silu_bwd(sg, sgx, zb, g, xp, m, mean, scale, beta[c]);
+                else
+                    block_bwd(sg, sgx, g, xp, m, mean);
+            }
+        sdy[c] = lanes_total(sg);
+        sdyx[c] = lanes_total(sgx);
+        bwd_params(a, c, stats[C + c], sdy[c], sdyx[c]);
+    }
+    int st = yc_bn_sync_grads(a->op, C, M, sdy, sdyx, &total);
+    if (!st) {
+#pragma omp parallel for num_threads(a->threads) schedule(static) if (M * C > YC_BN_SERIAL_MAX)
+        for (int c = 0; c < C; c++) {
+            float mean = stats[c], scale = gamma[c] * stats[C + c];
+            bwd_chan b = bwd_consts(a, c, mean, stats[C + c], sdy[c], sdyx[c], total);
+            float xb[YC_CPU_CHUNK], zb[YC_CPU_CHUNK];
+            for (int i = 0; i < N; i++)
+                for (size_t k = 0; k < hw; k += YC_CPU_CHUNK) {
+                    size_t m = hw - k < YC_CPU_CHUNK ? hw - k : YC_CPU_CHUNK;
+                    const float *xp = yc_hv_read(x, plane(x, i, c, hw) + k, xb, m);
+                    const float *g = dy->p + plane(dy, i, c, hw) + k;
+                    if (silu) {
+                        silu_bwd_of_bn(zb, g, xp, m, mean, scale, beta[c]);
+                        g = zb;
+                    }
+                    bwd_dx(dx->p + plane(dx, i, c, hw) + k, g, xp, m, &b, acc);
+                }
+        }
+    }
+    free(sdy);
+    return st;
+}
+
+/* src: dy, x, gamma, stats [mean; invstd];  dst: dx [acc], dgamma, dbeta. */
+int yc_cpu_bn_bwd(const yc_cpu_args *a)
+{
+    if (a->op->p.bn.sync)
+        return bn_bwd_sync(a, 0);
     const yc_hv *dy = &a->src[0], *x = &a->src[1], *dx = &a->dst[0];
     const float *stats = a->src[3].p;
     int N = x->n, C = x->c, acc = a->op->accumulate;
@@ -517,13 +640,16 @@ void yc_cpu_bn_bwd(const yc_cpu_args *a)
                 bwd_dx(dx->p + plane(dx, i, c, hw) + k, dy->p + plane(dy, i, c, hw) + k, xp, m, &b, acc);
             }
     }
+    return YC_OK;
 }
 
 /* Backward of the fused op.  src: da, x, gamma, beta, stats;  dst: dx [acc], dgamma, dbeta.
  * dz = silu_bwd(da, z) goes to the thread's cache (the first `cap` values of the channel) in the
  * first pass; the second pass reads it from there or computes it again. */
-void yc_cpu_bn_silu_bwd(const yc_cpu_args *a)
+int yc_cpu_bn_silu_bwd(const yc_cpu_args *a)
 {
+    if (a->op->p.bn.sync)
+        return bn_bwd_sync(a, 1);
     const yc_hv *da = &a->src[0], *x = &a->src[1], *dx = &a->dst[0];
     const float *gamma = a->src[2].p, *beta = a->src[3].p, *stats = a->src[4].p;
     int N = x->n, C = x->c, acc = a->op->accumulate;
@@ -563,4 +689,5 @@ void yc_cpu_bn_silu_bwd(const yc_cpu_args *a)
                 }
         }
     }
+    return YC_OK;
 }

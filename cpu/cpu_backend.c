@@ -268,23 +268,19 @@ static int cpu_exec(yc_backend *be, const yc_op *op, yc_span ws)
         yc_cpu_conv2d_bwd_filter(&a);
         break;
     case YC_OP_BN_TRAIN:
-        yc_cpu_bn_train(&a);
-        break;
+        return yc_cpu_bn_train(&a);
     case YC_OP_BN_EVAL:
         yc_cpu_bn_eval(&a);
         break;
     case YC_OP_BN_BWD:
-        yc_cpu_bn_bwd(&a);
-        break;
+        return yc_cpu_bn_bwd(&a);
     case YC_OP_BN_SILU_TRAIN:
-        yc_cpu_bn_silu_train(&a);
-        break;
+        return yc_cpu_bn_silu_train(&a);
     case YC_OP_BN_SILU_APPLY:
         yc_cpu_bn_silu_apply(&a);
         break;
     case YC_OP_BN_SILU_BWD:
-        yc_cpu_bn_silu_bwd(&a);
-        break;
+        return yc_cpu_bn_silu_bwd(&a);
     case YC_OP_SILU:
         yc_cpu_silu_fwd(&a);
         break;

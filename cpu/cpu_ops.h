@@ -171,12 +171,14 @@ void yc_cpu_winograd_bwd_filter(const yc_cpu_args *a);
 /* batchnorm.c: YC_OP_BN_TRAIN, YC_OP_BN_EVAL, YC_OP_BN_BWD, and the fused YC_OP_BN_SILU_TRAIN and
  * YC_OP_BN_SILU_BWD (bit-identical to BN_TRAIN then SILU, and SILU_BWD then BN_BWD, on FP32) and
  * YC_OP_BN_SILU_APPLY (bit-identical to the `a` of BN_SILU_TRAIN, FP16 too, any thread count) */
-void yc_cpu_bn_train(const yc_cpu_args *a);
+/* The training and backward ops return a status: with op.p.bn.sync (SyncBatchNorm) they sum
+ * their per-channel sums over the processes between two parallel passes, which may fail. */
+int yc_cpu_bn_train(const yc_cpu_args *a);
 void yc_cpu_bn_eval(const yc_cpu_args *a);
-void yc_cpu_bn_bwd(const yc_cpu_args *a);
-void yc_cpu_bn_silu_train(const yc_cpu_args *a);
+int yc_cpu_bn_bwd(const yc_cpu_args *a);
+int yc_cpu_bn_silu_train(const yc_cpu_args *a);
 void yc_cpu_bn_silu_apply(const yc_cpu_args *a);
-void yc_cpu_bn_silu_bwd(const yc_cpu_args *a);
+int yc_cpu_bn_silu_bwd(const yc_cpu_args *a);
 /* batchnorm.c: scratch bytes of YC_OP_BN_SILU_BWD run with `threads` threads (a cache of dz) */
 size_t yc_cpu_bn_silu_bwd_workspace(const yc_op *op, int threads);
 

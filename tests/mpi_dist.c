@@ -30,6 +30,7 @@
 
 #include "device.h"
 #include "dist.h"
+#include "graph.h"
 #include "harness.h"
 #include "hyp.h"
 #include "log.h"
@@ -102,6 +103,142 @@ static void half_step(yc_step *s, const float *images, const float *targets, int
           first + n - 1, r.total);
 }
 
+/* Pseudo-random pixels in [0, 1) for n images, from `seed`. */
+static void fill_images(float *images, size_t n, uint64_t seed)
+{
+    uint64_t x = seed;
+    for (size_t i = 0; i < n * 3 * S * S; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        images[i] = (float)(x >> 40) / (float)(1ull << 24);
+    }
+}
+
+/* Largest |a[i] - b[i]| and largest |b[i]| over n values. */
+static void max_diff(const float *a, const float *b, size_t n, double *diff, double *scale)
+{
+    *diff = 0.0;
+    *scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        *diff = fmax(*diff, fabs((double)a[i] - b[i]));
+        *scale = fmax(*scale, fabs((double)b[i]));
+    }
+}
+
+/* What one training pass of a graph leaves: the heads of its images, in level order, the loss
+ * 0.5 * sum of the squared heads (a loss that is a sum over images, unlike YOLOv5's, whose means
+ * over a batch's targets differ between one batch of 4 and two of 2), the running statistics
+ * after the forward and the parameter gradients its backward added (from zero). */
+typedef struct pass {
+    float *heads, *state, *grads;
+    /* elements of each level's head (0 past the last) and of all */
+    size_t level[YC_CFG_MAX_LEVELS], nheads;
+    double loss;
+} pass;
+
+/* One training forward and backward of the tiny model on `n` images from images[first], with
+ * SyncBatchNorm when `sync`; the heads' gradients are the heads (d loss / d head). */
+static pass train_pass(yc_model *m, const float *images, int first, int n, bool sync)
+{
+    yc_graph_options go = {.mode = YC_GRAPH_TRAIN};
+    if (sync)
+        go.bn_sync = yc_dist_bn_sync;
+    yc_graph *g = NULL;
+    need(yc_graph_new_opts(&g, m, n, S, S, &go), "a training graph");
+    need(yc_graph_alloc(g), "a training graph's memory");
+    need(yc_tensor_set_f32(m->be, yc_graph_input(g), images + (size_t)first * 3 * S * S),
+         "the input batch");
+    need(yc_model_zero_grad(m), "zeroing the gradients");
+    need(yc_graph_forward(g), "the forward pass");
+    pass p = {.loss = 0.0};
+    for (int l = 0; l < m->nl; l++)
+        p.nheads += p.level[l] = yc_tensor_elems(yc_graph_head(g, l));
+    if (!(p.heads = malloc(p.nheads * sizeof *p.heads)))
+        yc_dist_abort(1, "out of memory for the heads");
+    size_t at = 0;
+    for (int l = 0; l < m->nl; l++) {
+        const yc_tensor *h = yc_graph_head(g, l);
+        need(yc_tensor_get_f32(m->be, h, p.heads + at), "reading a head");
+        size_t k = yc_tensor_elems(h);
+        for (size_t i = 0; i < k; i++)
+            p.loss += 0.5 * (double)p.heads[at + i] * p.heads[at + i];
+        need(yc_tensor_set_f32(m->be, yc_graph_head_grad(g, l), p.heads + at), "a head gradient");
+        at += k;
+    }
+    p.state = read_arena(m, m->state_buf, m->state_elems);
+    need(yc_graph_backward(g), "the backward pass");
+    p.grads = read_arena(m, m->grad_buf, m->param_elems);
+    yc_graph_free(g);
+    return p;
+}
+
+static void pass_free(pass *p)
+{
+    free(p->heads);
+    free(p->state);
+    free(p->grads);
+}
+
+/* --sync-bn: SyncBatchNorm on 2 ranks x 2 images against BatchNorm in one process on the same
+ * 4 images: the heads (every BatchNorm's output feeds them), the running statistics, the loss
+ * and the gradients summed over the ranks equal the one process's within float tolerance; and
+ * without SyncBatchNorm they do not (each rank normalises its own 2 images). */
+static void test_sync_bn(yc_backend *be)
+{
+    int rank = yc_dist_rank();
+    float *images = malloc((size_t)B * 3 * S * S * sizeof *images);
+    if (!images)
+        yc_dist_abort(1, "out of memory for the test images");
+    fill_images(images, B, 99);
+    yc_model *m = tiny_model(be, 13);
+    pass ref = train_pass(m, images, 0, B, false);
+    yc_model_free(m);
+    for (int sync = 1; sync >= 0; sync--) {
+        m = tiny_model(be, 13);
+        pass p = train_pass(m, images, rank * (B / 2), B / 2, sync);
+        size_t nstate = m->state_elems, np = m->param_elems;
+        yc_model_free(m);
+        /* the heads: level by level, the rank's images are its half of the reference's */
+        double hd = 0.0, hs = 0.0, d, sc;
+        size_t at = 0, ref_at = 0;
+        for (int l = 0; l < YC_CFG_MAX_LEVELS && p.level[l]; l++) {
+            max_diff(p.heads + at, ref.heads + ref_at + (size_t)rank * p.level[l], p.level[l], &d,
+                     &sc);
+            hd = fmax(hd, d);
+            hs = fmax(hs, sc);
+            at += p.level[l];
+            ref_at += 2 * p.level[l];
+        }
+        double sd, ss, gd, gs;
+        max_diff(p.state, ref.state, nstate, &sd, &ss);
+        float loss = (float)p.loss;
+        need(yc_dist_allreduce_sum_f32(&loss, 1), "the sum of the losses");
+        need(yc_dist_allreduce_sum_f32(p.grads, np), "the sum of the gradients");
+        max_diff(p.grads, ref.grads, np, &gd, &gs);
+        double ld = fabs((double)loss - ref.loss);
+        const char *name = sync ? "SyncBatchNorm on 2 ranks x 2" : "BatchNorm on 2 ranks x 2";
+        printf("rank %d: %s vs BatchNorm on 1 x 4: heads max |diff| %.3g (largest %.3g), running "
+               "statistics %.3g (%.3g), loss %.7g vs %.7g, summed gradients %.3g (%.3g)\n", rank,
+               name, hd, hs, sd, ss, (double)loss, ref.loss, gd, gs);
+        CHECK(hs > 0 && gs > 0 && isfinite(hs + gs), "all-zero or non-finite heads or gradients");
+        if (sync) {
+            CHECK(hd <= 1e-4 * hs, "%s: the heads differ by %g (largest %g)", name, hd, hs);
+            CHECK(sd <= 1e-5 * ss, "%s: the running statistics differ by %g (largest %g)", name,
+                  sd, ss);
+            CHECK(ld <= 1e-5 * ref.loss, "%s: loss %.9g, one process %.9g", name, (double)loss,
+                  ref.loss);
+            CHECK(gd <= 1e-4 * gs, "%s: the summed gradients differ by %g (largest %g)", name, gd,
+                  gs);
+        } else {
+            CHECK(hd > 1e-2 * hs && sd > 1e-3 * ss && gd > 1e-2 * gs,
+                  "%s: heads %g, statistics %g and gradients %g from one process's: the test "
+                  "cannot tell SyncBatchNorm from none", name, hd, sd, gd);
+        }
+        pass_free(&p);
+    }
+    pass_free(&ref);
+    free(images);
+}
+
 static void test_gradients(yc_backend *be)
 {
     int rank = yc_dist_rank();
@@ -155,6 +292,35 @@ static void test_gradients(yc_backend *be)
           "test cannot tell a sum from no reduction", from_own);
     printf("rank %d: gradients of %zu parameters: summed over 2 ranks vs accumulated in one "
            "process: max |diff| %.3g (largest gradient %.3g)\n", rank, np, err, scale);
+
+    /* the same sum in buckets of 64 KiB started while backward runs (yc_dist_overlap_arm, the
+     * graph's grads_ready hook): the same bits, most buckets started before backward ends */
+    setenv(YC_DIST_BUCKET_ENV, "0.0625", 1);
+    yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .grads_ready = yc_dist_grads_ready};
+    yc_step *hooked = NULL;
+    need(yc_step_new_in(&hooked, m, B / 2, S, S, &lp, &go, NULL), "the hooked training graph");
+    long early0, late0, early1, late1;
+    yc_dist_overlap_stats(&early0, &late0);
+    need(yc_model_zero_grad(m), "zeroing the gradients");
+    need(yc_dist_overlap_arm(m, true), "yc_dist_overlap_arm");
+    half_step(hooked, images, targets, nt, rank * (B / 2), B / 2);
+    need(yc_dist_allreduce_grads(m), "yc_dist_allreduce_grads after an overlapped backward");
+    float *bucketed = read_arena(m, m->grad_buf, np);
+    yc_dist_overlap_stats(&early1, &late1);
+    unsetenv(YC_DIST_BUCKET_ENV);
+    size_t differ = 0;
+    for (size_t i = 0; i < np; i++)
+        differ += memcmp(&bucketed[i], &sum[i], sizeof(float)) != 0;
+    long early = early1 - early0, late = late1 - late0;
+    CHECK(differ == 0, "%zu of %zu gradients summed in buckets during backward differ from the "
+          "sum after it", differ, np);
+    CHECK(early >= 4 && late == 0, "%ld buckets started during backward, %ld after it: expected "
+          "every bucket (at least 4 of 64 KiB in %zu bytes) during", early, late,
+          np * sizeof(float));
+    printf("rank %d: the same sum in %ld buckets started during backward: %zu of %zu values "
+           "differ\n", rank, early, differ, np);
+    free(bucketed);
+    yc_step_free(hooked);
     free(ref);
     free(own);
     free(sum);
@@ -163,15 +329,6 @@ static void test_gradients(yc_backend *be)
     yc_model_free(m);
 }
 
-/* Pseudo-random pixels in [0, 1) for n images, from `seed`. */
-static void fill_images(float *images, size_t n, uint64_t seed)
-{
-    uint64_t x = seed;
-    for (size_t i = 0; i < n * 3 * S * S; i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        images[i] = (float)(x >> 40) / (float)(1ull << 24);
-    }
-}
 
 /* 2 ranks x batch 4 against 1 process accumulating 2 micro-batches of 4, for STEPS optimizer
  * steps of SGD with YOLOv5's hyperparameters and gradient clipping. */
@@ -438,6 +595,17 @@ int main(int argc, char **argv)
     test_collectives();
     test_bcast_model(be);
     test_gradients(be);
+    test_sync_bn(be);
+    /* SyncBatchNorm on the OpenCL backend too (its sums read back between the BN kernels), where
+     * this build has OpenCL and a device opens on both ranks */
+    yc_backend *cl = NULL;
+    int have_cl = yc_device_open("opencl:0", 0, false, &cl) == YC_OK, both = have_cl;
+    need(yc_dist_allreduce_max_int(&both), "agreeing on an OpenCL device");
+    if (have_cl && both) {
+        printf("rank %d: SyncBatchNorm on %s\n", yc_dist_rank(), cl->info.name);
+        test_sync_bn(cl);
+    }
+    yc_backend_free(cl);
     test_steps(be);
     if (argc > 2)
         test_resume(be, argv[1], argv[2]);

@@ -343,6 +343,29 @@ mut mpi_threads_all_cores src/train/train.c "test_mpi" \
     'int cores = yc_physical_cores() / per_node;' \
     'int cores = yc_physical_cores();'
 
+# SyncBatchNorm (src/backend/backend.c, cl/cl_ops.c): the summed second moments lose the means'
+# part (a wrong global variance); the backward keeps this rank's sum of dy (dx from a local sum and
+# the global count); OpenCL writes the global sums back without the shift's term (caught where an
+# OpenCL device is there: PoCL here)
+mut sync_bn_var_without_mean src/backend/backend.c "test_mpi" \
+    'v[1 + C + c] = m2[c] + n * mean[c] * mean[c];' \
+    'v[1 + C + c] = m2[c] + n * mean[c];'
+mut sync_bn_grads_local_sum src/backend/backend.c "test_mpi" \
+    'memcpy(sg, v + 1, (size_t)C * sizeof *v);' \
+    'memcpy(sg + 1, v + 2, (size_t)(C - 1) * sizeof *v);'
+# gradient buckets (src/nn/graph.c, src/train/dist.c): a gradient reported final one op before
+# the op that writes it; a bucket started one parameter before its last gradient is final
+# (summed while a later op still writes it)
+mut grads_ready_before_writer src/nn/graph.c "test_model test_mpi" \
+    'last[g->nodes[i].dst[d].idx] = i - g->nforward + 1;' \
+    'last[g->nodes[i].dst[d].idx] = i - g->nforward;'
+mut overlap_bucket_early src/train/dist.c "test_mpi" \
+    'if (--ov.left[b] == 0) {' \
+    'if (--ov.left[b] == 1) {'
+mut sync_bn_cl_shift cl/cl_ops.c "test_mpi" \
+    'e[1] = ff_of(all * s2[ch] + d * d / all);' \
+    'e[1] = ff_of(all * s2[ch]);'
+
 # ------------------------------------------------------------------------------------------------
 
 selected=()

@@ -701,6 +701,90 @@ START_TEST(fused_classifier_matches_unfused)
 }
 END_TEST
 
+/* ---- yc_graph_options.grads_ready -------------------------------------------------------- */
+
+/* What the hook was told: the call number at which each parameter was reported (-1: never) and
+ * how often it was, and the calls made. */
+typedef struct ready_log {
+    int *call, *times;
+    int calls;
+} ready_log;
+
+static int log_ready(void *ctx, const int *params, int n)
+{
+    ready_log *r = ctx;
+    for (int i = 0; i < n; i++) {
+        r->call[params[i]] = r->calls;
+        r->times[params[i]]++;
+    }
+    r->calls++;
+    return YC_OK;
+}
+
+/* A backward pass tells the hook every parameter once, before its first call for the unwritten
+ * ones and after each op otherwise: after the last op that writes its gradient, which no later op
+ * writes (what summing a bucket while backward runs relies on); and a second backward does the
+ * same. */
+START_TEST(grads_ready_reports_each_gradient_after_its_last_writer)
+{
+    yc_backend *be = NULL;
+    yc_harness_cpu(&be, 2);
+    yc_model *m = load_model("yolov5n", 3);
+    ck_assert_int_eq(yc_model_alloc(m, be), YC_OK);
+    ck_assert_int_eq(yc_model_init_weights(m, 9), YC_OK);
+    ready_log r = {calloc((size_t)m->nparams, sizeof(int)), calloc((size_t)m->nparams, sizeof(int)),
+                   0};
+    ck_assert(r.call && r.times);
+    yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .grads_ready = log_ready, .grads_ready_ctx = &r};
+    yc_graph *g = NULL;
+    ck_assert_msg(yc_graph_new_opts(&g, m, 1, 64, 64, &go) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_graph_alloc(g) == YC_OK, "%s", yc_last_error());
+    const yc_tensor *in = yc_graph_input(g);
+    size_t n = yc_tensor_elems(in), most = n;
+    for (int l = 0; l < m->nl; l++)
+        if (yc_tensor_elems(yc_graph_head_grad(g, l)) > most)
+            most = yc_tensor_elems(yc_graph_head_grad(g, l));
+    float *buf = malloc(most * sizeof *buf);
+    ck_assert(buf);
+    for (size_t i = 0; i < most; i++)
+        buf[i] = (float)(i % 7) * 0.01f;
+    ck_assert_int_eq(yc_tensor_set_f32(be, in, buf), YC_OK);
+    int nf = yc_graph_nforward(g), nops = yc_graph_nops(g);
+    for (int pass = 0; pass < 2; pass++) {
+        r.calls = 0;
+        for (int p = 0; p < m->nparams; p++)
+            r.call[p] = -1, r.times[p] = 0;
+        ck_assert_msg(yc_graph_forward(g) == YC_OK, "%s", yc_last_error());
+        ck_assert_int_eq(r.calls, 0); /* forward tells nothing */
+        for (int l = 0; l < m->nl; l++)
+            ck_assert_int_eq(yc_tensor_set_f32(be, yc_graph_head_grad(g, l), buf), YC_OK);
+        ck_assert_msg(yc_graph_backward(g) == YC_OK, "%s", yc_last_error());
+        ck_assert_int_eq(r.calls, nops - nf + 1);
+        for (int p = 0; p < m->nparams; p++) {
+            const yc_tensor *gt = &m->params[p].grad;
+            ck_assert_msg(r.times[p] == 1, "%s told %d times", m->params[p].name, r.times[p]);
+            /* call k >= 1 follows op nf + k - 1: that op writes the gradient, no later one does */
+            int last = -1;
+            for (int i = nf; i < nops; i++) {
+                const yc_op *op = yc_graph_op(g, i);
+                for (int d = 0; d < YC_OP_MAX_DST; d++)
+                    if (op->dst[d] && op->dst[d]->buf == gt->buf && op->dst[d]->offset == gt->offset)
+                        last = i;
+            }
+            ck_assert_msg(r.call[p] == (last < 0 ? 0 : last - nf + 1),
+                          "%s told at call %d, its gradient last written by op %d (backward from %d)",
+                          m->params[p].name, r.call[p], last, nf);
+        }
+    }
+    free(buf);
+    free(r.call);
+    free(r.times);
+    yc_graph_free(g);
+    yc_model_free(m);
+    yc_backend_free(be);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("model");
@@ -724,6 +808,7 @@ static Suite *suite(void)
     tcase_add_test(tc, chunked_training_plan_is_deterministic);
     tcase_add_loop_test(tc, fused_model_matches_unfused, 0, 2);
     tcase_add_test(tc, fused_classifier_matches_unfused);
+    tcase_add_test(tc, grads_ready_reports_each_gradient_after_its_last_writer);
     suite_add_tcase(s, tc);
     return s;
 }

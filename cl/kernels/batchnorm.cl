@@ -11,6 +11,13 @@
  * which keeps the variance free of cancellation.  The chunks' sums live in the backend's
  * reduction scratch.
  *
+ * SyncBatchNorm (the host's op.p.bn.sync, cl_ops.c): after the first launch the host reads the
+ * chunks' sums, sums them over the processes and writes the global sums behind the chunks'
+ * (2 float2 per channel at part[C*chunks*2 + 2c]: sum (x - k) and sum (x - k)^2 with this
+ * process's shift k, which bn_part leaves there, or sum g and sum g*xc); the second launch, with
+ * `sync` set, reads those and divides by the total count `Mstat`, while dgamma and dbeta still
+ * get this process's chunks' sums.
+ *
  * Normalising uses the statistics as saved (FP32 mean and invstd: what the backward pass reads),
  * as the CPU backend does: z = (x - mean) * (gamma * invstd) + beta evaluated in float-float and
  * rounded once (the CPU evaluates it exactly in double and rounds once: the same bits but for
@@ -75,16 +82,24 @@ __kernel void bn_part(TENSOR(x), __global float2 *part, uint N, uint HW, uint le
     if (lid == 0) {
         part[(c * chunks + g) * 2] = s1;
         part[(c * chunks + g) * 2 + 1] = s2;
+        if (g == 0) /* the shift, for SyncBatchNorm's host */
+            part[get_num_groups(1) * chunks * 2 + 2 * c] = (float2)(k, 0.0f);
     }
 }
 
 /* The channel's statistics from its chunks' sums, in chunk order (every work-group of the
- * channel computes the same bits): mean, biased and unbiased variance. */
-void bn_finish(__global const float2 *part, uint c, uint chunks, uint M, float k, float *mean,
-               float *var, float *var_unbiased)
+ * channel computes the same bits), or from the global sums behind them (sync): mean, biased and
+ * unbiased variance over M values. */
+void bn_finish(__global const float2 *part, uint c, uint chunks, uint M, float k, int sync,
+               float *mean, float *var, float *var_unbiased)
 {
     float2 s1 = (float2)(0.0f, 0.0f), s2 = s1;
-    for (uint g = 0; g < chunks; g++) {
+    if (sync) {
+        uint e = get_num_groups(1) * chunks * 2 + 2 * c;
+        s1 = part[e];
+        s2 = part[e + 1];
+    }
+    for (uint g = 0; g < chunks && !sync; g++) {
         s1 = ff_add2(s1, part[(c * chunks + g) * 2]);
         s2 = ff_add2(s2, part[(c * chunks + g) * 2 + 1]);
     }
@@ -101,15 +116,16 @@ void bn_finish(__global const float2 *part, uint c, uint chunks, uint M, float k
 /* Training forward, second launch (the same grid as bn_part): stats = [mean; invstd] and the
  * running estimates with momentum (unbiased variance) written by the channel's first
  * work-group, y = bn_apply(x) or silu of it over the work-group's chunk.  omm = 1 - momentum
- * (rounded once on the host). */
+ * (rounded once on the host).  sync: the statistics of the global sums over Mstat values (see the
+ * head). */
 __kernel void bn_train(TENSOR(x), TENSOR(y), PARAM(gamma), PARAM(beta), PARAM(stats), PARAM(rmean),
                        PARAM(rvar), __global const float2 *part, uint N, uint C, uint HW,
-                       uint len, float eps, float mom, float omm, int silu)
+                       uint len, float eps, float mom, float omm, int silu, int sync, uint Mstat)
 {
     uint g = get_group_id(0), c = get_group_id(1), chunks = get_num_groups(0);
     uint lid = get_local_id(0), L = get_local_size(0), M = N * HW, base = c * HW;
     float mean, var, var_unbiased;
-    bn_finish(part, c, chunks, M, LD(x, 0, base), &mean, &var, &var_unbiased);
+    bn_finish(part, c, chunks, Mstat, LD(x, 0, base), sync, &mean, &var, &var_unbiased);
     float invstd = 1.0f / sqrt(var + eps);
     if (g == 0 && lid == 0) {
         P(stats)[c] = mean;
@@ -191,10 +207,11 @@ __kernel void bn_bwd_part(TENSOR(dy), TENSOR(x), PARAM(gamma), PARAM(beta), PARA
 
 /* Backward, second launch: the chunks' sums added in chunk order, then
  *   dbeta += sum g;  dgamma += invstd * sum g*xc  (the channel's first work-group)
- *   dx (=|+=) gamma*invstd * (g - sum(g)/M - xc * invstd^2 * sum(g*xc)/M)  (every chunk) */
+ *   dx (=|+=) gamma*invstd * (g - sum(g)/M - xc * invstd^2 * sum(g*xc)/M)  (every chunk)
+ * sync: dx from the global sums and their count Mstat instead (see the head). */
 __kernel void bn_bwd(TENSOR(dy), TENSOR(x), PARAM(gamma), PARAM(beta), PARAM(stats), TENSOR(dx),
                      PARAM(dgamma), PARAM(dbeta), __global const float2 *part, uint N, uint C,
-                     uint HW, uint len, int acc, int silu)
+                     uint HW, uint len, int acc, int silu, int sync, uint Mstat)
 {
     uint g = get_group_id(0), c = get_group_id(1), chunks = get_num_groups(0);
     uint lid = get_local_id(0), L = get_local_size(0), M = N * HW, base = c * HW;
@@ -210,8 +227,12 @@ __kernel void bn_bwd(TENSOR(dy), TENSOR(x), PARAM(gamma), PARAM(beta), PARAM(sta
         P(dbeta)[c] = ff_value(ff_add(sg, P(dbeta)[c]));
         P(dgamma)[c] = ff_value(ff_add(ff_mul(sgx, invstd), P(dgamma)[c]));
     }
-    float k = scale.x, mg = ff_value(ff_div_count(sg, M));
-    float coef = ff_value(ff_div_count(sgx, M)) * invstd * invstd;
+    if (sync) {
+        sg = part[C * chunks * 2 + 2 * c];
+        sgx = part[C * chunks * 2 + 2 * c + 1];
+    }
+    float k = scale.x, mg = ff_value(ff_div_count(sg, Mstat));
+    float coef = ff_value(ff_div_count(sgx, Mstat)) * invstd * invstd;
     BN_CHUNK(g, len, M, HW, n0, j0, count);
     uint n = n0, j = j0;
     BN_NEXT(n, j, lid, HW);

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "half.h"
 #include "log.h"
@@ -203,4 +204,61 @@ int yc_tensor_set_u8_scaled(yc_backend *be, const yc_tensor *t, const uint8_t *s
     rc = yc_tensor_set_f32(be, t, tmp);
     free(tmp);
     return rc;
+}
+
+/* ---- SyncBatchNorm ----------------------------------------------------------------------- */
+
+/* Sums v[0 .. 2C] over the processes through op->p.bn.sync, naming the op when it fails. */
+static int bn_sync(const yc_op *op, double *v, int C)
+{
+    int st = op->p.bn.sync(op->p.bn.sync_ctx, v, 1 + 2 * (size_t)C);
+    if (st)
+        return yc_error_context(st, "SyncBatchNorm of %s", op->name ? op->name : "a BatchNorm");
+    if (!(v[0] > 0.0))
+        return yc_error_status(YC_ERR, "SyncBatchNorm of %s: the processes hold %g values per "
+                               "channel in all", op->name ? op->name : "a BatchNorm", v[0]);
+    return YC_OK;
+}
+
+int yc_bn_sync_stats(const yc_op *op, int C, double n, double *mean, double *m2, double *total)
+{
+    double *v = malloc((1 + 2 * (size_t)C) * sizeof *v);
+    if (!v)
+        return yc_error_status(YC_ENOMEM, "out of memory for the SyncBatchNorm sums of %d channels",
+                               C);
+    v[0] = n;
+    for (int c = 0; c < C; c++) {
+        v[1 + c] = n * mean[c];
+        v[1 + C + c] = m2[c] + n * mean[c] * mean[c];
+    }
+    int st = bn_sync(op, v, C);
+    if (!st) {
+        *total = v[0];
+        for (int c = 0; c < C; c++) {
+            double mu = v[1 + c] / v[0], var = v[1 + C + c] / v[0] - mu * mu;
+            mean[c] = mu;
+            m2[c] = var < 0.0 ? 0.0 : var; /* rounding, for (nearly) constant channels; NaN stays */
+        }
+    }
+    free(v);
+    return st;
+}
+
+int yc_bn_sync_grads(const yc_op *op, int C, double n, double *sg, double *sgx, double *total)
+{
+    double *v = malloc((1 + 2 * (size_t)C) * sizeof *v);
+    if (!v)
+        return yc_error_status(YC_ENOMEM, "out of memory for the SyncBatchNorm sums of %d channels",
+                               C);
+    v[0] = n;
+    memcpy(v + 1, sg, (size_t)C * sizeof *v);
+    memcpy(v + 1 + C, sgx, (size_t)C * sizeof *v);
+    int st = bn_sync(op, v, C);
+    if (!st) {
+        *total = v[0];
+        memcpy(sg, v + 1, (size_t)C * sizeof *v);
+        memcpy(sgx, v + 1 + C, (size_t)C * sizeof *v);
+    }
+    free(v);
+    return st;
 }

@@ -136,6 +136,12 @@ typedef enum yc_op_kind {
 #define YC_OP_MAX_SRC 5
 #define YC_OP_MAX_DST 4
 
+/* A sum over the processes of a data-parallel run (SyncBatchNorm, src/train/dist.c implements it
+ * with MPI): v[i] = the sum over every process of its v[i], for i < n, in place, on every process;
+ * the same call, with the same n, must be made by every process.  ctx is the pointer given with
+ * it.  Returns a status (log.h) with a message naming what failed. */
+typedef int (*yc_bn_sync_fn)(void *ctx, double *v, size_t n);
+
 typedef struct yc_op {
     /* what to compute (roles of src/dst are listed at yc_op_kind) */
     yc_op_kind kind;
@@ -150,8 +156,17 @@ typedef struct yc_op {
         /* YC_OP_CONV2D* */
         struct { int kh, kw, stride_h, stride_w, pad_h, pad_w, groups, silu, frozen; } conv;
         /* YC_OP_BN_*; silu (YC_OP_BN_EVAL only): the output is silu of the normalised value, the
-         * evaluation graph's BatchNorm + SiLU in one pass */
-        struct { float eps, momentum; int silu; } bn;
+         * evaluation graph's BatchNorm + SiLU in one pass.  sync (YC_OP_BN_TRAIN,
+         * YC_OP_BN_SILU_TRAIN, YC_OP_BN_BWD, YC_OP_BN_SILU_BWD; NULL: none), SyncBatchNorm as
+         * torch.nn.SyncBatchNorm computes it: the op computes its per-channel sums over its own
+         * images, calls sync(sync_ctx, ...) once to sum them over the processes
+         * (yc_bn_sync_stats_pack and yc_bn_sync_grads_pack below say what it sums), then
+         * normalises with the statistics of every process's images (the running estimates too,
+         * unbiased over the total count), and in backward computes dx from the summed sums of
+         * dy and dy * xhat and the total count; dgamma and dbeta get this process's own sums
+         * (the gradient allreduce adds the processes' parts afterwards, as DDP does).  A failed
+         * sync is the op's status. */
+        struct { float eps, momentum; int silu; yc_bn_sync_fn sync; void *sync_ctx; } bn;
         /* YC_OP_MAXPOOL* */
         struct { int k, stride, pad; } pool;
         /* YC_OP_UPSAMPLE* */
@@ -191,6 +206,21 @@ static inline uint32_t yc_dropout_hash(uint32_t seed, uint32_t index)
 /* Sets op->p.drop for dropout probability p in [0, 1) and a seed: threshold = min(p * 2^32,
  * 2^32 - 1) and scale = 1 / (1 - p) in float. */
 void yc_dropout_params(yc_op *op, double p, uint32_t seed);
+
+/* SyncBatchNorm's two sums over the processes (backend.c), for the backends' BN ops with
+ * p.bn.sync set; each calls op->p.bn.sync once, with 1 + 2*C doubles.
+ *
+ * Forward: in, this process's statistics of each channel c < C over its n values: mean[c] and
+ * m2[c], the sum of squared deviations from it; out, in place, the mean and the biased variance
+ * over every process's values, and *total their count.  Summed are n, n*mean and
+ * m2 + n*mean^2 in double (the variance as E[x^2] - mean^2 in double: its relative error is
+ * about 1e-16 * mean^2 / var; torch.nn.SyncBatchNorm merges the gathered means and variances
+ * instead, the same within float rounding). */
+int yc_bn_sync_stats(const yc_op *op, int C, double n, double *mean, double *m2, double *total);
+/* Backward: in, this process's sums of each channel c < C over its n values, sg[c] of the
+ * incoming gradient g and sgx[c] of g * (x - mean) (mean: the forward's global one); out, in
+ * place, their sums over the processes, and *total the count of every process's values. */
+int yc_bn_sync_grads(const yc_op *op, int C, double n, double *sg, double *sgx, double *total);
 
 /* Name of an op kind ("conv2d", "bn_bwd", ...). */
 const char *yc_op_kind_name(yc_op_kind kind);

@@ -79,6 +79,9 @@ static const yc_option rows[] = {
     SAVED(YC_OPT_T_BOOL, 0, "quad", NULL, "quad",
           "quad batches: each 4 images become one of twice the size\n"
           "(2x2 tiles or the first enlarged), gradients x4"),
+    SAVED(YC_OPT_T_BOOL, 0, "sync-bn", NULL, "sync_bn",
+          "SyncBatchNorm: BatchNorm statistics over every rank's\n"
+          "images (only under mpirun with several ranks)"),
     SAVED(YC_OPT_T_BOOL, 0, "single-cls", NULL, "single_cls",
           "train multi-class data as one class"),
     {.type = YC_OPT_T_ENUM, .name = "optimizer", .metavar = "NAME", .key = "optimizer",

@@ -133,6 +133,45 @@ gnode yc_graph_node(yc_op_kind kind, const char *name)
     yc_graph_fmt_name(nd.name, sizeof nd.name, "%s", name);
     return nd;
 }
+
+/* The lists of yc_graph_options.grads_ready (g->ready, g->ready_at): each parameter gradient's
+ * last backward writer, then the parameters grouped by it. */
+static int build_ready(yc_graph *g)
+{
+    /* list 0: the unwritten parameters; list k >= 1: those final after node nforward + k - 1 (the
+     * backward ops are nodes nforward .. nn - 1) */
+    int np = g->m->nparams, nb = g->nn - g->nforward;
+    int *last = yc_malloc((size_t)(np ? np : 1) * sizeof *last, "graph");
+    g->ready = yc_malloc((size_t)(np ? np : 1) * sizeof *g->ready, "graph");
+    g->ready_at = yc_calloc((size_t)nb + 2, sizeof *g->ready_at, "graph");
+    if (!last || !g->ready || !g->ready_at) {
+        free(last);
+        return YC_ENOMEM;
+    }
+    for (int p = 0; p < np; p++)
+        last[p] = 0;
+    for (int i = g->nforward; i < g->nn; i++)
+        for (int d = 0; d < YC_OP_MAX_DST; d++)
+            if (g->nodes[i].dst[d].kind == REF_PARAM_GRAD)
+                last[g->nodes[i].dst[d].idx] = i - g->nforward + 1;
+    /* counting sort by list: ready_at[k + 1] counts list k first, then becomes its end */
+    for (int p = 0; p < np; p++)
+        g->ready_at[last[p] + 1]++;
+    for (int k = 0; k <= nb; k++)
+        g->ready_at[k + 1] += g->ready_at[k];
+    int *fill = yc_malloc(((size_t)nb + 1) * sizeof *fill, "graph");
+    if (!fill) {
+        free(last);
+        return YC_ENOMEM;
+    }
+    memcpy(fill, g->ready_at, ((size_t)nb + 1) * sizeof *fill);
+    for (int p = 0; p < np; p++)
+        g->ready[fill[last[p]]++] = p;
+    free(fill);
+    free(last);
+    return YC_OK;
+}
+
 int yc_graph_new(yc_graph **out, yc_model *m, int batch, int h, int w, yc_graph_mode mode)
 {
     yc_graph_options opt = {.mode = mode};
@@ -178,6 +217,8 @@ int yc_graph_new_opts(yc_graph **out, yc_model *m, int batch, int h, int w,
     yc_graph_resolve_ops(g);
     if ((status = yc_graph_build_plan(g)))
         goto fail;
+    if (mode == YC_GRAPH_TRAIN && opt->grads_ready && (status = build_ready(g)))
+        goto fail;
     *out = g;
     return YC_OK;
 fail:
@@ -201,6 +242,8 @@ void yc_graph_free(yc_graph *g)
     free(g->block_of);
     free(g->plan.blocks);
     free(g->op_seconds);
+    free(g->ready);
+    free(g->ready_at);
     free(g);
 }
 
@@ -238,6 +281,12 @@ static int run(yc_graph *g, int from, int to)
     int status;
     if (prof && (status = be->iface->synchronize(be)))
         return status;
+    /* the backward's gradients as they become final (yc_graph_options.grads_ready) */
+    yc_grads_ready_fn ready = to > g->nforward ? g->opt.grads_ready : NULL;
+    void *rctx = g->opt.grads_ready_ctx;
+    const int *rl = g->ready, *at = g->ready_at;
+    if (ready && (status = ready(rctx, rl, at[0])))
+        return status;
     for (int i = from; i < to; i++) {
         double t0 = prof ? yc_now() : 0.0;
         status = yc_backend_exec(be, &g->nodes[i].op, ws);
@@ -246,6 +295,9 @@ static int run(yc_graph *g, int from, int to)
         if (status)
             return yc_error_context(status, "%s (%s)", yc_op_kind_name(g->nodes[i].op.kind),
                                     g->nodes[i].name);
+        int k = i - g->nforward + 1;
+        if (ready && k > 0 && (status = ready(rctx, rl + at[k], at[k + 1] - at[k])))
+            return status;
     }
     return YC_OK;
 }

@@ -29,6 +29,15 @@ typedef enum yc_graph_mode {
 
 typedef struct yc_graph yc_graph;
 
+/* Told during a training graph's backward which parameters' gradients are final (no later op of
+ * this backward writes them): the model's parameter indices params[0 .. n-1].  Called once before
+ * the first backward op with the parameters no op writes (frozen ones), then once after each
+ * backward op has been submitted, n possibly 0 (so the callee may progress its own work between
+ * ops).  On a backend whose ops run asynchronously (OpenCL) "submitted" is not "done": the callee
+ * must wait for the device before reading.  A non-zero status stops the backward and is its
+ * status. */
+typedef int (*yc_grads_ready_fn)(void *ctx, const int *params, int n);
+
 /* How a schedule stores its tensors (the memory planner's choices, see plan.h). */
 typedef struct yc_graph_options {
     /* training or inference */
@@ -48,6 +57,19 @@ typedef struct yc_graph_options {
     /* Classify's dropout probability in [0, 1) (nn.Dropout(p); training graphs only: evaluation
      * is the identity); 0: no dropout op */
     double dropout;
+    /* SyncBatchNorm (training graphs; NULL: each process's own batch statistics): every
+     * BatchNorm op gets p.bn.sync = bn_sync and p.bn.sync_ctx = bn_sync_ctx (backend.h), so that
+     * its batch statistics, the running estimates and its backward's per-channel sums are those
+     * of every process's images (torch.nn.SyncBatchNorm).  bn_sync sums doubles over the
+     * processes (the train layer's yc_dist_bn_sync); every process must then run the same
+     * schedule: one call per BatchNorm op in forward and in backward. */
+    yc_bn_sync_fn bn_sync;
+    void *bn_sync_ctx;
+    /* training graphs: called during yc_graph_backward as the parameters' gradients become
+     * final (NULL: never), with grads_ready_ctx; how data-parallel training starts summing
+     * gradients over the processes while backward still runs (src/train/dist.c) */
+    yc_grads_ready_fn grads_ready;
+    void *grads_ready_ctx;
 } yc_graph_options;
 
 /* Builds the schedule for a batch of `batch` images of h x w (multiples of the largest stride)

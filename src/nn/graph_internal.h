@@ -93,6 +93,10 @@ struct yc_graph {
      * allocated when profiling is first switched on) */
     bool profiling;
     double *op_seconds;
+    /* with opt.grads_ready: the parameters whose gradients are final after backward node i
+     * (nforward <= i < nn): ready[ready_at[k] .. ready_at[k + 1]) with k = i - nforward + 1, and
+     * those no node writes (k = 0); NULL without */
+    int *ready, *ready_at;
 };
 
 /* The graph's outputs: a Detect's levels, a classifier's logits (N,nc,1,1), or a Segment's levels

@@ -139,6 +139,9 @@ static int forward_conv_bn(yc_graph *g, const char *prefix, int x, int c2, int k
         nd.dst[1] = val(stats);
         nd.dst[2] = state(rmean);
         nd.dst[3] = state(rvar);
+        /* SyncBatchNorm; backward_node copies p to the backward op */
+        nd.op.p.bn.sync = g->opt.bn_sync;
+        nd.op.p.bn.sync_ctx = g->opt.bn_sync_ctx;
     } else {
         nd.src[3] = state(rmean);
         nd.src[4] = state(rvar);

@@ -181,8 +181,12 @@ int yc_dist_init(int *argc, char ***argv)
 #endif
 }
 
+/* Frees the gradient buckets (below). */
+static void overlap_free(void);
+
 void yc_dist_finalize(void)
 {
+    overlap_free();
     free(g.host);
     g.host = NULL;
     g.host_bytes = 0;
@@ -263,6 +267,35 @@ int yc_dist_allreduce_sum_f32(float *buf, size_t n)
 #endif
 }
 
+int yc_dist_bn_sync(void *ctx, double *v, size_t n)
+{
+    (void)ctx;
+#ifdef HAVE_MPI
+    if (!g.mpi || g.size == 1)
+        return YC_OK;
+    if (n > INT_MAX)
+        return yc_error_status(YC_EUNSUPPORTED, "SyncBatchNorm: %zu sums in one allreduce", n);
+    MPI_Request req;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+    if (rc != MPI_SUCCESS)
+        return mpi_status(rc, "MPI_Iallreduce (SyncBatchNorm's sums)");
+    /* a few kB, one per BatchNorm and pass: tested without sleeping first (the ranks arrive
+     * together but for the noise of the machine), then waited for as every collective is */
+    for (int i = 0; i < 2000; i++) {
+        int done = 0;
+        if ((rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+            return mpi_status(rc, "MPI_Iallreduce (SyncBatchNorm's sums)");
+        if (done)
+            return YC_OK;
+    }
+    return wait_polling(&req, "MPI_Iallreduce (SyncBatchNorm's sums)");
+#else
+    (void)v;
+    (void)n;
+    return YC_OK;
+#endif
+}
+
 int yc_dist_allreduce_max_int(int *v)
 {
 #ifdef HAVE_MPI
@@ -335,12 +368,213 @@ _Noreturn void yc_dist_abort(int code, const char *msg)
 /* The gradient allreduce proper (yc_dist_allreduce_grads times and counts it). */
 static int allreduce_grads(yc_model *m);
 
+/* ---- gradients summed while backward runs ------------------------------------------------- */
+
+/* The gradient arena cut into buckets at parameter boundaries (in arena order, each at least
+ * the bucket size but the last), summed by one MPI_Iallreduce each, started as soon as every
+ * parameter in it is final (yc_dist_grads_ready) and waited for by yc_dist_allreduce_grads. */
+static struct {
+    /* the model the buckets were cut for, and its arena's host address */
+    const yc_model *m;
+    float *arena;
+    int nb;
+    /* bucket b: elements [off[b], off[b + 1]) of the arena */
+    size_t *off;
+    /* the bucket of each parameter, and each bucket's parameters */
+    int *bucket_of, *params;
+    /* per bucket in the armed backward: parameters not yet final, whether started */
+    int *left;
+    bool *started;
+#ifdef HAVE_MPI
+    MPI_Request *req;
+#endif
+    /* this backward ends in an optimizer step (yc_dist_overlap_arm), and its hook has run */
+    bool armed, active;
+    /* buckets started during backward, over the run (yc_dist_overlap_stats) */
+    long early, late;
+} ov;
+
+static void overlap_free(void)
+{
+    free(ov.off);
+    free(ov.bucket_of);
+    free(ov.params);
+    free(ov.left);
+    free(ov.started);
+#ifdef HAVE_MPI
+    free(ov.req);
+#endif
+    long early = ov.early, late = ov.late;
+    memset(&ov, 0, sizeof ov);
+    ov.early = early;
+    ov.late = late;
+}
+
+/* Bytes per bucket: YC_DIST_BUCKET_ENV (MiB), else YC_DIST_BUCKET_DEFAULT. */
+static size_t bucket_bytes(void)
+{
+    const char *v = getenv(YC_DIST_BUCKET_ENV);
+    double mb = v && *v ? atof(v) : YC_DIST_BUCKET_DEFAULT;
+    if (!(mb > 0.0))
+        mb = YC_DIST_BUCKET_DEFAULT;
+    return (size_t)(mb * 1048576.0);
+}
+
+/* Cuts m's gradient arena into buckets (see above). */
+static int overlap_build(const yc_model *m, float *arena)
+{
+    overlap_free();
+    int np = m->nparams;
+    size_t cap = bucket_bytes() / sizeof(float);
+    ov.off = yc_malloc(((size_t)np + 1) * sizeof *ov.off, "gradient buckets");
+    ov.bucket_of = yc_malloc(((size_t)np + 1) * sizeof *ov.bucket_of, "gradient buckets");
+    ov.params = yc_malloc(((size_t)np + 1) * sizeof *ov.params, "gradient buckets");
+    ov.left = yc_calloc((size_t)np + 1, sizeof *ov.left, "gradient buckets");
+    ov.started = yc_calloc((size_t)np + 1, sizeof *ov.started, "gradient buckets");
+#ifdef HAVE_MPI
+    ov.req = yc_calloc((size_t)np + 1, sizeof *ov.req, "gradient buckets");
+    if (!ov.req) {
+        overlap_free();
+        return YC_ENOMEM;
+    }
+#endif
+    if (!ov.off || !ov.bucket_of || !ov.params || !ov.left || !ov.started) {
+        overlap_free();
+        return YC_ENOMEM;
+    }
+    /* the parameters in arena order (insertion sort: a few hundred, mostly in order already) */
+    for (int i = 0; i < np; i++) {
+        int j = i;
+        while (j > 0 && m->params[ov.params[j - 1]].offset > m->params[i].offset) {
+            ov.params[j] = ov.params[j - 1];
+            j--;
+        }
+        ov.params[j] = i;
+    }
+    ov.nb = 0;
+    ov.off[0] = 0;
+    size_t start = 0;
+    for (int k = 0; k < np; k++) {
+        const yc_param *p = &m->params[ov.params[k]];
+        if (p->offset - start >= cap && k > 0) { /* close the bucket before this parameter */
+            ov.off[++ov.nb] = p->offset;
+            start = p->offset;
+        }
+        ov.bucket_of[ov.params[k]] = ov.nb;
+    }
+    ov.off[++ov.nb] = m->param_elems;
+    ov.m = m;
+    ov.arena = arena;
+    return YC_OK;
+}
+
+#ifdef HAVE_MPI
+static int overlap_start(int b)
+{
+    ov.started[b] = true;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, ov.arena + ov.off[b], (int)(ov.off[b + 1] - ov.off[b]),
+                            MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &ov.req[b]);
+    return rc == MPI_SUCCESS ? YC_OK : mpi_status(rc, "MPI_Iallreduce of a gradient bucket");
+}
+#endif
+
+int yc_dist_overlap_arm(yc_model *m, bool step)
+{
+    if (ov.active)
+        return yc_error_status(YC_ERR, "internal: gradient buckets still in flight");
+    ov.armed = false;
+    if (!step || g.size == 1 || !m->grad_buf)
+        return YC_OK;
+    const char *env = getenv(YC_DIST_OVERLAP_ENV);
+    if (env && strcmp(env, "0") == 0)
+        return YC_OK;
+    yc_backend *be = m->be;
+    /* the CPU backend's ops run synchronously: a gradient is final in memory once its op returns;
+     * an OpenCL device's would need reading back per bucket (docs/DISTRIBUTED.md) */
+    float *arena = be->iface->buffer_host_ptr ? be->iface->buffer_host_ptr(be, m->grad_buf) : NULL;
+    if (!arena)
+        return YC_OK;
+    int st;
+    if ((ov.m != m || ov.arena != arena) && (st = overlap_build(m, arena)))
+        return st;
+    for (int b = 0; b < ov.nb; b++) {
+        ov.left[b] = 0;
+        ov.started[b] = false;
+    }
+    for (int i = 0; i < m->nparams; i++)
+        ov.left[ov.bucket_of[i]]++;
+    ov.armed = true;
+    return YC_OK;
+}
+
+bool yc_dist_overlap_armed(void)
+{
+    return ov.armed;
+}
+
+int yc_dist_grads_ready(void *ctx, const int *params, int n)
+{
+    (void)ctx;
+    if (!ov.armed)
+        return YC_OK;
+#ifdef HAVE_MPI
+    ov.active = true;
+    int st;
+    for (int i = 0; i < n; i++) {
+        int b = ov.bucket_of[params[i]];
+        if (--ov.left[b] == 0) {
+            if ((st = overlap_start(b)))
+                return st;
+            ov.early++;
+        }
+    }
+    /* progress: Open MPI moves a non-blocking collective on only inside MPI calls */
+    for (int b = 0; b < ov.nb; b++) {
+        int done = 0;
+        if (ov.started[b] && ov.req[b] != MPI_REQUEST_NULL &&
+            MPI_Test(&ov.req[b], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return mpi_status(MPI_ERR_OTHER, "MPI_Test of a gradient bucket");
+    }
+#else
+    (void)params;
+    (void)n;
+#endif
+    return YC_OK;
+}
+
+void yc_dist_overlap_stats(long *early, long *late)
+{
+    *early = ov.early;
+    *late = ov.late;
+}
+
+/* Waits for the buckets of the armed backward, starting (in bucket order, the same on every
+ * rank) any its hook did not. */
+static int overlap_finish(void)
+{
+    ov.armed = ov.active = false;
+#ifdef HAVE_MPI
+    int st;
+    for (int b = 0; b < ov.nb; b++)
+        if (!ov.started[b]) {
+            if ((st = overlap_start(b)))
+                return st;
+            ov.late++;
+        }
+    for (int b = 0; b < ov.nb; b++)
+        if (ov.req[b] != MPI_REQUEST_NULL &&
+            (st = wait_polling(&ov.req[b], "MPI_Iallreduce of a gradient bucket")))
+            return st;
+#endif
+    return YC_OK;
+}
+
 int yc_dist_allreduce_grads(yc_model *m)
 {
     if (g.size == 1)
         return YC_OK;
     double start = now_s();
-    int st = allreduce_grads(m);
+    int st = ov.active && ov.m == m ? overlap_finish() : allreduce_grads(m);
     if (!st) {
         g.grad_reduces++;
         g.grad_bytes += m->param_elems * sizeof(float);

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "graph.h"
 #include "model.h"
 
 /* The environment variable that bounds, in seconds, how long one collective operation waits for
@@ -59,6 +60,10 @@ int yc_dist_allreduce_sum_f32(float *buf, size_t n);
  * bytes of gradients they summed and the seconds they took, waiting for slower ranks and the
  * device's copies included (for the run's summary and bench/mpi_bench.sh). */
 void yc_dist_stats(long *count, size_t *bytes, double *seconds);
+/* SyncBatchNorm's sum (yc_bn_sync_fn, backend.h; ctx unused): v[i] = the sum over the ranks of
+ * v[i], in place, for the n doubles of one BatchNorm op, waiting as yc_dist_bcast does.  Set as
+ * yc_graph_options.bn_sync by `yolocl train --sync-bn` under several ranks. */
+int yc_dist_bn_sync(void *ctx, double *v, size_t n);
 /* In place, on every rank: *v = the largest *v of the ranks (a flag any rank may raise). */
 int yc_dist_allreduce_max_int(int *v);
 /* bytes of buf from rank `root` to every rank.  Ranks that arrive early wait by polling with
@@ -78,9 +83,35 @@ int yc_dist_bcast_model(yc_model *m);
  * the same bits, else YC_ERR on every rank, naming `epoch` and the ranks that differ. */
 int yc_dist_check_weights(yc_model *m, int epoch);
 
+/* Gradients summed while backward still runs (yc_dist_overlap_arm, yc_dist_grads_ready): the
+ * arena is cut at parameter boundaries into buckets of YC_DIST_BUCKET_ENV MiB (default
+ * YC_DIST_BUCKET_DEFAULT), each summed by its own MPI_Iallreduce as soon as every parameter in it
+ * is final; YC_DIST_OVERLAP_ENV=0 turns it off (one allreduce after backward, for comparison). */
+#define YC_DIST_BUCKET_ENV "YOLOCL_DIST_BUCKET_MB"
+#define YC_DIST_BUCKET_DEFAULT 2.0
+#define YC_DIST_OVERLAP_ENV "YOLOCL_DIST_OVERLAP"
+
+/* Says whether the next backward of m is followed by yc_dist_allreduce_grads (step: an optimizer
+ * step follows it): then, on a backend whose gradient arena the host addresses (CPU), its
+ * buckets are summed while that backward runs, through yc_dist_grads_ready; otherwise (not a
+ * step, one rank, OpenCL, the environment variable 0) yc_dist_allreduce_grads sums the arena in
+ * one piece afterwards. */
+int yc_dist_overlap_arm(yc_model *m, bool step);
+/* Whether the last yc_dist_overlap_arm armed the next backward. */
+bool yc_dist_overlap_armed(void);
+/* yc_grads_ready_fn (graph.h; ctx unused), set as yc_graph_options.grads_ready of the training
+ * graphs under several ranks: in an armed backward, starts the sum of every bucket whose last
+ * parameter became final and lets MPI progress the ones in flight. */
+int yc_dist_grads_ready(void *ctx, const int *params, int n);
+/* Buckets started during backward and buckets started only when yc_dist_allreduce_grads came
+ * (their parameters' last op had not told the hook), over the process so far. */
+void yc_dist_overlap_stats(long *early, long *late);
+
 /* Sums the model's gradient arena over the ranks, in place, before an optimizer step.  A device
  * whose memory the host cannot address (OpenCL) is read to a host buffer, reduced, and written
  * back; on the CPU backend the arena is reduced where it lies. */
 int yc_dist_allreduce_grads(yc_model *m);
+/* (After an armed backward it waits for the buckets in flight instead; the seconds yc_dist_stats
+ * counts are then those the sum adds after backward, not the whole sum's.) */
 
 #endif

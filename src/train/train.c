@@ -949,8 +949,27 @@ static int fit_memory(trainer *t)
     if (o->batch == -1)
         o->batch = t->rank_batch = fit.micro_batch;
     t->micro_batch = fit.micro_batch;
+    /* SyncBatchNorm sums every BatchNorm of every micro-batch over the ranks: they must run the
+     * same micro-batches (each fits its own memory): the smallest */
+    if (o->sync_bn && t->world > 1) {
+        int neg = -(t->micro_batch > 0 ? t->micro_batch : t->rank_batch);
+        if ((st = yc_dist_allreduce_max_int(&neg)))
+            return st;
+        t->micro_batch = -neg;
+    }
     t->go.half = fit.half;
     t->go.recompute = fit.recompute;
+    /* several ranks: the gradients summed in buckets while backward runs (dist.h) */
+    if (t->world > 1)
+        t->go.grads_ready = yc_dist_grads_ready;
+    /* --sync-bn: train.py converts the model to SyncBatchNorm only under DDP */
+    if (o->sync_bn && t->world > 1) {
+        t->go.bn_sync = yc_dist_bn_sync;
+        yc_info("Using SyncBatchNorm()\n");
+    } else if (o->sync_bn) {
+        yc_warn("--sync-bn does nothing in one process: SyncBatchNorm is for runs of several ranks "
+                "(mpirun -np N yolocl train), as in YOLOv5 (only available in DDP mode)");
+    }
     char peak[32];
     yc_info("memory: %s planned peak, %zu bytes (%s)\n",
             yc_format_size(fit.peak_bytes, peak, sizeof peak), fit.peak_bytes, fit.reason);
@@ -1030,10 +1049,14 @@ static int train_batch(trainer *t, const yc_batch *b, int h, int w, yc_loss_resu
         t->mtargets_cap = (size_t)b->nt * 6;
     }
     memset(res, 0, sizeof *res);
+    /* the gradients are final, and their buckets summed while backward runs, in the last
+     * micro-batch only */
+    bool summed = yc_dist_overlap_armed();
     for (int first = 0; first < b->n && !st; first += micro) {
         int n = b->n - first < micro ? b->n - first : micro;
         int nt = yc_micro_targets(b->targets, b->nt, first, n, t->mtargets);
-        if ((st = step_for(t, n, h, w, &s)))
+        if ((st = step_for(t, n, h, w, &s)) ||
+            (summed && (st = yc_dist_overlap_arm(t->m, first + n >= b->n))))
             break;
         yc_loss_result r;
         s->part = &part;
@@ -1169,7 +1192,8 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             yc_loss_result res;
             yc_step *pending;
             bool step_now = ni - last_opt_step >= accumulate;
-            if ((st = train_batch(t, b, h, w, &res, &pending)) ||
+            if ((t->world > 1 && (st = yc_dist_overlap_arm(m, step_now))) ||
+                (st = train_batch(t, b, h, w, &res, &pending)) ||
                 (step_now && ((t->world > 1 && (st = yc_dist_allreduce_grads(m))) ||
                               (o->quad && (st = quad_scale_grads(m))) ||
                               (st = yc_optim_step(t->opt, MAX_GRAD_NORM)) ||
@@ -1722,10 +1746,14 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         yc_dist_stats(&n, &bytes, &secs);
         char sz[32];
         size_t each = n > 0 ? bytes / (size_t)n : 0;
+        long early, late;
+        yc_dist_overlap_stats(&early, &late);
         yc_info("data-parallel: %d ranks, %ld gradient allreduces of %zu bytes (%s) each, %.2f ms "
-                "each on average, %.1f%% of the %.1f s of training\n", t->world, n, each,
+                "each on average, %.1f%% of the %.1f s of training; %ld gradient buckets started "
+                "during backward, %ld after it\n", t->world, n, each,
                 yc_format_size(each, sz, sizeof sz),
-                n > 0 ? 1e3 * secs / (double)n : 0.0, wall > 0 ? 100.0 * secs / wall : 0.0, wall);
+                n > 0 ? 1e3 * secs / (double)n : 0.0, wall > 0 ? 100.0 * secs / wall : 0.0, wall,
+                early, late);
     }
     if (!st && !*interrupted && t->rank == 0) {
         yc_info("\n%d epochs completed in %.3f hours.\n", t->epochs - t->start_epoch,

@@ -60,6 +60,9 @@ typedef struct yc_train_opts {
     int half; /* yc_half_policy */
     /* --recompute: recompute in backward even when storing would fit */
     bool recompute;
+    /* --sync-bn: SyncBatchNorm under several ranks (yc_graph_options.bn_sync); one process
+     * warns and trains as without it */
+    bool sync_bn;
     /* tiled training (tileset.h): window side (--tile; -1 = the dataset yaml's `tile:`, 0 = whole
      * images), overlap (--tile-overlap) and minimum kept box area (--tile-min-area), negative =
      * the yaml's value (default 0.2 and 0.1); set to the values used once the run starts */

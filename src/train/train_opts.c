@@ -105,6 +105,7 @@ const yc_field yc_train_fields[] = {
     BOOL("multi_scale", multi_scale, R),
     BOOL("image_weights", image_weights, R),
     BOOL("quad", quad, R),
+    {.key = "sync_bn", .type = YC_FIELD_BOOL, .offset = OFF(sync_bn), .flags = OPT, .def = 0},
     BOOL("exist_ok", exist_ok, 0),
     {.key = "optimizer", .type = YC_FIELD_ENUM, .offset = OFF(optimizer), .flags = R,
      .enum_name = optim_name, .enum_parse = optim_parse},
