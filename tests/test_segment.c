@@ -8,7 +8,9 @@
  *  - the loss's gradient (mask coefficients, prototypes, objectness and class logits) against
  *    central differences on a random problem, and masks of another size resized by nearest
  *    neighbour; the loss and its gradients against PyTorch's on random inputs
- *    (tests/data/seg/loss.safetensors: masks resized by 2/3, target rows not sorted by image);
+ *    (tests/data/seg/loss.safetensors: masks resized by 2/3, target rows not sorted by image;
+ *    loss_nooverlap.safetensors: one mask per target row, ComputeLoss(overlap=False)), and both
+ *    as two micro-batches (yc_seg_loss_compute_part) adding up to the whole batch's;
  *  - tests/data/seg/tiny (PyTorch's step of a 0.0625-wide yolov5n-seg, 64x64, batch 2) on the
  *    CPU backend: heads, Proto, the five loss numbers and every gradient;
  *  - that step on the OpenCL backend against PyTorch's and the CPU backend's.
@@ -520,15 +522,19 @@ START_TEST(loss_gradient_matches_differences)
 }
 END_TEST
 
-/* utils/segment/loss.py's loss and gradients on random inputs (tests/data/seg/loss.safetensors,
- * made by tests/data/make_seg_loss.py): masks at 24x24 resized to the 16x16 prototypes, target
- * rows not sorted by image.  The five loss numbers within 1e-5, the gradients of every head value
- * and prototype within 1e-5 of each tensor's largest. */
-START_TEST(loss_matches_pytorch)
+/* One fixture of utils/segment/loss.py's loss on random inputs (2 images, nc 3, nm 4, 16x16
+ * prototypes, masks at 24x24 resized to them, target rows not sorted by image): overlap maps
+ * (loss.safetensors, made by tests/data/make_seg_loss.py) or one mask per target row
+ * (loss_nooverlap.safetensors, make_seg_loss_nooverlap.py: ComputeLoss(overlap=False)).  The five
+ * loss numbers within 1e-5, the gradients of every head value and prototype within 1e-5 of each
+ * tensor's largest.  Then the batch again as two micro-batches of one image (the whole batch's
+ * part, yc_seg_micro_masks): their losses add up to the whole batch's and their gradients are
+ * the whole batch's, within 1e-5. */
+static void check_loss_fixture(const char *file, bool per_target)
 {
     const char *d = getenv("YOLOCL_TEST_DATA");
     char path[1100];
-    snprintf(path, sizeof path, "%s/seg/loss.safetensors", d && d[0] ? d : "tests/data");
+    snprintf(path, sizeof path, "%s/seg/%s", d && d[0] ? d : "tests/data", file);
     enum { B = 2, NA = 3, NC = 3, NM = 4, NO = NC + 5 + NM, PH = 16, MH = 24 };
     yc_loss_params lp = {.nc = NC, .na = NA, .nl = 3, .nm = NM, .cls_pw = 1, .obj_pw = 1,
                          .anchor_t = 4};
@@ -572,37 +578,123 @@ START_TEST(loss_matches_pytorch)
     float *proto = read_tensor(path, "proto", &np), *targets = read_tensor(path, "targets", &nt6);
     float *masks = read_tensor(path, "masks", &nmask), *loss = read_tensor(path, "loss", &nl);
     float *ref_gp = read_tensor(path, "grad_proto", &ngp);
-    ck_assert(np == (size_t)B * NM * PH * PH && ngp == np && nmask == (size_t)B * MH * MH && nl == 5);
+    const int nt = (int)(nt6 / 6);
+    ck_assert(np == (size_t)B * NM * PH * PH && ngp == np && nl == 5);
+    ck_assert(nmask == (size_t)(per_target ? nt : B) * MH * MH);
     ck_assert(targets[0] == 1.0f); /* image 1's row first */
     float *gp = malloc(np * sizeof *gp);
     ck_assert_ptr_nonnull(gp);
     yc_seg_loss_ctx *ctx = yc_seg_loss_new(&lp);
     ck_assert_msg(ctx != NULL, "%s", yc_last_error());
     yc_seg_proto pr = {.p = proto, .grad = gp, .h = PH, .w = PH};
-    yc_seg_masks mk = {.m = masks, .h = MH, .w = MH};
+    yc_seg_masks mk = {.m = masks, .h = MH, .w = MH, .per_target = per_target};
     yc_seg_loss_result r;
-    ck_assert_msg(yc_seg_loss_compute(ctx, B, h, &pr, targets, (int)(nt6 / 6), &mk, &r) == YC_OK,
-                  "%s", yc_last_error());
+    ck_assert_msg(yc_seg_loss_compute(ctx, B, h, &pr, targets, nt, &mk, &r) == YC_OK, "%s",
+                  yc_last_error());
     const double ours[5] = {r.total, r.box, r.seg, r.obj, r.cls};
     double worst = 0;
     for (int i = 0; i < 5; i++) {
         double e = yc_test_rel_diff(ours[i], loss[i]);
-        ck_assert_msg(e < 1e-5, "loss %d: %.8g, PyTorch %.8g", i, ours[i], (double)loss[i]);
+        ck_assert_msg(e < 1e-5, "%s: loss %d: %.8g, PyTorch %.8g", file, i, ours[i],
+                      (double)loss[i]);
         worst = e > worst ? e : worst;
     }
     double eg = yc_test_rel_error(gp, ref_gp, np);
-    ck_assert_msg(eg < 1e-5, "prototype gradients: relative error %g", eg);
+    ck_assert_msg(eg < 1e-5, "%s: prototype gradients: relative error %g", file, eg);
     for (int l = 0; l < 3; l++) {
         double e = yc_test_rel_error(g[l], ref_g[l], (size_t)B * NA * NO * (size_t)(64 >> (2 * l)));
-        ck_assert_msg(e < 1e-5, "level %d gradients: relative error %g", l, e);
+        ck_assert_msg(e < 1e-5, "%s: level %d gradients: relative error %g", file, l, e);
         eg = e > eg ? e : eg;
     }
-    printf("segmentation loss against PyTorch's: %.7f (PyTorch %.7f), loss numbers within %.2e, "
-           "gradients within %.2e\n", r.total, (double)loss[0], worst, eg);
+    printf("segmentation loss (%s) against PyTorch's: %.7f (PyTorch %.7f), loss numbers within "
+           "%.2e, gradients within %.2e\n", per_target ? "overlap=False" : "overlap=True", r.total,
+           (double)loss[0], worst, eg);
+
+    /* two micro-batches of one image each, against the whole batch with its rows sorted by
+     * image as the loader gives them (overlap indices are numbered by row position over the
+     * batch, so unsorted rows would number them differently in the parts) */
+    float *st = malloc(nt6 * sizeof *st), *smasks = malloc(nmask * sizeof *smasks);
+    ck_assert(st && smasks);
+    const size_t mhw = (size_t)MH * MH;
+    int k = 0;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < nt; i++)
+            if ((int)targets[i * 6] == b) {
+                memcpy(st + (size_t)k * 6, targets + (size_t)i * 6, 6 * sizeof *st);
+                if (per_target)
+                    memcpy(smasks + (size_t)k * mhw, masks + (size_t)i * mhw, mhw * sizeof *st);
+                k++;
+            }
+    if (!per_target)
+        memcpy(smasks, masks, nmask * sizeof *smasks);
+    mk.m = smasks;
+    yc_seg_loss_result whole;
+    ck_assert_msg(yc_seg_loss_compute(ctx, B, h, &pr, st, nt, &mk, &whole) == YC_OK, "%s",
+                  yc_last_error());
+    float *wg[3], *wgp = malloc(np * sizeof *wgp);
+    ck_assert_ptr_nonnull(wgp);
+    memcpy(wgp, gp, np * sizeof *wgp);
+    for (int l = 0; l < 3; l++) {
+        size_t n = (size_t)B * NA * NO * (size_t)(64 >> (2 * l));
+        wg[l] = malloc(n * sizeof(float));
+        ck_assert_ptr_nonnull(wg[l]);
+        memcpy(wg[l], g[l], n * sizeof(float));
+    }
+    yc_loss_part part;
+    ck_assert_msg(yc_loss_part_of(yc_seg_loss_det(ctx), B, h, st, nt, &part) == YC_OK, "%s",
+                  yc_last_error());
+    float *mt = malloc(nt6 * sizeof *mt), *mbuf = malloc(nmask * sizeof *mbuf);
+    ck_assert(mt && mbuf);
+    yc_seg_loss_result sum = {0};
+    for (int b = 0; b < B; b++) {
+        int n = yc_micro_targets(st, nt, b, 1, mt);
+        yc_seg_masks mm;
+        yc_seg_micro_masks(&mk, st, nt, b, 1, mbuf, &mm);
+        yc_loss_head hb[3];
+        for (int l = 0; l < 3; l++) {
+            hb[l] = h[l];
+            hb[l].p = p[l] + (size_t)b * h[l].img_stride;
+            hb[l].grad = g[l] + (size_t)b * h[l].img_stride;
+        }
+        yc_seg_proto pb = {.p = proto + (size_t)b * NM * PH * PH,
+                           .grad = gp + (size_t)b * NM * PH * PH, .h = PH, .w = PH};
+        yc_seg_loss_result rb;
+        ck_assert_msg(yc_seg_loss_compute_part(ctx, 1, hb, &pb, mt, n, &mm, &part, &rb) == YC_OK,
+                      "%s", yc_last_error());
+        sum.total += rb.total, sum.box += rb.box, sum.seg += rb.seg, sum.obj += rb.obj;
+        sum.cls += rb.cls;
+    }
+    const double parts[5] = {sum.total, sum.box, sum.seg, sum.obj, sum.cls};
+    const double wl[5] = {whole.total, whole.box, whole.seg, whole.obj, whole.cls};
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(yc_test_rel_diff(parts[i], wl[i]) < 1e-5, "%s: micro-batches' loss %d: "
+                      "%.8g, the whole batch's %.8g", file, i, parts[i], wl[i]);
+    ck_assert_msg(yc_test_rel_error(gp, wgp, np) < 1e-5, "%s: micro-batches' prototype "
+                  "gradients", file);
+    for (int l = 0; l < 3; l++) {
+        ck_assert_msg(yc_test_rel_error(g[l], wg[l], (size_t)B * NA * NO *
+                                        (size_t)(64 >> (2 * l))) < 1e-5,
+                      "%s: micro-batches' level %d gradients", file, l);
+        free(wg[l]);
+    }
+    free(wgp), free(st), free(smasks);
+    free(mt), free(mbuf);
     yc_seg_loss_free(ctx);
     for (int l = 0; l < 3; l++)
         free(p[l]), free(g[l]), free(ref_g[l]);
     free(proto), free(targets), free(masks), free(loss), free(ref_gp), free(gp);
+}
+
+START_TEST(loss_matches_pytorch)
+{
+    check_loss_fixture("loss.safetensors", false);
+}
+END_TEST
+
+/* --no-overlap: one mask per target row, overlapping within an image */
+START_TEST(loss_no_overlap_matches_pytorch)
+{
+    check_loss_fixture("loss_nooverlap.safetensors", true);
 }
 END_TEST
 
@@ -729,6 +821,7 @@ int main(void)
     tcase_add_test(tc, configs);
     tcase_add_test(tc, loss_gradient_matches_differences);
     tcase_add_test(tc, loss_matches_pytorch);
+    tcase_add_test(tc, loss_no_overlap_matches_pytorch);
     tcase_add_test(tc, weights_give_classes);
     tcase_add_test(tc, tiny_matches_pytorch);
     tcase_add_test(tc, opencl_matches_cpu);
