@@ -222,6 +222,9 @@ mut cpu_silu_bwd_avx512 cpu/silu_avx512.c "test_ops test_golden" \
 mut cpu_upsample_bwd cpu/upsample.c "test_ops test_golden" \
     's += g[b];' \
     's = g[b];'
+mut demo_outline_half_pixel src/data/demo.c "test_demo" \
+    'o->px[v] = s.cx + s.vx[v];' \
+    'o->px[v] = s.cx + s.vx[v] + 0.5;'
 mut cpu_avgpool_skips_last cpu/avgpool.c "test_ops" \
     'for (size_t k = 0; k < m; k++)' \
     'for (size_t k = 0; k + 1 < m; k++)'

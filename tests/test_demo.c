@@ -1,7 +1,9 @@
 /* Tests of the built-in demo dataset (layout, labels, boxes against the drawn pixels, determinism,
- * detection of a half-written directory) and of the drawing and plotting code (boxes, text,
+ * detection of a half-written directory; the segmentation task's outlines against the drawn pixels
+ * and the classification task's crops) and of the drawing and plotting code (boxes, text,
  * labels, encoding, results.csv parsing and the plots). */
 #include <check.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include "demo.h"
 #include "draw.h"
 #include "image.h"
+#include "imagefolder.h"
 #include "log.h"
 #include "util.h"
 #include "yamltree.h"
@@ -817,6 +820,238 @@ START_TEST(plot_batch_labels_curves_confusion)
 }
 END_TEST
 
+/* Point (x, y) inside the polygon (even-odd rule), written independently of the renderer. */
+static bool poly_inside(const double *px, const double *py, int n, double x, double y)
+{
+    int crossings = 0;
+    for (int i = 0; i < n; i++) {
+        double ax = px[i], ay = py[i], bx = px[(i + 1) % n], by = py[(i + 1) % n];
+        if ((ay <= y && by > y) || (by <= y && ay > y)) {
+            double t = (y - ay) / (by - ay);
+            if (x < ax + t * (bx - ax))
+                crossings++;
+        }
+    }
+    return crossings % 2 == 1;
+}
+
+/* Distance from (x, y) to the polygon's outline. */
+static double poly_distance(const double *px, const double *py, int n, double x, double y)
+{
+    double best = INFINITY;
+    for (int i = 0; i < n; i++) {
+        double ax = px[i], ay = py[i], bx = px[(i + 1) % n], by = py[(i + 1) % n];
+        double dx = bx - ax, dy = by - ay, l2 = dx * dx + dy * dy;
+        double t = l2 > 0 ? ((x - ax) * dx + (y - ay) * dy) / l2 : 0;
+        t = t < 0 ? 0 : t > 1 ? 1 : t;
+        best = fmin(best, hypot(x - ax - t * dx, y - ay - t * dy));
+    }
+    return best;
+}
+
+/* The segmentation task: every label line is an object's exact outline.  The polygons read back
+ * from the label files, rasterised at pixel centres, must agree with the pixels the renderer
+ * painted (coverage >= 1/2, the ids map) everywhere but within 0.25 px of the outline (where the
+ * renderer's 4x4 supersampling and the centre test may disagree: here within 0.15 px), and the
+ * decoded image must show the object's saturated colour well inside it. */
+START_TEST(demo_segment_outlines)
+{
+    yc_demo_options o = small_options(5);
+    o.task = YC_DEMO_SEGMENT;
+    o.n_train = 6;
+    o.n_val = 2;
+    char dir[1024], path[1200];
+    snprintf(dir, sizeof dir, "%s/demo_seg", yc_harness_tmpdir());
+    ck_assert_msg(yc_demo_write(dir, &o) == YC_OK, "%s", yc_last_error());
+    ck_assert(yc_demo_is_complete(dir, &o));
+    yc_demo_options det = o;
+    det.task = YC_DEMO_DETECT;
+    ck_assert(!yc_demo_is_complete(dir, &det));
+    static const int want_vertices[YC_DEMO_NC] = {YC_DEMO_CIRCLE_VERTICES, 4, 3, 10};
+    int objects = 0, per_class[YC_DEMO_NC] = {0};
+    for (int i = 0; i < o.n_train; i++) {
+        yc_demo_sample s;
+        ck_assert_msg(yc_demo_render(&o, 0, i, &s) == YC_OK, "%s", yc_last_error());
+        snprintf(path, sizeof path, "%s/images/train/shapes_%05d.jpg", dir, i);
+        int jw, jh;
+        uint8_t *jpg = decode(path, &jw, &jh);
+        ck_assert_int_eq(jw, s.w);
+        ck_assert_int_eq(jh, s.h);
+        snprintf(path, sizeof path, "%s/labels/train/shapes_%05d.txt", dir, i);
+        FILE *f = fopen(path, "r");
+        ck_assert_msg(f != NULL, "no label file %s", path);
+        char line[8192];
+        int k = 0;
+        while (fgets(line, sizeof line, f)) {
+            ck_assert_int_lt(k, s.n);
+            const yc_demo_object *ob = &s.obj[k];
+            double px[YC_DEMO_MAX_VERTICES], py[YC_DEMO_MAX_VERTICES];
+            char *p = line, *end;
+            long cls = strtol(p, &end, 10);
+            ck_assert_int_eq(cls, ob->cls);
+            int n = 0;
+            for (p = end;; n++) {
+                double x = strtod(p, &end);
+                if (end == p)
+                    break;
+                double y = strtod(end, &p);
+                ck_assert_int_lt(n, YC_DEMO_MAX_VERTICES);
+                px[n] = x * s.w;
+                py[n] = y * s.h;
+            }
+            ck_assert_int_eq(n, want_vertices[ob->cls]);
+            ck_assert_int_eq(n, ob->nv);
+            double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+            for (int v = 0; v < n; v++) {
+                ck_assert(fabs(px[v] - ob->px[v]) < 1e-3 && fabs(py[v] - ob->py[v]) < 1e-3);
+                x0 = fmin(x0, px[v]);
+                x1 = fmax(x1, px[v]);
+                y0 = fmin(y0, py[v]);
+                y1 = fmax(y1, py[v]);
+            }
+            /* the box is the outline's extent; the outline lies inside the image */
+            ck_assert(fabs(x0 - ob->x0) < 1e-3 && fabs(x1 - ob->x1) < 1e-3);
+            ck_assert(fabs(y0 - ob->y0) < 1e-3 && fabs(y1 - ob->y1) < 1e-3);
+            ck_assert(x0 >= 0 && y0 >= 0 && x1 <= s.w && y1 <= s.h);
+            /* pixel by pixel against what was painted, over the box and 2 px around it */
+            size_t inside = 0, deep = 0, deep_coloured = 0;
+            for (int y = (int)y0 - 2; y <= (int)y1 + 2; y++)
+                for (int x = (int)x0 - 2; x <= (int)x1 + 2; x++) {
+                    if (x < 0 || y < 0 || x >= s.w || y >= s.h)
+                        continue;
+                    bool in = poly_inside(px, py, n, x + 0.5, y + 0.5);
+                    bool painted = s.ids[(size_t)y * s.w + x] == k + 1;
+                    double d = poly_distance(px, py, n, x + 0.5, y + 0.5);
+                    ck_assert_msg(in == painted || d < 0.25,
+                                  "image %d object %d (%s): pixel (%d, %d) %s the outline but %s "
+                                  "painted, %.2f px from it", i, k, yc_demo_names[ob->cls], x, y,
+                                  in ? "inside" : "outside", painted ? "" : "not", d);
+                    inside += in;
+                    if (in && d > 2) {
+                        deep++;
+                        deep_coloured += chroma(jpg, s.w, x, y) > 60;
+                    }
+                }
+            ck_assert_uint_gt(inside, 0);
+            ck_assert_msg(deep_coloured >= deep * 95 / 100, "image %d object %d: %zu of %zu "
+                          "pixels inside show the shape's colour", i, k, deep_coloured, deep);
+            per_class[ob->cls]++;
+            k++;
+        }
+        fclose(f);
+        ck_assert_int_eq(k, s.n);
+        objects += k;
+        /* no painted pixel lies outside every outline (shapes do not overlap) */
+        for (int y = 0; y < s.h; y++)
+            for (int x = 0; x < s.w; x++) {
+                int id = s.ids[(size_t)y * s.w + x];
+                if (id) {
+                    const yc_demo_object *ob = &s.obj[id - 1];
+                    ck_assert(poly_inside(ob->px, ob->py, ob->nv, x + 0.5, y + 0.5) ||
+                              poly_distance(ob->px, ob->py, ob->nv, x + 0.5, y + 0.5) < 0.25);
+                }
+            }
+        for (int a = 0; a < s.n; a++)
+            for (int b = a + 1; b < s.n; b++) {
+                const yc_demo_object *p = &s.obj[a], *q = &s.obj[b];
+                ck_assert(p->x1 <= q->x0 || q->x1 <= p->x0 || p->y1 <= q->y0 || q->y1 <= p->y0 ||
+                          !poly_inside(p->px, p->py, p->nv, q->px[0], q->py[0]));
+            }
+        free(jpg);
+        yc_demo_sample_free(&s);
+    }
+    ck_assert_int_gt(objects, 6);
+    for (int c = 0; c < YC_DEMO_NC; c++)
+        ck_assert_msg(per_class[c] > 0, "no %s in the test's scenes", yc_demo_names[c]);
+}
+END_TEST
+
+/* Counts the files in a folder. */
+static int count_files(const char *path)
+{
+    DIR *d = opendir(path);
+    ck_assert_msg(d != NULL, "cannot list %s", path);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* The classification task: one crop per object of every scene in its class folder, crop x crop
+ * pixels with the shape's colour at the centre, readable as an ImageFolder dataset. */
+START_TEST(demo_classify_crops)
+{
+    yc_demo_options o = small_options(2);
+    o.task = YC_DEMO_CLASSIFY;
+    o.n_train = 10;
+    o.n_val = 6;
+    o.crop = 40;
+    char dir[1024], path[1400];
+    snprintf(dir, sizeof dir, "%s/demo_cls", yc_harness_tmpdir());
+    ck_assert_msg(yc_demo_write(dir, &o) == YC_OK, "%s", yc_last_error());
+    ck_assert(yc_demo_is_complete(dir, &o));
+    yc_demo_options other = o;
+    other.crop = 48;
+    ck_assert(!yc_demo_is_complete(dir, &other));
+    snprintf(path, sizeof path, "%s/demo.yaml", dir);
+    ck_assert(!yc_file_exists(path));
+    for (int split = 0; split < 2; split++) {
+        int want[YC_DEMO_NC] = {0};
+        int scenes = split ? o.n_val : o.n_train;
+        for (int i = 0; i < scenes; i++) {
+            yc_demo_sample s;
+            ck_assert_int_eq(yc_demo_render(&o, split, i, &s), YC_OK);
+            for (int k = 0; k < s.n; k++) {
+                want[s.obj[k].cls]++;
+                snprintf(path, sizeof path, "%s/%s/%s/shapes_%05d_%d.png", dir,
+                         split ? "val" : "train", yc_demo_names[s.obj[k].cls], i, k);
+                int w, h;
+                uint8_t *px = decode(path, &w, &h);
+                ck_assert_int_eq(w, o.crop);
+                ck_assert_int_eq(h, o.crop);
+                ck_assert_msg(chroma(px, w, w / 2, h / 2) > 60, "%s: no shape at the centre", path);
+                free(px);
+            }
+            yc_demo_sample_free(&s);
+        }
+        for (int c = 0; c < YC_DEMO_NC; c++) {
+            snprintf(path, sizeof path, "%s/%s/%s", dir, split ? "val" : "train", yc_demo_names[c]);
+            ck_assert_int_eq(count_files(path), want[c]);
+            ck_assert_msg(want[c] > 0, "no %s crop in split %d", yc_demo_names[c], split);
+        }
+    }
+    yc_imagefolder f;
+    snprintf(path, sizeof path, "%s/train", dir);
+    ck_assert_msg(yc_imagefolder_open(path, &f) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(f.nc, YC_DEMO_NC);
+    yc_imagefolder_free(&f);
+    /* written again, nothing is left over from the earlier run */
+    o.n_train = 3;
+    ck_assert_msg(yc_demo_write(dir, &o) == YC_OK, "%s", yc_last_error());
+    int total = 0;
+    for (int c = 0; c < YC_DEMO_NC; c++) {
+        snprintf(path, sizeof path, "%s/train/%s", dir, yc_demo_names[c]);
+        total += count_files(path);
+    }
+    int objects = 0;
+    for (int i = 0; i < 3; i++) {
+        yc_demo_sample s;
+        ck_assert_int_eq(yc_demo_render(&o, 0, i, &s), YC_OK);
+        objects += s.n;
+        yc_demo_sample_free(&s);
+    }
+    ck_assert_int_eq(total, objects);
+    yc_demo_task t;
+    ck_assert_int_eq(yc_demo_task_parse("classify", &t), YC_OK);
+    ck_assert_int_eq(t, YC_DEMO_CLASSIFY);
+    ck_assert_int_eq(yc_demo_task_parse("segmentation", &t), YC_EUSAGE);
+    o.crop = 8;
+    ck_assert_int_eq(yc_demo_write(dir, &o), YC_EUSAGE);
+}
+END_TEST
+
 static Suite *demo_suite(void)
 {
     Suite *s = suite_create("demo");
@@ -827,6 +1062,8 @@ static Suite *demo_suite(void)
     tcase_add_test(tc, demo_deterministic);
     tcase_add_test(tc, demo_incomplete_detected);
     tcase_add_test(tc, demo_options_and_dirs);
+    tcase_add_test(tc, demo_segment_outlines);
+    tcase_add_test(tc, demo_classify_crops);
     suite_add_tcase(s, tc);
     TCase *td = tcase_create("draw");
     tcase_set_timeout(td, 60);

@@ -30,8 +30,28 @@ enum { SHAPE_CIRCLE, SHAPE_SQUARE, SHAPE_TRIANGLE, SHAPE_STAR };
 
 static const char *const split_dir[2] = {"train", "val"};
 
+static const char *const task_names[3] = {"detect", "segment", "classify"};
+
+const char *yc_demo_task_name(yc_demo_task task)
+{
+    return task >= YC_DEMO_DETECT && task <= YC_DEMO_CLASSIFY ? task_names[task] : "unknown";
+}
+
+int yc_demo_task_parse(const char *name, yc_demo_task *task)
+{
+    for (int t = 0; t < 3; t++)
+        if (name && strcmp(name, task_names[t]) == 0) {
+            *task = (yc_demo_task)t;
+            return YC_OK;
+        }
+    return yc_error_status(YC_EUSAGE, "demo dataset: unknown task '%s': use detect, segment or "
+                           "classify", name ? name : "");
+}
+
 void yc_demo_options_default(yc_demo_options *opt)
 {
+    opt->task = YC_DEMO_DETECT;
+    opt->crop = 64;
     opt->seed = 0;
     opt->n_train = 320;
     opt->n_val = 80;
@@ -43,6 +63,12 @@ void yc_demo_options_default(yc_demo_options *opt)
 
 static int check_options(const yc_demo_options *o)
 {
+    if (o->task < YC_DEMO_DETECT || o->task > YC_DEMO_CLASSIFY)
+        return yc_error_status(YC_EUSAGE, "demo dataset: task %d: must be detect (0), segment (1) "
+                               "or classify (2)", (int)o->task);
+    if (o->task == YC_DEMO_CLASSIFY && (o->crop < 16 || o->crop > 1024))
+        return yc_error_status(YC_EUSAGE, "demo dataset: crop side %d: must be 16 to 1024",
+                               o->crop);
     if (o->n_train < 1 || o->n_val < 1 || o->n_train > 1000000 || o->n_val > 1000000)
         return yc_error_status(YC_EUSAGE, "demo dataset: %d train and %d val images: each must be "
                                "1 to 1000000", o->n_train, o->n_val);
@@ -94,18 +120,28 @@ typedef struct shape {
     int kind;
     /* centre and circumradius in pixels */
     double cx, cy, r;
-    /* polygon vertices (none for a circle) */
+    /* polygon vertices (none for a circle drawn as a circle) */
     int nv;
-    double vx[10], vy[10];
+    double vx[YC_DEMO_MAX_VERTICES], vy[YC_DEMO_MAX_VERTICES];
     /* exact extents */
     double x0, y0, x1, y1;
 } shape;
 
-/* Builds the shape's vertices (relative to the centre) and extents. */
-static void shape_geometry(shape *s, double rot)
+/* Builds the shape's vertices (relative to the centre) and extents; a circle becomes a regular
+ * polygon of YC_DEMO_CIRCLE_VERTICES vertices when `circle_polygon` is set. */
+static void shape_geometry(shape *s, double rot, bool circle_polygon)
 {
     s->nv = 0;
     switch (s->kind) {
+    case SHAPE_CIRCLE:
+        if (!circle_polygon)
+            break;
+        s->nv = YC_DEMO_CIRCLE_VERTICES;
+        for (int k = 0; k < s->nv; k++) {
+            s->vx[k] = s->r * cos(rot + k * 2 * M_PI / s->nv);
+            s->vy[k] = s->r * sin(rot + k * 2 * M_PI / s->nv);
+        }
+        break;
     case SHAPE_SQUARE:
         s->nv = 4;
         for (int k = 0; k < 4; k++) {
@@ -160,11 +196,12 @@ static bool shape_inside(const shape *s, double px, double py)
     return in;
 }
 
-/* Paints the shape with anti-aliased edges and a linear shading of +-15% along (ux, uy).  The
- * inside test runs once per pixel corner; a pixel whose four corners agree is taken as wholly in
- * or out, the others (the outline) are supersampled 4x4. */
-static int paint_shape(float *img, int w, int h, const shape *s, const double col[3], double ux,
-                       double uy)
+/* Paints the shape with anti-aliased edges and a linear shading of +-15% along (ux, uy), and
+ * marks `id` in the ids map where it covers at least half of a pixel.  The inside test runs once
+ * per pixel corner; a pixel whose four corners agree is taken as wholly in or out, the others (the
+ * outline) are supersampled 4x4. */
+static int paint_shape(float *img, uint8_t *ids, int w, int h, const shape *s, const double col[3],
+                       double ux, double uy, uint8_t id)
 {
     int xa = (int)floor(s->cx + s->x0), xb = (int)ceil(s->cx + s->x1);
     int ya = (int)floor(s->cy + s->y0), yb = (int)ceil(s->cy + s->y1);
@@ -198,6 +235,8 @@ static int paint_shape(float *img, int w, int h, const shape *s, const double co
             }
             if (cov <= 0)
                 continue;
+            if (cov >= 0.5)
+                ids[(size_t)y * w + x] = id;
             double px = x + 0.5 - s->cx, py = y + 0.5 - s->cy;
             double shade = 1 + 0.15 * (px * ux + py * uy) / s->r;
             float *p = img + 3 * ((size_t)y * w + x);
@@ -319,16 +358,24 @@ int yc_demo_render(const yc_demo_options *opt, int split, int index, yc_demo_sam
     int w = opt->min_side + 32 * (int)yc_rng_below(&r, (uint32_t)steps);
     int h = opt->min_side + 32 * (int)yc_rng_below(&r, (uint32_t)steps);
     float *img = yc_malloc(sizeof(float) * 3 * w * h, "demo image");
-    if (!img)
+    out->ids = yc_calloc((size_t)w * h, 1, "demo image");
+    if (!img || !out->ids) {
+        free(img);
+        yc_demo_sample_free(out);
         return YC_ENOMEM;
+    }
     st = paint_background(img, w, h, &r);
     if (!st)
         st = paint_clutter(img, w, h, &r);
     if (st) {
         free(img);
+        yc_demo_sample_free(out);
         return st;
     }
 
+    /* segmentation and classification place shapes apart (circumcircles 2 px apart or more) */
+    bool apart = opt->task != YC_DEMO_DETECT;
+    double placed_x[YC_DEMO_MAX_OBJECTS], placed_y[YC_DEMO_MAX_OBJECTS], placed_r[YC_DEMO_MAX_OBJECTS];
     int want = 1 + (int)yc_rng_below(&r, (uint32_t)opt->max_objects);
     int side = w < h ? w : h;
     for (int k = 0; k < want; k++) {
@@ -336,7 +383,7 @@ int yc_demo_render(const yc_demo_options *opt, int split, int index, yc_demo_sam
             shape s;
             s.kind = (int)yc_rng_below(&r, YC_DEMO_NC);
             s.r = yc_rng_range(&r, 0.08, 0.40) * side / 2;
-            shape_geometry(&s, yc_rng_range(&r, 0, 2 * M_PI));
+            shape_geometry(&s, yc_rng_range(&r, 0, 2 * M_PI), opt->task == YC_DEMO_SEGMENT);
             s.cx = yc_rng_range(&r, 1 - s.x0, w - 1 - s.x1);
             s.cy = yc_rng_range(&r, 1 - s.y0, h - 1 - s.y1);
             double bx0 = s.cx + s.x0, bx1 = s.cx + s.x1, by0 = s.cy + s.y0, by1 = s.cy + s.y1;
@@ -349,6 +396,8 @@ int yc_demo_render(const yc_demo_options *opt, int split, int index, yc_demo_sam
                 double inter = iw > 0 && ih > 0 ? iw * ih : 0;
                 double oarea = (o->x1 - o->x0) * (o->y1 - o->y0);
                 ok = inter <= 0.25 * fmin(area, oarea);
+                if (apart)
+                    ok = ok && hypot(s.cx - placed_x[j], s.cy - placed_y[j]) >= s.r + placed_r[j] + 2;
             }
             double col[3];
             hsv_to_rgb(class_hue[s.kind] + yc_rng_range(&r, -15, 15), yc_rng_range(&r, 0.7, 1.0),
@@ -356,12 +405,22 @@ int yc_demo_render(const yc_demo_options *opt, int split, int index, yc_demo_sam
             double sa = yc_rng_range(&r, 0, 2 * M_PI);
             if (!ok)
                 continue;
-            st = paint_shape(img, w, h, &s, col, cos(sa), sin(sa));
+            st = paint_shape(img, out->ids, w, h, &s, col, cos(sa), sin(sa),
+                             (uint8_t)(out->n + 1));
             if (st) {
                 free(img);
+                yc_demo_sample_free(out);
                 return st;
             }
+            placed_x[out->n] = s.cx;
+            placed_y[out->n] = s.cy;
+            placed_r[out->n] = s.r;
             yc_demo_object *o = &out->obj[out->n++];
+            o->nv = s.nv;
+            for (int v = 0; v < s.nv; v++) {
+                o->px[v] = s.cx + s.vx[v];
+                o->py[v] = s.cy + s.vy[v];
+            }
             o->cls = s.kind;
             o->x0 = bx0;
             o->x1 = bx1;
@@ -374,6 +433,7 @@ int yc_demo_render(const yc_demo_options *opt, int split, int index, yc_demo_sam
     out->rgb = yc_malloc((size_t)3 * w * h, "demo image");
     if (!out->rgb) {
         free(img);
+        yc_demo_sample_free(out);
         return YC_ENOMEM;
     }
     double namp = yc_rng_range(&r, 4, 12) / 15.0;
@@ -394,6 +454,7 @@ int yc_demo_render(const yc_demo_options *opt, int split, int index, yc_demo_sam
 void yc_demo_sample_free(yc_demo_sample *s)
 {
     free(s->rgb);
+    free(s->ids);
     memset(s, 0, sizeof *s);
 }
 
@@ -439,13 +500,94 @@ static int write_renamed(const char *path, const void *data, size_t len)
     return YC_OK;
 }
 
-/* Renders, encodes and writes image `index` of `split` with its label file. */
+/* The label file of a scene: one box per object (detection) or one outline (segmentation), in
+ * YOLO's normalised format with 6 decimals (heap string in *text, *len bytes). */
+static int label_text(const yc_demo_sample *s, yc_demo_task task, char **text, size_t *len)
+{
+    size_t cap = (size_t)s->n * (64 + 20 * YC_DEMO_MAX_VERTICES) + 1, n = 0;
+    char *t = yc_malloc(cap, "demo labels");
+    if (!t)
+        return YC_ENOMEM;
+    t[0] = '\0';
+    for (int i = 0; i < s->n; i++) {
+        const yc_demo_object *o = &s->obj[i];
+        if (task == YC_DEMO_DETECT) {
+            n += (size_t)snprintf(t + n, cap - n, "%d %.6f %.6f %.6f %.6f\n", o->cls,
+                                  (o->x0 + o->x1) / 2 / s->w, (o->y0 + o->y1) / 2 / s->h,
+                                  (o->x1 - o->x0) / s->w, (o->y1 - o->y0) / s->h);
+            continue;
+        }
+        n += (size_t)snprintf(t + n, cap - n, "%d", o->cls);
+        for (int v = 0; v < o->nv; v++)
+            n += (size_t)snprintf(t + n, cap - n, " %.6f %.6f", o->px[v] / s->w, o->py[v] / s->h);
+        n += (size_t)snprintf(t + n, cap - n, "\n");
+    }
+    *text = t;
+    *len = n;
+    return YC_OK;
+}
+
+/* The square crop of object `o` the classification task writes: 1.3 times the box's larger side,
+ * centred on the box, moved inside the image and at most its shorter side; resized to side x side
+ * PNG bytes in *png. */
+static int crop_png(const yc_demo_sample *s, const yc_demo_object *o, int side, void **png,
+                    size_t *len)
+{
+    int shorter = s->w < s->h ? s->w : s->h;
+    int c = (int)lround(1.3 * fmax(o->x1 - o->x0, o->y1 - o->y0));
+    c = c < 1 ? 1 : c > shorter ? shorter : c;
+    int x0 = (int)lround((o->x0 + o->x1) / 2 - c / 2.0), y0 = (int)lround((o->y0 + o->y1) / 2 - c / 2.0);
+    x0 = x0 < 0 ? 0 : x0 > s->w - c ? s->w - c : x0;
+    y0 = y0 < 0 ? 0 : y0 > s->h - c ? s->h - c : y0;
+    yc_image cut = YC_IMAGE_INIT, small = YC_IMAGE_INIT;
+    int st = yc_image_reserve(&cut, c, c);
+    for (int y = 0; y < c && !st; y++)
+        memcpy(cut.data + (size_t)3 * y * c, s->rgb + 3 * ((size_t)(y0 + y) * s->w + x0),
+               (size_t)3 * c);
+    if (!st)
+        st = yc_image_resize(&cut, &small, side, side, c > side ? YC_INTERP_AREA : YC_INTERP_LINEAR);
+    if (!st)
+        st = yc_encode_rgb(small.data, side, side, YC_IMAGE_PNG, 0, png, len);
+    yc_image_free(&cut);
+    yc_image_free(&small);
+    return st;
+}
+
+/* Classification: writes every object of scene `index` of `split` as a crop into its class
+ * folder. */
+static int write_crops(const char *dir, const yc_demo_options *opt, const yc_demo_sample *s,
+                       int split, int index)
+{
+    char path[4096];
+    for (int i = 0; i < s->n; i++) {
+        void *png = NULL;
+        size_t len = 0;
+        int st = crop_png(s, &s->obj[i], opt->crop, &png, &len);
+        if (st)
+            return st;
+        snprintf(path, sizeof path, "%s/%s/%s/" PREFIX "%05d_%d.png", dir, split_dir[split],
+                 yc_demo_names[s->obj[i].cls], index, i);
+        st = write_renamed(path, png, len);
+        yc_encoded_free(png);
+        if (st)
+            return st;
+    }
+    return YC_OK;
+}
+
+/* Renders, encodes and writes image `index` of `split` with its label file (detection,
+ * segmentation) or its crops (classification). */
 static int write_sample(const char *dir, const yc_demo_options *opt, int split, int index)
 {
     yc_demo_sample s;
     int st = yc_demo_render(opt, split, index, &s);
     if (st)
         return st;
+    if (opt->task == YC_DEMO_CLASSIFY) {
+        st = write_crops(dir, opt, &s, split, index);
+        yc_demo_sample_free(&s);
+        return st;
+    }
     void *jpg = NULL;
     size_t len = 0;
     st = yc_encode_rgb(s.rgb, s.w, s.h, YC_IMAGE_JPEG, opt->quality, &jpg, &len);
@@ -456,19 +598,16 @@ static int write_sample(const char *dir, const yc_demo_options *opt, int split, 
         st = write_renamed(path, jpg, len);
         yc_encoded_free(jpg);
     }
+    char *text = NULL;
+    size_t n = 0;
+    if (!st)
+        st = label_text(&s, opt->task, &text, &n);
     if (!st) {
-        char text[YC_DEMO_MAX_OBJECTS * 64];
-        size_t n = 0;
-        for (int i = 0; i < s.n; i++) {
-            const yc_demo_object *o = &s.obj[i];
-            n += (size_t)snprintf(text + n, sizeof text - n, "%d %.6f %.6f %.6f %.6f\n", o->cls,
-                                  (o->x0 + o->x1) / 2 / s.w, (o->y0 + o->y1) / 2 / s.h,
-                                  (o->x1 - o->x0) / s.w, (o->y1 - o->y0) / s.h);
-        }
         snprintf(path, sizeof path, "%s/labels/%s/" PREFIX "%05d.txt", dir, split_dir[split],
                  index);
         st = write_renamed(path, text, n);
     }
+    free(text);
     yc_demo_sample_free(&s);
     return st;
 }
@@ -481,6 +620,12 @@ static void signature(const yc_demo_options *o, char *buf, size_t len)
              "quality %d\n",
              (unsigned long long)o->seed, o->n_train, o->n_val, o->min_side, o->max_side,
              o->max_objects, o->quality);
+    /* detection's marker is unchanged from before the tasks, so existing caches stay valid */
+    size_t n = strlen(buf);
+    if (o->task == YC_DEMO_SEGMENT)
+        snprintf(buf + n, len - n, "task segment\n");
+    else if (o->task == YC_DEMO_CLASSIFY)
+        snprintf(buf + n, len - n, "task classify\ncrop %d\n", o->crop);
 }
 
 /* Removes a file if it exists. */
@@ -546,7 +691,14 @@ static int write_locked(const char *dir, const yc_demo_options *opt)
     char path[4096];
     snprintf(path, sizeof path, "%s/" YC_DEMO_MARKER, dir);
     int st = remove_if_present(path);
-    for (int s = 0; s < 2 && !st; s++) {
+    for (int s = 0; s < 2 && !st && opt->task == YC_DEMO_CLASSIFY; s++)
+        for (int k = 0; k < YC_DEMO_NC && !st; k++) {
+            snprintf(path, sizeof path, "%s/%s/%s", dir, split_dir[s], yc_demo_names[k]);
+            st = yc_mkdirs(path);
+            if (!st)
+                st = remove_own_files(path);
+        }
+    for (int s = 0; s < 2 && !st && opt->task != YC_DEMO_CLASSIFY; s++) {
         snprintf(path, sizeof path, "%s/images/%s", dir, split_dir[s]);
         st = yc_mkdirs(path);
         if (!st)
@@ -598,29 +750,33 @@ static int write_locked(const char *dir, const yc_demo_options *opt)
     if (sr != 0)
         return yc_error_status(YC_EIO, "cannot sync %s to disk: %s", dir, strerror(se));
 
-    char yaml[1024];
-    size_t n = (size_t)snprintf(yaml, sizeof yaml,
-                                "# yolocl built-in demo dataset: synthetic coloured shapes\n"
-                                "# seed %llu, %d train and %d val images (yolocl demo-data)\n"
-                                "path: .\n"
-                                "train: images/train\n"
-                                "val: images/val\n"
-                                "names:\n",
-                                (unsigned long long)opt->seed, opt->n_train, opt->n_val);
-    for (int k = 0; k < YC_DEMO_NC; k++)
-        n += (size_t)snprintf(yaml + n, sizeof yaml - n, "  - %s\n", yc_demo_names[k]);
-    snprintf(path, sizeof path, "%s/" YC_DEMO_YAML, dir);
-    st = yc_write_file_atomic(path, yaml, n);
-    if (st)
-        return st;
+    if (opt->task != YC_DEMO_CLASSIFY) {
+        char yaml[1024];
+        size_t n = (size_t)snprintf(yaml, sizeof yaml,
+                                    "# yolocl built-in demo dataset: synthetic coloured shapes%s\n"
+                                    "# seed %llu, %d train and %d val images (yolocl demo-data)\n"
+                                    "path: .\n"
+                                    "train: images/train\n"
+                                    "val: images/val\n"
+                                    "names:\n",
+                                    opt->task == YC_DEMO_SEGMENT ? ", outlines as polygons" : "",
+                                    (unsigned long long)opt->seed, opt->n_train, opt->n_val);
+        for (int k = 0; k < YC_DEMO_NC; k++)
+            n += (size_t)snprintf(yaml + n, sizeof yaml - n, "  - %s\n", yc_demo_names[k]);
+        snprintf(path, sizeof path, "%s/" YC_DEMO_YAML, dir);
+        st = yc_write_file_atomic(path, yaml, n);
+        if (st)
+            return st;
+    }
     char sig[512];
     signature(opt, sig, sizeof sig);
     snprintf(path, sizeof path, "%s/" YC_DEMO_MARKER, dir);
     st = yc_write_file_atomic(path, sig, strlen(sig));
     if (st)
         return st;
-    yc_info("demo dataset: %d train and %d val images written to %s in %.1f s\n", opt->n_train,
-            opt->n_val, dir, yc_now() - t0);
+    yc_info("demo dataset (%s): %d train and %d val %s written to %s in %.1f s\n",
+            yc_demo_task_name(opt->task), opt->n_train, opt->n_val,
+            opt->task == YC_DEMO_CLASSIFY ? "scenes' crops" : "images", dir, yc_now() - t0);
     return YC_OK;
 }
 
@@ -667,7 +823,7 @@ bool yc_demo_is_complete(const char *dir, const yc_demo_options *opt)
         yc_demo_options_default(&o);
     char path[4096], want[512];
     snprintf(path, sizeof path, "%s/" YC_DEMO_YAML, dir);
-    if (!yc_file_exists(path))
+    if (o.task != YC_DEMO_CLASSIFY && !yc_file_exists(path))
         return false;
     snprintf(path, sizeof path, "%s/" YC_DEMO_MARKER, dir);
     FILE *f = fopen(path, "rb");
@@ -683,17 +839,7 @@ bool yc_demo_is_complete(const char *dir, const yc_demo_options *opt)
 
 char *yc_demo_default_dir(void)
 {
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    if (xdg && xdg[0] == '/')
-        return yc_path_join(xdg, "yolocl/demo");
-    const char *home = getenv("HOME");
-    if (home && home[0]) {
-        char *cache = yc_path_join(home, ".cache/yolocl/demo");
-        return cache;
-    }
-    yc_error_status(YC_EUSAGE, "no cache directory for the demo dataset: neither XDG_CACHE_HOME "
-                    "nor HOME is set (give a directory with yolocl demo-data DIR)");
-    return NULL;
+    return yc_demo_task_dir(YC_DEMO_DETECT);
 }
 
 int yc_demo_ensure_opts(const char *dir, const yc_demo_options *opt)
@@ -726,4 +872,49 @@ int yc_demo_ensure_opts(const char *dir, const yc_demo_options *opt)
 int yc_demo_ensure(const char *dir)
 {
     return yc_demo_ensure_opts(dir, NULL);
+}
+
+char *yc_demo_task_dir(yc_demo_task task)
+{
+    static const char *const leaf[3] = {"yolocl/demo", "yolocl/demo-seg", "yolocl/demo-cls"};
+    if (task < YC_DEMO_DETECT || task > YC_DEMO_CLASSIFY) {
+        yc_error_status(YC_EUSAGE, "demo dataset: task %d: must be detect, segment or classify",
+                        (int)task);
+        return NULL;
+    }
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    if (xdg && xdg[0] == '/')
+        return yc_path_join(xdg, leaf[task]);
+    const char *home = getenv("HOME");
+    if (home && home[0]) {
+        char base[4096];
+        snprintf(base, sizeof base, ".cache/%s", leaf[task]);
+        return yc_path_join(home, base);
+    }
+    yc_error_status(YC_EUSAGE, "no cache directory for the demo dataset: neither XDG_CACHE_HOME "
+                    "nor HOME is set (give a directory with yolocl demo-data DIR)");
+    return NULL;
+}
+
+int yc_demo_ensure_task(yc_demo_task task, char **data)
+{
+    *data = NULL;
+    char *dir = yc_demo_task_dir(task);
+    if (!dir)
+        return YC_EUSAGE;
+    yc_demo_options o;
+    yc_demo_options_default(&o);
+    o.task = task;
+    int st = yc_demo_ensure_opts(dir, &o);
+    if (!st && task != YC_DEMO_CLASSIFY) {
+        *data = yc_path_join(dir, YC_DEMO_YAML);
+        if (!*data)
+            st = YC_ENOMEM;
+        free(dir);
+    } else if (!st) {
+        *data = dir;
+    } else {
+        free(dir);
+    }
+    return st;
 }
