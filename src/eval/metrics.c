@@ -276,8 +276,56 @@ static int unique_per_detection(match_buf *b, size_t m, int nd)
     return ns;
 }
 
+/* The matching of process_batch over the IoU matrix in b->iou ([nl][nd]). */
+static void match_iou(match_buf *b, const float *dets, int nd, const float *labels, int nl,
+                      uint16_t *correct)
+{
+    float iouv[YC_NIOU];
+    yc_iouv(iouv);
+    for (int t = 0; t < YC_NIOU; t++) {
+        const uint16_t bit = (uint16_t)(1u << t);
+        /* torch.where((iou >= iouv[t]) & correct_class): row-major (label, detection) */
+        size_t m = 0;
+        for (int l = 0; l < nl; l++) {
+            const float lc = labels[(size_t)l * 5];
+            for (int d = 0; d < nd; d++) {
+                const float v = b->iou[(size_t)l * nd + d];
+                if (v >= iouv[t] && lc == dets[(size_t)d * 6 + 5]) {
+                    b->pl[m] = l;
+                    b->pd[m] = d;
+                    b->pv[m] = v;
+                    m++;
+                }
+            }
+        }
+        if (m == 0)
+            continue;
+        if (m == 1) {
+            correct[b->pd[0]] |= bit;
+            continue;
+        }
+        const int ns = unique_per_detection(b, m, nd);
+        /* np.unique(label column, return_index=True) over the detection-ordered survivors */
+        for (int l = 0; l < nl; l++)
+            b->lbest[l] = -1;
+        for (int k = 0; k < ns; k++) {
+            const int32_t q = b->surv[k];
+            if (b->lbest[b->pl[q]] < 0) {
+                b->lbest[b->pl[q]] = q;
+                correct[b->pd[q]] |= bit;
+            }
+        }
+    }
+}
+
 int yc_match_predictions(const float *dets, int nd, const float *labels, int nl,
                          uint16_t *correct)
+{
+    return yc_match_iou(NULL, dets, nd, labels, nl, correct);
+}
+
+int yc_match_iou(const float *iou, const float *dets, int nd, const float *labels, int nl,
+                 uint16_t *correct)
 {
     if (nd < 0 || nl < 0 || (nd && (!dets || !correct)) || (nl && !labels))
         return yc_error_status(YC_EFORMAT, "process_batch: %d detections, %d labels", nd, nl);
@@ -288,43 +336,11 @@ int yc_match_predictions(const float *dets, int nd, const float *labels, int nl,
     match_buf b;
     if (match_buf_alloc(&b, nl, nd) != YC_OK)
         return yc_error_context(YC_ENOMEM, "process_batch");
-    iou_matrix(&b, dets, nd, labels, nl);
-    float iouv[YC_NIOU];
-    yc_iouv(iouv);
-    for (int t = 0; t < YC_NIOU; t++) {
-        const uint16_t bit = (uint16_t)(1u << t);
-        /* torch.where((iou >= iouv[t]) & correct_class): row-major (label, detection) */
-        size_t m = 0;
-        for (int l = 0; l < nl; l++) {
-            const float lc = labels[(size_t)l * 5];
-            for (int d = 0; d < nd; d++) {
-                const float v = b.iou[(size_t)l * nd + d];
-                if (v >= iouv[t] && lc == dets[(size_t)d * 6 + 5]) {
-                    b.pl[m] = l;
-                    b.pd[m] = d;
-                    b.pv[m] = v;
-                    m++;
-                }
-            }
-        }
-        if (m == 0)
-            continue;
-        if (m == 1) {
-            correct[b.pd[0]] |= bit;
-            continue;
-        }
-        const int ns = unique_per_detection(&b, m, nd);
-        /* np.unique(label column, return_index=True) over the detection-ordered survivors */
-        for (int l = 0; l < nl; l++)
-            b.lbest[l] = -1;
-        for (int k = 0; k < ns; k++) {
-            const int32_t q = b.surv[k];
-            if (b.lbest[b.pl[q]] < 0) {
-                b.lbest[b.pl[q]] = q;
-                correct[b.pd[q]] |= bit;
-            }
-        }
-    }
+    if (iou)
+        memcpy(b.iou, iou, (size_t)nl * (size_t)nd * sizeof *b.iou);
+    else
+        iou_matrix(&b, dets, nd, labels, nl);
+    match_iou(&b, dets, nd, labels, nl, correct);
     match_buf_free(&b);
     return YC_OK;
 }
@@ -542,6 +558,12 @@ static int grow_labels(yc_val_stats *s, size_t need)
 int yc_val_stats_add(yc_val_stats *s, const float *dets, int nd, const float *labels, int nl,
                      yc_confusion *cm)
 {
+    return yc_val_stats_add_correct(s, dets, nd, labels, nl, cm, NULL);
+}
+
+int yc_val_stats_add_correct(yc_val_stats *s, const float *dets, int nd, const float *labels,
+                             int nl, yc_confusion *cm, const uint16_t *given)
+{
     if (nd < 0 || nl < 0 || (nd && !dets) || (nl && !labels))
         return yc_error_status(YC_EFORMAT, "validation statistics: %d detections, %d labels", nd,
                                nl);
@@ -560,7 +582,9 @@ int yc_val_stats_add(yc_val_stats *s, const float *dets, int nd, const float *la
             return yc_error_context(YC_ERR, "validation statistics");
     } else {
         uint16_t *correct = s->correct + s->n_pred;
-        if (yc_match_predictions(dets, nd, labels, nl, correct) != YC_OK)
+        if (given)
+            memcpy(correct, given, (size_t)nd * sizeof *correct);
+        else if (yc_match_predictions(dets, nd, labels, nl, correct) != YC_OK)
             return YC_ENOMEM;
         if (nl && cm && yc_confusion_process(cm, dets, nd, labels, nl) != YC_OK)
             return yc_error_context(YC_ERR, "validation statistics");
@@ -912,6 +936,12 @@ void yc_val_metrics_free(yc_val_metrics *m)
 
 int yc_val_metrics_compute(const yc_val_stats *s, yc_val_metrics *out)
 {
+    return yc_val_metrics_compute_gated(s, s, out);
+}
+
+int yc_val_metrics_compute_gated(const yc_val_stats *s, const yc_val_stats *gate,
+                                 yc_val_metrics *out)
+{
     memset(out, 0, sizeof *out);
     out->nc = s->nc;
     out->seen = s->seen;
@@ -925,8 +955,8 @@ int yc_val_metrics_compute(const yc_val_stats *s, yc_val_metrics *out)
         out->nt[s->label_cls[k]]++;
     /* if len(stats) and stats[0].any(): ap_per_class */
     bool any = false;
-    for (size_t k = 0; k < s->n_pred && !any; k++)
-        any = s->correct[k] != 0;
+    for (size_t k = 0; k < gate->n_pred && !any; k++)
+        any = gate->correct[k] != 0;
     if (any) {
         int st = yc_ap_per_class(s->correct, s->conf, s->pred_cls, s->n_pred, s->label_cls,
                                  s->n_label, s->nc, &out->ap);

@@ -45,6 +45,12 @@ float yc_box_iou(const float a[4], const float b[4]);
 int yc_match_predictions(const float *dets, int nd, const float *labels, int nl,
                          uint16_t *correct);
 
+/* yc_match_predictions over a given IoU matrix iou[l * nd + d] (label l, detection d) instead of
+ * the box IoUs: segment/val.py's process_batch(masks=True) with the mask IoUs (masks.h); iou NULL
+ * is yc_match_predictions.  The boxes of dets and labels are not read, only their classes. */
+int yc_match_iou(const float *iou, const float *dets, int nd, const float *labels, int nl,
+                 uint16_t *correct);
+
 /* ---------------------------------------------------------------------------------------------
  * Confusion matrix (utils/metrics.py ConfusionMatrix)
  * ------------------------------------------------------------------------------------------- */
@@ -113,6 +119,12 @@ void yc_val_stats_reset(yc_val_stats *s);
  * between images are ordered by position.  YC_EFORMAT for a class outside [0, nc), YC_ENOMEM. */
 int yc_val_stats_add(yc_val_stats *s, const float *dets, int nd, const float *labels, int nl,
                      yc_confusion *cm);
+
+/* yc_val_stats_add with the correct bits of the nd detections given (correct, nd values) instead
+ * of matched from the boxes: segment/val.py's mask statistics (their bits from yc_match_iou over
+ * the mask IoUs).  correct NULL is yc_val_stats_add. */
+int yc_val_stats_add_correct(yc_val_stats *s, const float *dets, int nd, const float *labels,
+                             int nl, yc_confusion *cm, const uint16_t *correct);
 
 /* ---------------------------------------------------------------------------------------------
  * ap_per_class and the dataset metrics
@@ -202,6 +214,12 @@ typedef struct yc_val_metrics {
 /* The end of val.py run() from its statistics.  out is overwritten (free with
  * yc_val_metrics_free). */
 int yc_val_metrics_compute(const yc_val_stats *s, yc_val_metrics *out);
+
+/* yc_val_metrics_compute with ap_per_class run only when some prediction of `gate` is correct
+ * (segment/val.py tests stats[0], the mask statistics, before computing both the box and the mask
+ * metrics); gate == s is yc_val_metrics_compute. */
+int yc_val_metrics_compute_gated(const yc_val_stats *s, const yc_val_stats *gate,
+                                 yc_val_metrics *out);
 void yc_val_metrics_free(yc_val_metrics *m);
 
 /* val.py's header line, ('%22s' + '%11s' * 6) of Class Images Instances P R mAP50 mAP50-95. */

@@ -31,10 +31,19 @@ static inline float sigmoidf(float x)
 int yc_detect_decode(const yc_detect_level *levels, int nl, int na, int no, const float *anchors,
                      int b, float *out)
 {
-    if (!levels || !anchors || !out || nl < 1 || na < 1 || no < 6 || b < 0)
+    return yc_detect_decode_nm(levels, nl, na, no, 0, anchors, b, out);
+}
+
+int yc_detect_decode_nm(const yc_detect_level *levels, int nl, int na, int no, int nm,
+                        const float *anchors, int b, float *out)
+{
+    if (!levels || !anchors || !out || nl < 1 || na < 1 || nm < 0 || no - nm < 6 || b < 0)
         return yc_error_status(YC_EFORMAT,
-                               "detect decode: invalid arguments (nl %d, na %d, no %d, image %d)",
-                               nl, na, no, b);
+                               "detect decode: invalid arguments (nl %d, na %d, no %d, nm %d, "
+                               "image %d)",
+                               nl, na, no, nm, b);
+    /* Segment's rows end with nm mask coefficients, left raw (Detect.forward's `mask`) */
+    const int nsig = no - nm;
     for (int l = 0; l < nl; l++) {
         const yc_detect_level *lv = &levels[l];
         if (!lv->p || lv->ny < 1 || lv->nx < 1 || !(lv->stride > 0.0f) ||
@@ -70,8 +79,10 @@ int yc_detect_decode(const yc_detect_level *levels, int nl, int na, int no, cons
                     const float tw = v[2] * 2.0f, th = v[3] * 2.0f;
                     row[2] = tw * tw * aw;
                     row[3] = th * th * ah;
-                    for (int k = 4; k < no; k++)
+                    for (int k = 4; k < nsig; k++)
                         row[k] = sigmoidf(src[(size_t)k * plane + cell]);
+                    for (int k = nsig; k < no; k++)
+                        row[k] = src[(size_t)k * plane + cell];
                 }
             }
         }
@@ -436,10 +447,17 @@ static inline bool suppresses(const float *k, const float *j, double iou_thres)
 int yc_nms(const float *pred, size_t n_rows, int no, const yc_nms_params *p, yc_nms_scratch *s,
            float *out, int *n_out)
 {
+    return yc_nms_src(pred, n_rows, no, p, s, out, n_out, NULL);
+}
+
+int yc_nms_src(const float *pred, size_t n_rows, int no, const yc_nms_params *p,
+               yc_nms_scratch *s, float *out, int *n_out, uint32_t *src)
+{
     if (n_out)
         *n_out = 0;
-    if (!p || !s || !out || !n_out || (!pred && n_rows) || no < 6)
-        return yc_error_status(YC_EFORMAT, "nms: invalid arguments (no = %d)", no);
+    if (!p || !s || !out || !n_out || (!pred && n_rows) || p->nm < 0 || no - p->nm < 6)
+        return yc_error_status(YC_EFORMAT, "nms: invalid arguments (no = %d, nm = %d)", no,
+                               p ? p->nm : 0);
     if (p->max_det < 1 || p->max_nms < 1)
         return yc_error_status(YC_EFORMAT, "nms: max_det %d and max_nms %d must be >= 1",
                                p->max_det, p->max_nms);
@@ -451,7 +469,7 @@ int yc_nms(const float *pred, size_t n_rows, int no, const yc_nms_params *p, yc_
                                (double)p->conf_thres, p->iou_thres);
     if (n_rows > UINT32_MAX)
         return yc_error_status(YC_EFORMAT, "nms: %zu rows is too many", n_rows);
-    const int nc = no - 5;
+    const int nc = no - 5 - p->nm;
     const bool multi = p->multi_label && nc > 1;
     const float conf = p->conf_thres;
 
@@ -563,6 +581,8 @@ int yc_nms(const float *pred, size_t n_rows, int no, const yc_nms_params *p, yc_
         row_xyxy(row, o);
         o[4] = s->key[k].v;
         o[5] = (float)c;
+        if (src)
+            src[kept] = s->row[id];
         kept++;
     }
     *n_out = kept;

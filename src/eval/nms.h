@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* YOLOv5's constants of non_max_suppression. */
 #define YC_NMS_MAX_WH 7680.0f /* class offset (pixels) of the batched NMS */
@@ -48,6 +49,12 @@ size_t yc_detect_rows(const yc_detect_level *levels, int nl, int na);
 int yc_detect_decode(const yc_detect_level *levels, int nl, int na, int no, const float *anchors,
                      int b, float *out);
 
+/* yc_detect_decode for a Segment head (models/yolo.py Detect.forward's Segment branch): the last
+ * nm of the no values of a row (the mask coefficients) are copied raw, not passed through the
+ * sigmoid; nm = 0 is yc_detect_decode.  YC_EFORMAT also when nm < 0 or no - nm < 6. */
+int yc_detect_decode_nm(const yc_detect_level *levels, int nl, int na, int no, int nm,
+                        const float *anchors, int b, float *out);
+
 /* ---------------------------------------------------------------------------------------------
  * Non-maximum suppression
  * ------------------------------------------------------------------------------------------- */
@@ -72,6 +79,9 @@ typedef struct yc_nms_params {
     int max_det;
     /* at most this many candidates into NMS, best scores first (YC_NMS_MAX_NMS) */
     int max_nms;
+    /* mask coefficients at the end of each row (non_max_suppression's nm: 32 for a Segment head,
+     * 0 otherwise): the classes are the no - 5 - nm values after obj */
+    int nm;
 } yc_nms_params;
 
 /* val.py settings: conf 0.001, IoU 0.6, multi-label, max_det 300, not agnostic. */
@@ -106,6 +116,12 @@ void yc_nms_scratch_free(yc_nms_scratch *s);
  * memory O(n). */
 int yc_nms(const float *pred, size_t n_rows, int no, const yc_nms_params *p, yc_nms_scratch *s,
            float *out, int *n_out);
+
+/* yc_nms, and src (max_det entries, or NULL) receives the input row of each detection: with
+ * p->nm, non_max_suppression's mask coefficients of detection k are the last nm values of row
+ * src[k] of pred (YOLOv5 keeps them as columns 6.. of its output). */
+int yc_nms_src(const float *pred, size_t n_rows, int no, const yc_nms_params *p,
+               yc_nms_scratch *s, float *out, int *n_out, uint32_t *src);
 
 /* ---------------------------------------------------------------------------------------------
  * Box helpers (float32, in place; `stride` floats between consecutive boxes, the 4 box values

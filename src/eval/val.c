@@ -20,6 +20,7 @@
 #include "plots.h"
 #include "tta.h"
 #include "util.h"
+#include "val_seg.h"
 
 void yc_val_options_default(yc_val_options *o)
 {
@@ -30,6 +31,7 @@ void yc_val_options_default(yc_val_options *o)
     o->print = true;
     o->imgsz = 640;
     o->batch = 32;
+    o->mask_overlap = true;
 }
 
 void yc_val_result_free(yc_val_result *r)
@@ -37,7 +39,19 @@ void yc_val_result_free(yc_val_result *r)
     if (!r)
         return;
     yc_val_metrics_free(&r->metrics);
+    yc_val_metrics_free(&r->mask_metrics);
     memset(r, 0, sizeof *r);
+}
+
+double yc_val_seg_fitness(const yc_val_result *r)
+{
+    if (!r->seg)
+        return r->metrics.fitness;
+    const yc_val_metrics *b = &r->metrics, *k = &r->mask_metrics;
+    /* (x[:, :8] * w).sum(1): the products, then numpy's pairwise sum of 8 values */
+    const double a[8] = {b->mp * 0.0,  b->mr * 0.0,  b->map50 * 0.1, b->map * 0.9,
+                         k->mp * 0.0,  k->mr * 0.0,  k->map50 * 0.1, k->map * 0.9};
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -1064,6 +1078,16 @@ int yc_val_sink_add(yc_val_sink *s, const char *image, int w0, int h0, const flo
     return YC_OK;
 }
 
+const yc_val_stats *yc_val_sink_stats(const yc_val_sink *s)
+{
+    return &s->stats;
+}
+
+size_t yc_val_sink_detections(const yc_val_sink *s)
+{
+    return s->n_det;
+}
+
 int yc_val_sink_metrics(yc_val_sink *s, const char *const *names, yc_val_result *res)
 {
     const yc_val_options *opt = &s->opt;
@@ -1245,6 +1269,8 @@ int yc_validate(yc_model *m, yc_loader *loader, const yc_dataset *ds, const char
     memset(res, 0, sizeof *res);
     if (!m || !m->be || !loader || !ds || !opt)
         return yc_error_status(YC_EUSAGE, "validation: missing model, loader or dataset");
+    if (m->nm > 0)
+        return yc_validate_seg(m, loader, ds, names, opt, lp, res);
     val_state s;
     memset(&s, 0, sizeof s);
     s.m = m;

@@ -99,10 +99,14 @@ typedef struct yc_val_options {
      * confidence 1 (non_max_suppression(labels=lb)), so the saved labels and the metrics are of
      * labels and predictions merged (autolabelling; the mAP is not the model's) */
     bool save_hybrid;
+    /* segmentation models (val_seg.h): the batches' ground truth masks are in the overlap format
+     * (one index map per image, loader.h; segment/train.py's default) rather than one mask per
+     * target (segment/val.py run alone: overlap=False).  Set it as the loader was made. */
+    bool mask_overlap;
 } yc_val_options;
 
 /* val.py's defaults: conf 0.001, IoU 0.6, max_det 300, imgsz 640, batch 32, print on, nothing
- * saved. */
+ * saved, overlap masks. */
 void yc_val_options_default(yc_val_options *o);
 
 typedef struct yc_val_result {
@@ -119,12 +123,32 @@ typedef struct yc_val_result {
     size_t n_det;
     /* label files in save_dir/labels after the run (save_txt) */
     int n_label_files;
+    /* segmentation models (m->nm > 0, val_seg.h): seg is true, `metrics` holds the box metrics
+     * (Box(P R mAP50 mAP50-95) of the table) and mask_metrics the mask ones (Mask(...)), their
+     * maps per class each (segment/val.py returns their sum per class as its maps); loss_seg is
+     * the validation seg loss (sum over batches / number of batches; zero without loss
+     * parameters), loss[] keeping box, obj, cls as for detection (segment/val.py's loss vector
+     * is box, seg, obj, cls).  The fitness of metrics and mask_metrics is each one's own
+     * (yc_fitness); segment/train.py's is yc_val_seg_fitness.  For detection models seg is false
+     * and mask_metrics and loss_seg are zero. */
+    bool seg;
+    yc_val_metrics mask_metrics;
+    double loss_seg;
 } yc_val_result;
 
 void yc_val_result_free(yc_val_result *r);
 
+/* utils/segment/metrics.py fitness of a segmentation model's validation (segment/train.py's
+ * best.pt criterion): the dot product of [0, 0, 0.1, 0.9, 0, 0, 0.1, 0.9] with the box
+ * (P, R, mAP50, mAP50-95) then the mask ones, summed as numpy sums 8 values (pairwise:
+ * ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))).  For a detection result (seg false) the
+ * box fitness, metrics.fitness. */
+double yc_val_seg_fitness(const yc_val_result *r);
+
 /* Validates `m` (allocated on its backend, weights loaded) over every batch of `loader` (a
- * validation loader: train = false; it is restarted, epoch 0) whose images are `ds`'s.
+ * validation loader: train = false; it is restarted, epoch 0) whose images are `ds`'s.  A model
+ * with a Segment head (m->nm > 0) is validated as segment/val.py does (val_seg.h): its loader
+ * must give masks (loader.h) and lp, if any, be yc_seg_step_loss_params's.
  * names: the class names (ds->nc entries, or one with single_cls), for tables and plots; may be
  * NULL.  lp: loss parameters for the validation loss (yc_step_loss_params), or NULL.
  * res is overwritten; free it with yc_val_result_free. */
@@ -160,6 +184,11 @@ int yc_val_sink_metrics(yc_val_sink *s, const char *const *names, yc_val_result 
 /* Second part: the curves and the confusion matrix (opt->plots), the JSON (opt->save_json) and
  * res->n_label_files (opt->save_txt). */
 int yc_val_sink_save(yc_val_sink *s, const char *const *names, yc_val_result *res);
+
+/* The statistics the sink gathered so far (the box statistics of a segmentation validation) and
+ * the number of detections added. */
+const yc_val_stats *yc_val_sink_stats(const yc_val_sink *s);
+size_t yc_val_sink_detections(const yc_val_sink *s);
 
 /* ------------------------------------------------------------------------------------------------
  * Pieces, exposed for tests and for detect

@@ -1,0 +1,86 @@
+/* Instance masks of a segmentation model's detections on the host: YOLOv5 v7.0
+ * utils/segment/general.py (process_mask, process_mask_upsample, crop_mask, scale_image,
+ * mask_iou) and the mask side of segment/val.py's process_batch(masks=True).
+ *
+ * A detection's mask is sigmoid(its nm coefficients @ Proto's nm prototypes), a mh x mw map (the
+ * model input / 4), zeroed outside the detection's box and thresholded at 0.5.  Arithmetic is
+ * float32 in PyTorch's operation order except the dot product over the nm prototypes, summed
+ * in coefficient order (torch's sgemm may sum in another order: a pixel whose logit is within
+ * float round-off of 0 can come out the other way).  Bilinear resampling is F.interpolate's
+ * (align_corners=False) on CPU, float32. */
+#ifndef YC_MASKS_H
+#define YC_MASKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* How the masks of detections are made (the three ways YOLOv5 v7.0 calls them). */
+typedef enum yc_mask_mode {
+    /* process_mask(upsample=False): cropped to the box scaled to the prototypes' size, mh x mw
+     * (segment/val.py without --save-json) */
+    YC_MASK_PROTO,
+    /* process_mask(upsample=True): cropped as YC_MASK_PROTO, then upsampled bilinearly to the
+     * input size ih x iw (segment/predict.py) */
+    YC_MASK_UPSAMPLE,
+    /* process_mask_upsample: upsampled to ih x iw, then cropped to the box in input pixels
+     * (segment/val.py with --save-json) */
+    YC_MASK_UPSAMPLE_CROP
+} yc_mask_mode;
+
+/* The size of the masks of `mode`: mh x mw for YC_MASK_PROTO, else ih x iw. */
+void yc_mask_size(yc_mask_mode mode, int mh, int mw, int ih, int iw, int *h, int *w);
+
+/* F.interpolate(x[None], (oh, ow), mode="bilinear", align_corners=False) of n planes of ih x iw
+ * floats into n planes of oh x ow (out must not alias in): source coordinate
+ * (dst + 0.5) * (in / out) - 0.5 (the scale in float32), clamped at 0, the two neighbours weighted
+ * by the fraction, all float32. */
+void yc_interp_bilinear(const float *in, int n, int ih, int iw, float *out, int oh, int ow);
+
+/* crop_mask: n planes of h x w floats, pixel (y, x) of plane k kept where
+ * x1 <= x < x2 and y1 <= y < y2 (box k: boxes + k * box_stride, x1 y1 x2 y2 in the planes'
+ * pixels), else set to 0. */
+void yc_crop_mask(float *masks, int n, int h, int w, const float *boxes, size_t box_stride);
+
+/* The masks of n detections (process_mask / process_mask_upsample per `mode`):
+ *   proto   the image's prototypes, nm planes of mh x mw (Proto's output for that image);
+ *   coef    detection k's nm coefficients at coef + k * coef_stride;
+ *   boxes   detection k's box x1 y1 x2 y2 in input pixels at boxes + k * box_stride;
+ *   ih, iw  the input (letterboxed) image size.
+ * out receives n planes of yc_mask_size bytes, 1 inside the mask, 0 outside.  YC_EFORMAT for
+ * invalid sizes, YC_ENOMEM. */
+int yc_process_mask(const float *proto, int nm, int mh, int mw, const float *coef,
+                    size_t coef_stride, const float *boxes, size_t box_stride, int n, int ih,
+                    int iw, yc_mask_mode mode, uint8_t *out);
+
+/* mask_iou(gt, pred) of segment/val.py's process_batch(masks=True): iou[l * nd + d] of ground
+ * truth mask l and predicted mask d.
+ *   gt      overlap: one gh x gw map of the image, value l + 1 marking label l (loader.h's overlap
+ *           format); otherwise nl planes of gh x gw, 1 inside label l's mask;
+ *   pred    nd planes of ph x pw bytes (yc_process_mask's).
+ * When gh x gw differs from ph x pw, each ground truth mask (as 0/1 floats) is resampled with
+ * yc_interp_bilinear to ph x pw and thresholded (> 0.5), as val.py does.  The IoU is YOLOv5's in
+ * float32: inter / ((area_gt + area_pred - inter) + 1e-7).  YC_EFORMAT, YC_ENOMEM. */
+int yc_mask_iou(const float *gt, bool overlap, int nl, int gh, int gw, const uint8_t *pred,
+                int nd, int ph, int pw, float *iou);
+
+/* scale_image for one mask: the h1 x w1 mask (of the letterboxed input) cropped to the letterbox
+ * content (top = int(pad_h), left = int(pad_w), bottom = int(h1 - pad_h), right =
+ * int(w1 - pad_w)) and resized to h0 x w0 as cv2.resize(INTER_LINEAR) does (half-pixel centres,
+ * clamped at the edges), float32 out (h0 * w0 values, 0..1 for a 0/1 mask).  pad_w and pad_h are
+ * the letterbox's (yc_letterbox_gain_pad). */
+void yc_scale_mask(const uint8_t *mask, int h1, int w1, double pad_w, double pad_h, int h0,
+                   int w0, float *out);
+
+/* The colour of class c in YOLOv5's palette (utils/plots.py Colors), RGB. */
+void yc_mask_color(int c, uint8_t rgb[3]);
+
+/* Annotator.masks with im_gpu=None (segment/predict.py --retina-masks), on an RGB image of
+ * h0 x w0 (3 bytes a pixel, rows of stride bytes): n masks already at the image's size
+ * (yc_scale_mask's, mask k at masks + k * h0 * w0, > 0.5 inside), colours[k] their RGB colours:
+ * im = clip(sum_k mask_k * colour_k, 0, 255) * alpha + im * (1 - clip(sum_k mask_k, 0, 1) *
+ * alpha), float32, truncated to uint8 as numpy's assignment does. */
+void yc_draw_masks(uint8_t *rgb, int h0, int w0, size_t stride, const float *masks, int n,
+                   const uint8_t (*colours)[3], float alpha);
+
+#endif

@@ -1,0 +1,427 @@
+/* Validation of a segmentation model (see val_seg.h). */
+#include "val_seg.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+#include "log.h"
+#include "loss_seg.h"
+#include "masks.h"
+#include "nms.h"
+#include "util.h"
+
+/* Everything yc_validate_seg allocates. */
+typedef struct seg_state {
+    yc_model *m;
+    yc_graph *g;
+    int gn, gh, gw;
+    /* the heads and Proto's output of the batch, read back */
+    float *heads[YC_MAX_LEVELS];
+    size_t heads_cap[YC_MAX_LEVELS];
+    float *proto;
+    size_t proto_cap;
+    int ph, pw;
+    /* one image's decoded rows */
+    float *rows;
+    size_t rows_cap;
+    yc_nms_scratch *nms;
+    /* one image's detections (max_det rows of 6), their source rows, the scaled copy, labels */
+    float *dets, *predn, *labels;
+    uint32_t *src;
+    int labels_cap;
+    /* one image's predicted masks, ground truth masks (without overlap), IoUs and correct bits */
+    uint8_t *pmasks;
+    size_t pmasks_cap;
+    float *gt, *iou;
+    size_t gt_cap, iou_cap;
+    uint16_t *correct;
+    yc_seg_loss_ctx *loss;
+    yc_val_sink *sink;
+    yc_val_stats mstats;
+    bool have_mstats;
+} seg_state;
+
+static void seg_state_free(seg_state *s)
+{
+    yc_graph_free(s->g);
+    for (int l = 0; l < YC_MAX_LEVELS; l++)
+        free(s->heads[l]);
+    free(s->proto);
+    free(s->rows);
+    yc_nms_scratch_free(s->nms);
+    free(s->dets);
+    free(s->predn);
+    free(s->labels);
+    free(s->src);
+    free(s->pmasks);
+    free(s->gt);
+    free(s->iou);
+    free(s->correct);
+    yc_seg_loss_free(s->loss);
+    yc_val_sink_free(s->sink);
+    if (s->have_mstats)
+        yc_val_stats_free(&s->mstats);
+}
+
+static int grow(void **p, size_t *cap, size_t n, size_t elem, const char *what)
+{
+    if (n <= *cap)
+        return YC_OK;
+    void *q = yc_realloc(*p, n * elem, what);
+    if (!q)
+        return YC_ENOMEM;
+    *p = q;
+    *cap = n;
+    return YC_OK;
+}
+
+/* The eval graph for n x h x w (kept while the shape repeats). */
+static int ensure_graph(seg_state *s, const yc_val_options *opt, int n, int h, int w)
+{
+    if (s->g && s->gn == n && s->gh == h && s->gw == w)
+        return YC_OK;
+    yc_graph_free(s->g);
+    s->g = NULL;
+    yc_graph_options go = {.mode = YC_GRAPH_EVAL, .half = opt->half};
+    int st = yc_graph_new_opts(&s->g, s->m, n, h, w, &go);
+    if (!st)
+        st = opt->arena ? yc_graph_alloc_in(s->g, opt->arena) : yc_graph_alloc(s->g);
+    if (st) {
+        yc_graph_free(s->g);
+        s->g = NULL;
+        return yc_error_context(st, "building the %dx%dx%d evaluation graph", n, h, w);
+    }
+    s->gn = n;
+    s->gh = h;
+    s->gw = w;
+    return YC_OK;
+}
+
+/* Forward of one batch and the heads and Proto read back into dense host arrays. */
+static int forward(seg_state *s, const yc_val_options *opt, const yc_batch *b, double *t_pre,
+                   double *t_inf)
+{
+    yc_model *m = s->m;
+    double t0 = yc_now();
+    int st = ensure_graph(s, opt, b->n, b->h, b->w);
+    if (!st)
+        st = yc_tensor_set_u8_scaled(m->be, yc_graph_input(s->g), b->images);
+    double t1 = yc_now();
+    if (!st)
+        st = yc_graph_forward(s->g);
+    if (!st)
+        st = m->be->iface->synchronize(m->be);
+    for (int l = 0; !st && l < m->nl; l++) {
+        const yc_tensor *t = yc_graph_head(s->g, l);
+        st = grow((void **)&s->heads[l], &s->heads_cap[l], yc_tensor_elems(t), sizeof(float),
+                  "head outputs");
+        if (!st)
+            st = yc_tensor_get_f32(m->be, t, s->heads[l]);
+    }
+    if (!st) {
+        const yc_tensor *t = yc_graph_head(s->g, m->nl);
+        if (t->c != m->nm)
+            return yc_error_status(YC_EFORMAT, "the Proto output has %d channels, not %d", t->c,
+                                   m->nm);
+        s->ph = t->h;
+        s->pw = t->w;
+        st = grow((void **)&s->proto, &s->proto_cap, yc_tensor_elems(t), sizeof(float),
+                  "Proto output");
+        if (!st)
+            st = yc_tensor_get_f32(m->be, t, s->proto);
+    }
+    *t_pre += t1 - t0;
+    *t_inf += yc_now() - t1;
+    return st;
+}
+
+/* The detections of image i: decoded rows, NMS keeping each detection's source row. */
+static int detect_image(seg_state *s, int i, const yc_nms_params *np, int *nd)
+{
+    yc_model *m = s->m;
+    yc_detect_level lv[YC_MAX_LEVELS];
+    for (int l = 0; l < m->nl; l++) {
+        const yc_tensor *t = yc_graph_head(s->g, l);
+        lv[l] = (yc_detect_level){.p = s->heads[l], .ny = t->h, .nx = t->w,
+                                  .img_stride = yc_tensor_image_elems(t),
+                                  .stride = m->stride[l]};
+    }
+    size_t rows = yc_detect_rows(lv, m->nl, m->na);
+    int st = grow((void **)&s->rows, &s->rows_cap, rows * (size_t)m->no, sizeof(float),
+                  "decoded rows");
+    if (!st)
+        st = yc_detect_decode_nm(lv, m->nl, m->na, m->no, m->nm, m->anchors, i, s->rows);
+    if (!st)
+        st = yc_nms_src(s->rows, rows, m->no, np, s->nms, s->dets, nd, s->src);
+    return st;
+}
+
+/* The validation loss of the batch (box, seg, obj, cls added to loss[0..3]). */
+static int batch_loss(seg_state *s, const yc_batch *b, double loss[4])
+{
+    yc_model *m = s->m;
+    yc_loss_head lh[YC_MAX_LEVELS];
+    for (int l = 0; l < m->nl; l++) {
+        const yc_tensor *t = yc_graph_head(s->g, l);
+        lh[l] = (yc_loss_head){.p = s->heads[l], .grad = NULL, .ny = t->h, .nx = t->w,
+                               .img_stride = yc_tensor_image_elems(t)};
+    }
+    yc_seg_proto pr = {.p = s->proto, .grad = NULL, .h = s->ph, .w = s->pw};
+    yc_seg_masks mk = {.m = b->masks, .h = b->mask_h, .w = b->mask_w};
+    yc_seg_loss_result lr;
+    int st = yc_seg_loss_compute(s->loss, b->n, lh, &pr, b->targets, b->nt, &mk, &lr);
+    if (st)
+        return yc_error_context(st, "validation loss");
+    loss[0] += lr.box;
+    loss[1] += lr.seg;
+    loss[2] += lr.obj;
+    loss[3] += lr.cls;
+    return YC_OK;
+}
+
+/* The ground truth masks of image i's nl labels as yc_mask_iou takes them: the image's index map
+ * (overlap), else its targets' masks gathered in target order. */
+static int image_gt(seg_state *s, const yc_batch *b, int i, bool overlap, int nl,
+                    const float **gt)
+{
+    const size_t plane = (size_t)b->mask_h * b->mask_w;
+    if (overlap) {
+        if (i >= b->mask_n)
+            return yc_error_status(YC_EFORMAT, "batch %d: %d overlap masks for %d images",
+                                   b->index, b->mask_n, b->n);
+        *gt = b->masks + (size_t)i * plane;
+        return YC_OK;
+    }
+    int st = grow((void **)&s->gt, &s->gt_cap, (size_t)(nl > 0 ? nl : 1) * plane,
+                  sizeof(float), "ground truth masks");
+    if (st)
+        return st;
+    int k = 0;
+    for (int t = 0; t < b->nt && k < nl; t++) {
+        if ((int)b->targets[(size_t)t * 6] != i)
+            continue;
+        if (t >= b->mask_n)
+            return yc_error_status(YC_EFORMAT, "batch %d: %d masks for %d targets", b->index,
+                                   b->mask_n, b->nt);
+        memcpy(s->gt + (size_t)k * plane, b->masks + (size_t)t * plane, plane * sizeof(float));
+        k++;
+    }
+    *gt = s->gt;
+    return YC_OK;
+}
+
+/* Statistics of image i: box matching through the sink, mask matching into s->mstats. */
+static int image_stats(seg_state *s, const yc_batch *b, const yc_dataset *ds,
+                       const yc_val_options *opt, int i, int nd, yc_mask_mode mode)
+{
+    yc_model *m = s->m;
+    const yc_val_info *info = &b->info[i];
+    int nl = yc_val_targets_to_original(b->targets, b->nt, i, b->h, b->w, info,
+                                        opt->single_cls, s->labels);
+    if (opt->single_cls)
+        for (int d = 0; d < nd; d++)
+            s->dets[(size_t)d * 6 + 5] = 0;
+    memcpy(s->predn, s->dets, (size_t)nd * 6 * sizeof(float));
+    yc_val_scale_to_original(s->predn, (size_t)nd, 6, info);
+    const char *image = ds->samples[b->sample[i]].image;
+    int st = yc_val_sink_add(s->sink, image, info->w0, info->h0, s->predn, nd, s->labels, nl);
+    if (st || nd == 0)
+        return st ? st : yc_val_stats_add(&s->mstats, NULL, 0, s->labels, nl, NULL);
+    /* pred_masks = process(proto, pred[:, 6:], pred[:, :4], shape=im[si].shape[1:]) */
+    int mh, mw;
+    yc_mask_size(mode, s->ph, s->pw, b->h, b->w, &mh, &mw);
+    const size_t plane = (size_t)mh * mw;
+    if ((st = grow((void **)&s->pmasks, &s->pmasks_cap, (size_t)nd * plane, 1, "masks")))
+        return st;
+    /* the coefficients of detection d: the last nm values of its source row */
+    float *coef = s->predn + (size_t)nd * 6;
+    for (int d = 0; d < nd; d++)
+        memcpy(coef + (size_t)d * m->nm,
+               s->rows + (size_t)s->src[d] * m->no + (size_t)(m->no - m->nm),
+               (size_t)m->nm * sizeof(float));
+    const float *proto = s->proto + (size_t)i * m->nm * s->ph * s->pw;
+    if ((st = yc_process_mask(proto, m->nm, s->ph, s->pw, coef, (size_t)m->nm, s->dets, 6, nd,
+                              b->h, b->w, mode, s->pmasks)))
+        return st;
+    memset(s->correct, 0, (size_t)nd * sizeof *s->correct);
+    if (nl > 0) {
+        const float *gt = NULL;
+        if ((st = image_gt(s, b, i, opt->mask_overlap, nl, &gt)) ||
+            (st = grow((void **)&s->iou, &s->iou_cap, (size_t)nl * nd, sizeof(float),
+                       "mask IoUs")) ||
+            (st = yc_mask_iou(gt, opt->mask_overlap, nl, b->mask_h, b->mask_w, s->pmasks, nd, mh,
+                              mw, s->iou)) ||
+            (st = yc_match_iou(s->iou, s->predn, nd, s->labels, nl, s->correct)))
+            return st;
+    }
+    return yc_val_stats_add_correct(&s->mstats, s->predn, nd, s->labels, nl, NULL, s->correct);
+}
+
+static int validate(seg_state *s, yc_loader *loader, const yc_dataset *ds,
+                    const char *const *names, const yc_val_options *opt,
+                    const yc_loss_params *lp, yc_val_result *res)
+{
+    yc_model *m = s->m;
+    const int nc = opt->single_cls ? 1 : ds->nc;
+    int st;
+    if (!opt->single_cls && m->nc > ds->nc)
+        return yc_error_status(YC_EUSAGE, "the model predicts %d classes but the dataset has %d "
+                               "(use weights trained on this dataset, or --single-cls)", m->nc,
+                               ds->nc);
+    if (opt->max_det < 1)
+        return yc_error_status(YC_EUSAGE, "max_det must be at least 1");
+    if (opt->augment || opt->save_hybrid)
+        return yc_error_status(YC_EUSAGE, "segmentation models are validated without "
+                               "--augment and --save-hybrid");
+    if (lp && (lp->nm != m->nm || !opt->mask_overlap))
+        return yc_error_status(YC_EUSAGE, "the validation loss of a segmentation model needs "
+                               "its loss parameters with nm = %d (yc_seg_step_loss_params) and "
+                               "overlap masks", m->nm);
+    if ((st = yc_val_sink_new(&s->sink, nc, opt)) || (st = yc_val_stats_init(&s->mstats, nc)))
+        return st;
+    s->have_mstats = true;
+    if (lp && !(s->loss = yc_seg_loss_new(lp)))
+        return yc_error_context(YC_ERR, "validation loss");
+    if (!(s->nms = yc_nms_scratch_new()))
+        return yc_error_status(YC_ENOMEM, "out of memory: NMS scratch");
+    /* predn holds the scaled boxes, then the kept detections' coefficients */
+    const size_t md = (size_t)opt->max_det;
+    s->dets = yc_malloc(md * 6 * sizeof *s->dets, "detections");
+    s->predn = yc_malloc(md * (6 + (size_t)m->nm) * sizeof *s->predn, "detections");
+    s->src = yc_malloc(md * sizeof *s->src, "detections");
+    s->correct = yc_malloc(md * sizeof *s->correct, "detections");
+    if (!s->dets || !s->predn || !s->src || !s->correct)
+        return YC_ENOMEM;
+
+    yc_nms_params np = yc_nms_params_val();
+    np.conf_thres = opt->conf_thres;
+    np.iou_thres = opt->iou_thres;
+    np.max_det = opt->max_det;
+    np.agnostic = opt->single_cls;
+    np.nm = m->nm;
+    const yc_mask_mode mode = opt->save_json ? YC_MASK_UPSAMPLE_CROP : YC_MASK_PROTO;
+
+    double t_pre = 0, t_inf = 0, t_nms = 0, loss[4] = {0, 0, 0, 0};
+    int nbatches = 0;
+    if ((st = yc_loader_start(loader, 0, NULL, 0)))
+        return st;
+    for (;;) {
+        const yc_batch *b = NULL;
+        if ((st = yc_loader_next(loader, &b)))
+            return st;
+        if (!b)
+            break;
+        nbatches++;
+        if (b->n == 0)
+            continue;
+        if (!b->masks || b->mask_h < 1 || b->mask_w < 1)
+            return yc_error_status(YC_EUSAGE, "validating a segmentation model needs the "
+                                   "ground truth masks in its batches (a segmentation dataset, "
+                                   "polygon labels, loaded with masks)");
+        if ((st = forward(s, opt, b, &t_pre, &t_inf)))
+            return st;
+        if (s->loss && (st = batch_loss(s, b, loss)))
+            return st;
+        if (b->nt > s->labels_cap) {
+            float *l = yc_realloc(s->labels, (size_t)b->nt * 5 * sizeof *l, "labels");
+            if (!l)
+                return YC_ENOMEM;
+            s->labels = l;
+            s->labels_cap = b->nt;
+        }
+        for (int i = 0; i < b->n; i++) {
+            int nd = 0;
+            double t0 = yc_now();
+            if ((st = detect_image(s, i, &np, &nd)))
+                return st;
+            t_nms += yc_now() - t0;
+            if ((st = image_stats(s, b, ds, opt, i, nd, mode)))
+                return st;
+        }
+    }
+
+    /* box and mask metrics, both computed only when some mask is correct (stats[0].any()) */
+    const yc_val_stats *bstats = yc_val_sink_stats(s->sink);
+    res->seg = true;
+    if ((st = yc_val_metrics_compute_gated(bstats, &s->mstats, &res->metrics)) ||
+        (st = yc_val_metrics_compute_gated(&s->mstats, &s->mstats, &res->mask_metrics)))
+        return st;
+    res->n_det = yc_val_sink_detections(s->sink);
+    res->nbatches = nbatches;
+    res->loss[0] = nbatches ? loss[0] / nbatches : 0;
+    res->loss_seg = nbatches ? loss[1] / nbatches : 0;
+    res->loss[1] = nbatches ? loss[2] / nbatches : 0;
+    res->loss[2] = nbatches ? loss[3] / nbatches : 0;
+    long seen = res->metrics.seen;
+    res->t_pre = seen ? t_pre / (double)seen * 1e3 : 0;
+    res->t_inf = seen ? t_inf / (double)seen * 1e3 : 0;
+    res->t_nms = seen ? t_nms / (double)seen * 1e3 : 0;
+    if (opt->print) {
+        const yc_val_metrics *vm = &res->metrics;
+        yc_val_seg_print_header(stdout);
+        bool per_class = (opt->verbose || (vm->nc < 50 && !opt->training)) && vm->nc > 1;
+        yc_val_seg_print_results(stdout, vm, &res->mask_metrics, names, per_class);
+        int64_t total = 0;
+        for (int c = 0; c < vm->nc; c++)
+            total += vm->nt[c];
+        if (total == 0)
+            yc_warn("no labels found in the validation set, can not compute metrics without "
+                    "labels");
+        if (!opt->training)
+            printf("Speed: %.1fms pre-process, %.1fms inference, %.1fms NMS per image at shape "
+                   "(%d, 3, %d, %d)\n",
+                   res->t_pre, res->t_inf, res->t_nms, opt->batch, opt->imgsz, opt->imgsz);
+        fflush(stdout);
+    }
+    return yc_val_sink_save(s->sink, names, res);
+}
+
+int yc_validate_seg(yc_model *m, yc_loader *loader, const yc_dataset *ds,
+                    const char *const *names, const yc_val_options *opt,
+                    const yc_loss_params *lp, yc_val_result *res)
+{
+    memset(res, 0, sizeof *res);
+    if (!m || !m->be || !loader || !ds || !opt || m->nm < 1)
+        return yc_error_status(YC_EUSAGE, "segmentation validation: missing model, loader or "
+                               "dataset, or a model without a Segment head");
+    seg_state s;
+    memset(&s, 0, sizeof s);
+    s.m = m;
+    int st = validate(&s, loader, ds, names, opt, lp, res);
+    seg_state_free(&s);
+    if (st)
+        yc_val_result_free(res);
+    return st;
+}
+
+void yc_val_seg_print_header(FILE *f)
+{
+    fprintf(f, "%22s%11s%11s%11s%11s%11s%11s%11s%11s%11s%11s\n", "Class", "Images", "Instances",
+            "Box(P", "R", "mAP50", "mAP50-95)", "Mask(P", "R", "mAP50", "mAP50-95)");
+}
+
+void yc_val_seg_print_results(FILE *f, const yc_val_metrics *box, const yc_val_metrics *mask,
+                              const char *const *names, bool per_class)
+{
+    int64_t total = 0;
+    for (int c = 0; c < box->nc; c++)
+        total += box->nt[c];
+    fprintf(f, "%22s%11ld%11" PRId64 "%11.3g%11.3g%11.3g%11.3g%11.3g%11.3g%11.3g%11.3g\n", "all",
+            box->seen, total, box->mp, box->mr, box->map50, box->map, mask->mp, mask->mr,
+            mask->map50, mask->map);
+    if (!per_class)
+        return;
+    /* boxes and masks have the same classes (ap_class_index) */
+    for (int ci = 0; ci < box->ap.n && ci < mask->ap.n; ci++) {
+        const int c = box->ap.cls[ci];
+        char num[16];
+        snprintf(num, sizeof num, "%d", c);
+        const char *name = names && names[c] ? names[c] : num;
+        fprintf(f, "%22s%11ld%11" PRId64 "%11.3g%11.3g%11.3g%11.3g%11.3g%11.3g%11.3g%11.3g\n",
+                name, box->seen, box->nt[c], box->ap.p[ci], box->ap.r[ci], box->ap.ap50[ci],
+                box->ap.ap5095[ci], mask->ap.p[ci], mask->ap.r[ci], mask->ap.ap50[ci],
+                mask->ap.ap5095[ci]);
+    }
+}
