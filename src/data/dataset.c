@@ -41,6 +41,8 @@ void yc_dataset_free(yc_dataset *ds)
         return;
     free(ds->samples);
     free(ds->boxes);
+    free(ds->polygons);
+    free(ds->points);
     free(ds->class_counts);
     free(ds->notes);
     free(ds->strings);
@@ -128,6 +130,20 @@ static int build_dataset(const yc_path_list *imgs, const char *const *labels, sc
         n_notes += count_lines(r->warn);
         text += r->warn ? strlen(r->warn) + 1 : 0;
     }
+    size_t n_points = 0;
+    for (size_t i = 0; i < imgs->n; i++)
+        if (recs[i].status != REC_CORRUPT && recs[i].counts)
+            ds->has_polygons = true;
+    for (size_t i = 0; ds->has_polygons && i < imgs->n; i++)
+        if (recs[i].status != REC_CORRUPT)
+            n_points += recs[i].counts ? recs[i].npts : 4 * (size_t)recs[i].nb;
+    if (ds->has_polygons) {
+        ds->polygons = yc_calloc(n_boxes ? n_boxes : 1, sizeof *ds->polygons, "dataset polygons");
+        ds->points = yc_malloc(2 * (n_points ? n_points : 1) * sizeof *ds->points,
+                               "dataset polygon points");
+        if (!ds->polygons || !ds->points)
+            return YC_ENOMEM;
+    }
     ds->nc = opt->nc;
     ds->n_listed = imgs->n;
     ds->samples = yc_calloc(n_ok ? n_ok : 1, sizeof *ds->samples, "dataset samples");
@@ -155,11 +171,30 @@ static int build_dataset(const yc_path_list *imgs, const char *const *labels, sc
             s->h = r->h;
             s->first_box = ds->n_boxes;
             s->n_boxes = r->nb;
+            const float *pts = r->pts;
             for (uint32_t k = 0; k < r->nb; k++) {
                 yc_box b = r->boxes[k];
                 if (opt->single_cls)
                     b.cls = 0;
                 ds->class_counts[b.cls]++;
+                if (ds->has_polygons) {
+                    yc_polygon *pg = &ds->polygons[ds->n_boxes];
+                    float *dst = ds->points + 2 * ds->n_points;
+                    pg->first = ds->n_points;
+                    if (r->counts) {
+                        pg->n = r->counts[k];
+                        memcpy(dst, pts, 2 * (size_t)pg->n * sizeof *dst);
+                        pts += 2 * (size_t)pg->n;
+                    } else {
+                        /* a box file in a polygon dataset: the box's corners */
+                        float x1 = b.x - b.w / 2, x2 = b.x + b.w / 2;
+                        float y1 = b.y - b.h / 2, y2 = b.y + b.h / 2;
+                        const float c[8] = {x1, y1, x2, y1, x2, y2, x1, y2};
+                        pg->n = 4;
+                        memcpy(dst, c, sizeof c);
+                    }
+                    ds->n_points += pg->n;
+                }
                 ds->boxes[ds->n_boxes++] = b;
             }
             ds->n_missing += r->status == REC_MISSING;

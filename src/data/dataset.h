@@ -8,8 +8,9 @@
  *   - a JPEG without its end marker is reported and decoded as far as possible, never rewritten;
  *   - EXIF orientations 5 to 8 all swap width and height (YOLOv5's exif_size swaps only 6 and 8,
  *     although OpenCV decodes 5 and 7 transposed too);
- *   - polygon rows (more than 6 values) are converted line by line, so a file mixing boxes and
- *     polygons keeps its boxes as boxes;
+ *   - in a dataset with polygon labels, an image whose label file has boxes only gets each box
+ *     as a 4-point polygon (its corners), where YOLOv5 gives it no segments (and its segment
+ *     loader then drops its labels);
  *   - the cache is our own file, `<labels dir>.yolocl.cache`, checked per image (sizes and times
  *     of the image and its label file), so a changed file is re-verified alone;
  *   - "N images" in the scan summary counts the usable images (backgrounds included, corrupt
@@ -124,14 +125,32 @@ typedef struct yc_box {
     float h;
 } yc_box;
 
-/* Reads the text of a YOLO label file (len bytes; NUL bytes are invalid values): one box per line,
- * "class x y w h" normalised to [0, 1], or a polygon "class x1 y1 x2 y2 ..." (more than 6 values)
- * reduced to its extent; blank lines skipped; exact duplicate rows dropped (the first kept) and
- * counted in *n_removed.  Returns YC_OK with *boxes (heap, NULL when *n is 0) and *n; YC_EFORMAT
- * with the reason, naming the line, in why (as the scan reports it: "negative label value -0.1
- * (line 2)"); YC_ENOMEM.  Nothing is kept on failure. */
+/* Reads the text of a YOLO label file (len bytes; NUL bytes are invalid values), as YOLOv5's
+ * verify_image_label: when any row has more than 6 values the file is a segment file and every
+ * row is a polygon "class x1 y1 x2 y2 ..." (normalised; an odd number of coordinates or none
+ * makes the file invalid) reduced to its extent (segments2boxes); otherwise every row is a box
+ * "class x y w h" normalised to [0, 1].  Blank lines skipped; exact duplicate rows (class and
+ * box) dropped (the first kept, with its polygon) and counted in *n_removed.  Returns YC_OK with
+ * *boxes (heap, NULL when *n is 0) and *n; YC_EFORMAT with the reason, naming the line, in why (as
+ * the scan reports it: "negative label value -0.1 (line 2)"); YC_ENOMEM.  Nothing is kept on
+ * failure.  The file's size bounds the memory (the scan reads files up to 16 MiB). */
 int yc_labels_parse(const char *text, size_t len, yc_box **boxes, size_t *n, size_t *n_removed,
                     char *why, size_t why_len);
+/* The same keeping the polygons of a segment file: *counts (points per box, *n entries) and
+ * *points (*n_points x, y pairs, box by box), both heap; NULL and 0 for a box file or no rows.
+ * counts, points and n_points may be NULL (polygons dropped, as yc_labels_parse). */
+int yc_labels_parse_polygons(const char *text, size_t len, yc_box **boxes, size_t *n,
+                             size_t *n_removed, uint32_t **counts, float **points,
+                             size_t *n_points, char *why, size_t why_len);
+
+/* The polygon of one box (segment labels): n points from point `first` of the dataset's point
+ * pool. */
+typedef struct yc_polygon {
+    /* index of the first (x, y) pair in yc_dataset.points */
+    size_t first;
+    /* number of points (>= 1) */
+    uint32_t n;
+} yc_polygon;
 
 /* One usable image. */
 typedef struct yc_sample {
@@ -192,6 +211,14 @@ typedef struct yc_dataset {
     size_t n_boxes;
     /* all boxes, image by image (yc_sample.first_box indexes it) */
     yc_box *boxes;
+    /* polygon labels: true when any usable image has a segment label file; then polygons has
+     * n_boxes entries, parallel to boxes (an image with a box label file has each box's 4
+     * corners, clockwise from the top left), and points n_points (x, y) pairs, normalised as
+     * in the label files.  false: NULL and 0 */
+    bool has_polygons;
+    yc_polygon *polygons;
+    size_t n_points;
+    float *points;
     /* number of classes the dataset was checked against */
     int nc;
     /* boxes per class (after single_cls), nc entries */
@@ -230,6 +257,12 @@ void yc_dataset_free(yc_dataset *ds);
 static inline const yc_box *yc_dataset_boxes(const yc_dataset *ds, size_t i)
 {
     return ds->boxes + ds->samples[i].first_box;
+}
+
+/* Polygons of sample i (n_boxes of them; has_polygons datasets only). */
+static inline const yc_polygon *yc_dataset_polygons(const yc_dataset *ds, size_t i)
+{
+    return ds->polygons + ds->samples[i].first_box;
 }
 
 /* Number of background images (missing or empty label file). */

@@ -39,6 +39,11 @@ typedef struct scan_rec {
     /* number of boxes and the boxes (heap, class ids as in the file) */
     uint32_t nb;
     yc_box *boxes;
+    /* segment label files: points per box (nb entries, heap) and the points, npts (x, y) pairs
+     * normalised, box by box (heap); both NULL for a box file */
+    uint32_t *counts;
+    float *pts;
+    size_t npts;
     /* why the image is corrupt (heap), NULL otherwise */
     char *reason;
     /* warnings, '\n'-separated (heap), NULL when none */

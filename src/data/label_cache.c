@@ -5,6 +5,7 @@
 #include "dataset_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,7 @@
 
 /* Cache format: magic and version (bump the version whenever the scan's results change). */
 #define CACHE_MAGIC "YOLOCLDS"
-#define CACHE_VERSION 1u
+#define CACHE_VERSION 2u
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 {
@@ -54,7 +55,10 @@ uint64_t yc_ds_stat_fingerprint(uint64_t h, const char *path)
  *   magic[8] u32 version u32 0 u64 n_records
  *   per record (paths strictly increasing):
  *     str path, u64 fingerprint, u32 status, u32 w, u32 h, u32 n_boxes,
- *     n_boxes x (i32 class, f32 x, f32 y, f32 w, f32 h), str reason, str warnings
+ *     n_boxes x (i32 class, f32 x, f32 y, f32 w, f32 h),
+ *     u32 polygons (1: a segment label file, 0: boxes), with polygons n_boxes x (u32 n_points,
+ *     n_points x (f32 x, f32 y)),
+ *     str reason, str warnings
  *   u64 checksum of everything before it
  * where str = u32 length (0xffffffff: none) + bytes.
  * ---------------------------------------------------------------------------------------------- */
@@ -240,6 +244,32 @@ static bool cache_pass(cache_reader *r, uint64_t n_records, const yc_path_list *
                 return false;
             }
         }
+        uint32_t has_poly = cr_u32(r);
+        const unsigned char *polys_at = r->p;
+        uint64_t npts = 0;
+        if (!r->err && (has_poly > 1 || (has_poly && nb == 0))) {
+            r->what = "invalid polygon flag";
+            return false;
+        }
+        for (uint32_t k = 0; has_poly && k < nb; k++) {
+            uint32_t np = cr_u32(r);
+            if (r->err)
+                return false;
+            if (np == 0 || (uint64_t)np * 8 > (uint64_t)(r->end - r->p)) {
+                r->what = "invalid polygon";
+                return false;
+            }
+            for (uint32_t q = 0; q < 2 * np; q++) {
+                float v = cr_f32(r);
+                if (!isfinite(v)) {
+                    r->what = "invalid polygon point";
+                    return false;
+                }
+            }
+            npts += np;
+        }
+        if (r->err)
+            return false;
         size_t rlen, wlen;
         const char *reason = cr_str(r, NOTE_MAX, &rlen);
         const char *warn = cr_str(r, NOTE_MAX, &wlen);
@@ -276,6 +306,22 @@ static bool cache_pass(cache_reader *r, uint64_t n_records, const yc_path_list *
                 s->boxes[k].h = cr_f32(&br);
             }
             s->nb = nb;
+        }
+        if (has_poly) {
+            s->counts = malloc((size_t)nb * sizeof *s->counts);
+            s->pts = malloc(2 * (size_t)npts * sizeof *s->pts);
+            if (!s->counts || !s->pts) {
+                *oom = true;
+                return false;
+            }
+            cache_reader pr = {polys_at, r->end, false, NULL};
+            size_t at = 0;
+            for (uint32_t k = 0; k < nb; k++) {
+                s->counts[k] = cr_u32(&pr);
+                for (uint32_t q = 0; q < 2 * s->counts[k]; q++)
+                    s->pts[at++] = cr_f32(&pr);
+            }
+            s->npts = (size_t)npts;
         }
         if (reason && !(s->reason = dup_counted(reason, rlen)))
             *oom = true;
@@ -323,7 +369,7 @@ long long yc_ds_cache_load(const char *cache_path, const yc_path_list *imgs, sca
             why = "made by another version";
         } else if (sum != fnv1a(FNV_OFFSET, u, len - 8)) {
             why = "checksum mismatch";
-        } else if (n_records > (uint64_t)len / 28) {
+        } else if (n_records > (uint64_t)len / 32) {
             why = "invalid record count";
         } else {
             bool oom = false;
@@ -374,6 +420,12 @@ void yc_ds_cache_save(const char *cache_path, const yc_path_list *imgs, const sc
             cw_f32(&w, r->boxes[k].y);
             cw_f32(&w, r->boxes[k].w);
             cw_f32(&w, r->boxes[k].h);
+        }
+        cw_u32(&w, r->counts ? 1u : 0u);
+        for (size_t k = 0, at = 0; r->counts && k < r->nb; k++) {
+            cw_u32(&w, r->counts[k]);
+            for (uint32_t q = 0; q < 2 * r->counts[k]; q++)
+                cw_f32(&w, r->pts[at++]);
         }
         cw_str(&w, r->reason);
         cw_str(&w, r->warn);

@@ -1,5 +1,5 @@
 /* Labels and their verification (YOLOv5's verify_image_label): yc_labels_parse reads a YOLO
- * label file (class x y w h per line, normalised; duplicates dropped), and verify_one checks one
+ * label file (class x y w h per line, normalised, or polygons; duplicates dropped), and verify_one checks one
  * listed image (its format sniffed, its header read through libvips, EXIF orientation applied)
  * and its label file, into a scan record (dataset_internal.h): boxes, or why it is corrupt, and
  * warnings.  Numbers are parsed in the C locale whatever the process locale is. */
@@ -71,6 +71,8 @@ static void printable(char *out, size_t cap, const char *s, size_t len, size_t m
 void yc_ds_rec_clear(scan_rec *r)
 {
     free(r->boxes);
+    free(r->counts);
+    free(r->pts);
     free(r->reason);
     free(r->warn);
     uint64_t fp = r->fp;
@@ -328,9 +330,10 @@ static int cmp_row(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* Removes duplicate rows (first occurrence kept, order kept); returns how many were removed, or
- * (size_t)-1 when out of memory. */
-static size_t drop_duplicates(yc_box *b, size_t n)
+/* Removes duplicate rows (first occurrence kept, order kept), and with polygons (counts not
+ * NULL) their point counts and points along; returns how many were removed, or (size_t)-1 when
+ * out of memory. */
+static size_t drop_duplicates(yc_box *b, size_t n, uint32_t *counts, float *pts)
 {
     if (n < 2)
         return 0;
@@ -358,10 +361,19 @@ static size_t drop_duplicates(yc_box *b, size_t n)
             removed++;
         }
     }
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!drop[i])
+    size_t k = 0, src = 0, dst = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t np = counts ? 2 * (size_t)counts[i] : 0;
+        if (!drop[i]) {
+            if (counts) {
+                memmove(pts + dst, pts + src, np * sizeof *pts);
+                counts[k] = counts[i];
+                dst += np;
+            }
             b[k++] = b[i];
+        }
+        src += np;
+    }
     free(rows);
     free(drop);
     return removed;
@@ -392,10 +404,10 @@ static void bad_value(char *why, size_t why_len, const char *what, float v, size
     snprintf(why, why_len, "%s %s (line %zu)", what, shown, line);
 }
 
-/* Reads the numbers of one line [p, eol) into *vals (as float32, like numpy).  Returns 1 with *nv
- * set, 0 with the reason in why, -1 when out of memory. */
+/* Reads the numbers of one line [p, eol) and appends them to *vals (as float32, like numpy),
+ * *nv counting them.  Returns 1, 0 with the reason in why, -1 when out of memory. */
 static int parse_line(const char *p, const char *eol, size_t line, float **vals, size_t *cap,
-                      size_t *nv, char *why, size_t why_len)
+                      size_t *used, size_t *nv, char *why, size_t why_len)
 {
     *nv = 0;
     for (;;) {
@@ -418,16 +430,18 @@ static int parse_line(const char *p, const char *eol, size_t line, float **vals,
             snprintf(why, why_len, "invalid label value '%s' (line %zu)", shown, line);
             return 0;
         }
-        if (!grow((void **)vals, cap, *nv + 1, sizeof **vals))
+        if (!grow((void **)vals, cap, *used + 1, sizeof **vals))
             return -1;
-        (*vals)[(*nv)++] = (float)strtod_c(buf, NULL);
+        (*vals)[(*used)++] = (float)strtod_c(buf, NULL);
+        (*nv)++;
     }
 }
 
-/* One row of values -> a checked box: 5 columns, or a polygon (more than 6 values) reduced to its
- * extent in float32 as YOLOv5's segments2boxes; then YOLOv5's checks. */
-static bool line_to_box(const float *v, size_t nv, size_t line, yc_box *out, char *why,
-                        size_t why_len)
+/* One row of values -> a checked box.  In a box file: 5 columns.  In a segment file (one row has
+ * more than 6 values) every row is a polygon "class x1 y1 x2 y2 ...", reduced to its extent in
+ * float32 as YOLOv5's segments2boxes.  Then YOLOv5's checks on the box. */
+static bool line_to_box(const float *v, size_t nv, size_t line, bool segment, yc_box *out,
+                        char *why, size_t why_len)
 {
     for (size_t i = 0; i < nv; i++) {
         if (!isfinite(v[i])) {
@@ -436,10 +450,14 @@ static bool line_to_box(const float *v, size_t nv, size_t line, yc_box *out, cha
         }
     }
     float box[5];
-    if (nv > 6) {
+    if (segment) {
         if ((nv - 1) % 2) {
             snprintf(why, why_len, "polygon with an odd number of coordinates (%zu) (line %zu)",
                      nv - 1, line);
+            return false;
+        }
+        if (nv < 3) {
+            snprintf(why, why_len, "polygon without points (line %zu)", line);
             return false;
         }
         float x1 = v[1], x2 = v[1], y1 = v[2], y2 = v[2];
@@ -483,45 +501,94 @@ static bool line_to_box(const float *v, size_t nv, size_t line, yc_box *out, cha
     return true;
 }
 
-/* Reads all rows of a label file's text into *boxes (blank lines skipped).  Returns 1, 0 with
- * the reason in why, or -1 when out of memory. */
-static int parse_labels(const char *text, size_t len, yc_box **boxes, size_t *nb, char *why,
-                        size_t why_len)
+/* One non-blank row of the file: its values in the shared array and its line number. */
+typedef struct row_span {
+    size_t first, nv, line;
+} row_span;
+
+/* Reads all rows of a label file's text (blank lines skipped), decides box or segment file as
+ * verify_image_label does, and converts the rows into *boxes and, for a segment file, *counts
+ * (points per row) and *pts (x, y pairs).  Returns 1, 0 with the reason in why, or -1 when out
+ * of memory. */
+static int parse_labels(const char *text, size_t len, yc_box **boxes, size_t *nb,
+                        uint32_t **counts, float **pts, size_t *npts, char *why, size_t why_len)
 {
-    size_t cap_boxes = 0, cap_vals = 0, line = 0;
+    size_t cap_vals = 0, used = 0, cap_rows = 0, nrows = 0, line = 0;
     float *vals = NULL;
+    row_span *rows = NULL;
     int res = 1;
+    bool segment = false;
     *nb = 0;
     for (const char *p = text, *end = text + len; p < end && res == 1;) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
         if (!eol)
             eol = end;
         line++;
-        size_t nv;
-        res = parse_line(p, eol, line, &vals, &cap_vals, &nv, why, why_len);
+        size_t nv, first = used;
+        res = parse_line(p, eol, line, &vals, &cap_vals, &used, &nv, why, why_len);
         p = eol + 1;
         if (res != 1 || nv == 0)
             continue;
-        if (!grow((void **)boxes, &cap_boxes, *nb + 1, sizeof **boxes))
+        if (!grow((void **)&rows, &cap_rows, nrows + 1, sizeof *rows))
             res = -1;
-        else if (line_to_box(vals, nv, line, &(*boxes)[*nb], why, why_len))
-            (*nb)++;
         else
+            rows[nrows++] = (row_span){first, nv, line};
+        segment = segment || nv > 6;
+    }
+    if (res == 1 && nrows) {
+        *boxes = malloc(nrows * sizeof **boxes);
+        if (segment) {
+            /* every value but the class of each row is a coordinate: used - nrows of them */
+            *counts = malloc(nrows * sizeof **counts);
+            *pts = malloc((used > nrows ? used - nrows : 1) * sizeof **pts);
+        }
+        if (!*boxes || (segment && (!*counts || !*pts)))
+            res = -1;
+    }
+    for (size_t r = 0; r < nrows && res == 1; r++) {
+        const float *v = vals + rows[r].first;
+        if (!line_to_box(v, rows[r].nv, rows[r].line, segment, &(*boxes)[*nb], why, why_len)) {
             res = 0;
+            break;
+        }
+        if (segment) {
+            memcpy(*pts + 2 * *npts, v + 1, (rows[r].nv - 1) * sizeof **pts);
+            (*counts)[*nb] = (uint32_t)((rows[r].nv - 1) / 2);
+            *npts += (rows[r].nv - 1) / 2;
+        }
+        (*nb)++;
     }
     free(vals);
+    free(rows);
     return res;
 }
 
-int yc_labels_parse(const char *text, size_t len, yc_box **boxes, size_t *n, size_t *n_removed,
-                    char *why, size_t why_len)
+int yc_labels_parse_polygons(const char *text, size_t len, yc_box **boxes, size_t *n,
+                             size_t *n_removed, uint32_t **counts, float **points,
+                             size_t *n_points, char *why, size_t why_len)
 {
     *boxes = NULL;
     *n = *n_removed = 0;
+    uint32_t *cnt = NULL;
+    float *pts = NULL;
+    size_t npts = 0;
+    if (counts)
+        *counts = NULL;
+    if (points)
+        *points = NULL;
+    if (n_points)
+        *n_points = 0;
     if (why_len)
         why[0] = '\0';
-    int res = parse_labels(text, len, boxes, n, why, why_len);
-    size_t removed = res == 1 ? drop_duplicates(*boxes, *n) : 0;
+    int res = parse_labels(text, len, boxes, n, &cnt, &pts, &npts, why, why_len);
+    size_t removed = res == 1 ? drop_duplicates(*boxes, *n, cnt, pts) : 0;
+    if (res != 1 || removed == (size_t)-1 || *n - removed == 0 || !counts) {
+        free(cnt);
+        free(pts);
+        cnt = NULL;
+        pts = NULL;
+        npts = 0;
+    }
     if (res != 1 || removed == (size_t)-1) {
         free(*boxes);
         *boxes = NULL;
@@ -533,7 +600,22 @@ int yc_labels_parse(const char *text, size_t len, yc_box **boxes, size_t *n, siz
     }
     *n -= removed;
     *n_removed = removed;
+    if (cnt) {
+        npts = 0;
+        for (size_t i = 0; i < *n; i++)
+            npts += cnt[i];
+        *counts = cnt;
+        *points = pts;
+        *n_points = npts;
+    }
     return YC_OK;
+}
+
+int yc_labels_parse(const char *text, size_t len, yc_box **boxes, size_t *n, size_t *n_removed,
+                    char *why, size_t why_len)
+{
+    return yc_labels_parse_polygons(text, len, boxes, n, n_removed, NULL, NULL, NULL, why,
+                                    why_len);
 }
 
 /* Checks the label file.  Fills status, boxes and warnings; on a problem writes the reason and
@@ -557,8 +639,11 @@ static bool verify_labels(const char *path, scan_rec *r, char *why, size_t why_l
         return false;
     }
     yc_box *boxes = NULL;
-    size_t nb = 0, removed = 0;
-    int res = yc_labels_parse(text, len, &boxes, &nb, &removed, why, why_len);
+    uint32_t *counts = NULL;
+    float *pts = NULL;
+    size_t nb = 0, removed = 0, npts = 0;
+    int res = yc_labels_parse_polygons(text, len, &boxes, &nb, &removed, &counts, &pts, &npts, why,
+                                       why_len);
     free(text);
     if (res != YC_OK) {
         if (res == YC_ENOMEM) {
@@ -581,6 +666,9 @@ static bool verify_labels(const char *path, scan_rec *r, char *why, size_t why_l
     r->status = REC_LABELS;
     r->boxes = boxes;
     r->nb = (uint32_t)nb;
+    r->counts = counts;
+    r->pts = pts;
+    r->npts = npts;
     return true;
 }
 
@@ -593,8 +681,13 @@ void yc_ds_verify_one(const char *image, const char *label, scan_rec *r, bool *o
               verify_labels(label, r, why, sizeof why, oom);
     if (!ok) {
         free(r->boxes);
+        free(r->counts);
+        free(r->pts);
         r->boxes = NULL;
+        r->counts = NULL;
+        r->pts = NULL;
         r->nb = 0;
+        r->npts = 0;
         r->w = r->h = 0;
         r->status = REC_CORRUPT;
         r->reason = strdup(why[0] ? why : "out of memory while verifying");
