@@ -121,7 +121,8 @@ static const yc_option rows[] = {
     SAVED(YC_OPT_T_BOOL, 0, "val-full", NULL, "val_full",
           "with tiles: validate whole images, detected by slices\n"
           "merged as detect --slice (default: per tile)"),
-    SAVED(YC_OPT_T_STRING, 0, "project", "DIR", "project", "save to DIR/NAME (default runs/train)"),
+    SAVED(YC_OPT_T_STRING, 0, "project", "DIR", "project",
+          "save to DIR/NAME (default runs/train; segmentation\nmodels runs/train-seg)"),
     SAVED(YC_OPT_T_STRING, 0, "name", "NAME", "name",
           "run name (default exp; exp2, exp3... when taken)"),
     SAVED(YC_OPT_T_BOOL, 0, "exist-ok", NULL, "exist_ok", "reuse an existing DIR/NAME"),
@@ -133,6 +134,11 @@ static const yc_option rows[] = {
     SAVED(YC_OPT_T_PIXELS, 0, "max-pixels", "N|WxH", "max_pixels",
           "most pixels one image read may decode (default 2^30);\n"
           "larger images are skipped: train them with --tile"),
+    SAVED_NUM(YC_OPT_T_INT, 0, "mask-ratio", "N", "mask_ratio", 1, 64,
+              "segmentation models: masks at 1/N of the image size\n(default 4)"),
+    SAVED(YC_OPT_T_BOOL, 0, "no-overlap", NULL, "no_overlap",
+          "segmentation models: one mask per object instead of one\n"
+          "index map per image (slower, slightly higher mAP)"),
     {.type = YC_OPT_T_CALLBACK, .name = "evolve", .metavar = "[N]", .flags = YC_OPT_OPTIONAL_ARG,
      .fn = evolve,
      .help = "evolve the hyperparameters for N generations (bare: 300),\n"
@@ -146,8 +152,9 @@ static const yc_option rows[] = {
 static const yc_command_options spec = {
     .cmd = "train",
     .head = "Usage: yolocl train [--data D.yaml] [--cfg MODEL] [--weights W] [OPTION]...\n"
-            "Train a YOLOv5 model as Ultralytics' train.py does.  With no --data, train yolov5n on\n"
-            "the built-in demo dataset (20 epochs at 320; a few minutes on a laptop).\n"
+            "Train a YOLOv5 model as Ultralytics' train.py does (a segmentation model, --cfg\n"
+            "yolov5n-seg ..., as segment/train.py does).  With no --data, train yolov5n on the\n"
+            "built-in demo dataset (20 epochs at 320; a few minutes on a laptop).\n"
             "\n",
     .rows = rows,
     .help_col = 27,
@@ -255,8 +262,7 @@ static int finish_options(train_cli *c, const yc_opt_state *s)
 
 /* The task of the model --cfg names (YC_TASK_DETECT when there is none or it does not load:
  * train reports a bad config itself).  A classifier's run takes classify/train.py's defaults for
- * the options not given; a segmentation model is refused here, before the dataset is read and a
- * run directory made (with the error set). */
+ * the options not given, a segmentation model's segment/train.py's (--project runs/train-seg). */
 static yc_task cfg_task(train_cli *c, const yc_opt_state *s)
 {
     yc_train_opts *o = &c->o;
@@ -268,9 +274,9 @@ static yc_task cfg_task(train_cli *c, const yc_opt_state *s)
         return YC_TASK_DETECT;
     }
     yc_task task = cfg->task;
-    if (task == YC_TASK_SEGMENT)
-        yc_model_cfg_require_detection(cfg, "yolocl train");
     yc_model_cfg_free(cfg);
+    if (task == YC_TASK_SEGMENT && !yc_opt_given(s, "project"))
+        o->project = "runs/train-seg";
     if (task == YC_TASK_CLASSIFY) {
         if (!yc_opt_given(s, "imgsz"))
             o->imgsz = YC_CLS_IMGSZ;
@@ -293,8 +299,6 @@ int yc_cmd_train(int argc, char **argv)
     if ((st = finish_options(&c, &s)))
         return st;
     yc_task task = cfg_task(&c, &s);
-    if (task == YC_TASK_SEGMENT)
-        return yc_report_failure(YC_EUSAGE);
     /* MPI when started by mpirun (dist.h); otherwise rank 0 of 1 */
     if ((st = yc_dist_init(NULL, NULL))) {
         yc_dist_finalize();

@@ -15,7 +15,8 @@
  *                                             the run's options), hyp (JSON), cwd (the run's
  *                                             working directory), date; inside an interrupted
  *                                             epoch also epoch_loss (the running means of box,
- *                                             obj and cls, JSON) and epoch_batches
+ *                                             obj and cls, JSON; of a segmentation model box,
+ *                                             seg, obj and cls) and epoch_batches
  *
  * A final checkpoint (YOLOv5's strip_optimizer) keeps only the EMA weights and the model
  * metadata, with epoch -1. */
@@ -48,8 +49,10 @@ typedef struct yc_ckpt_meta {
      * relative to (owned; may be NULL) */
     char *cwd;
     /* an interrupted epoch's training losses up to next_batch: the running means of box, obj and
-     * cls over its first epoch_batches batches (0: none) */
-    double epoch_loss[3];
+     * cls (epoch_nloss 3), or of a segmentation model's box, seg, obj and cls (epoch_nloss 4),
+     * over its first epoch_batches batches (0: none) */
+    double epoch_loss[4];
+    int epoch_nloss;
     int epoch_batches;
     /* the model's gradients are saved with it (resume.grad.*): batches after the last optimizer
      * step have added to them */

@@ -76,6 +76,11 @@ typedef struct yc_train_opts {
     /* --max-pixels: the most pixels one image read may decode (image_read.h; 0: 2^30); as given
      * now when resuming */
     size_t max_pixels;
+    /* segmentation models (segment/train.py): the masks' downsampling from the image size
+     * (--mask-ratio, default 4) and one mask per target instead of one index map per image
+     * (--no-overlap); ignored by detection models */
+    int mask_ratio;
+    bool no_overlap;
     /* optional progress callback and its context */
     yc_train_progress_fn progress;
     void *progress_ctx;
