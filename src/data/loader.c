@@ -25,6 +25,8 @@ typedef struct slot {
     /* pixel and target capacities */
     size_t cap_images;
     int cap_targets, cap_images_n;
+    /* mask floats allocated at b.masks */
+    size_t cap_masks;
 } slot;
 
 typedef struct worker {
@@ -32,6 +34,8 @@ typedef struct worker {
     pthread_t thread;
     bool started;
     yc_aug_scratch scratch;
+    /* segmentation samples (opt.masks): their own scratch (the masks of the sample built) */
+    yc_seg_scratch seg;
     yc_labels labels;
     /* tiles: the reader, and the windows of the batch being built: store_n windows read ahead
      * (store[i] holds tile store_tile[i]; batch entries allocated), the batch's tiles as the
@@ -76,6 +80,8 @@ struct yc_loader {
     atomic_uchar *bad, *warned;
     /* --cache (whole images only), or NULL */
     yc_img_cache *cache;
+    /* segmentation batches: the masks' ratio and format (opt.masks) */
+    yc_mask_params mask;
 };
 
 /* Replacement draws for a training sample whose images cannot be loaded. */
@@ -142,6 +148,23 @@ static int load_cb(void *ctx, int index, bool augment, yc_image *img, yc_image *
         if ((status = yc_labels_push(labels, (float)b[i].cls, b[i].x, b[i].y, b[i].w, b[i].h)))
             return status;
     return YC_OK;
+}
+
+/* yc_seg_sample_loader: load_cb, and the polygons of the image's labels. */
+static int seg_load_cb(void *ctx, int index, bool augment, yc_image *img, yc_image *tmp,
+                       yc_load_info *info, yc_labels *labels, yc_segs *segs)
+{
+    worker *wk = ctx;
+    const yc_dataset *ds = wk->l->opt.ds;
+    int status = load_cb(ctx, index, augment, img, tmp, info, labels);
+    if (status)
+        return status;
+    segs->n = 0;
+    segs->npts = 0;
+    const yc_polygon *pg = yc_dataset_polygons(ds, (size_t)index);
+    for (uint32_t i = 0; i < ds->samples[index].n_boxes && !status; i++)
+        status = yc_segs_push_f32(segs, ds->points + 2 * pg[i].first, pg[i].n);
+    return status;
 }
 
 /* The sample at epoch position pos: the rect order in validation, else the epoch's order. */
@@ -333,11 +356,18 @@ static int build_sample(worker *wk, const yc_sample_params *sp, yc_sample_loader
             yc_rng_seed(&rng, attempt ? mix64(l->epoch_seed + (uint64_t)attempt) : l->epoch_seed,
                         (uint64_t)pos);
             int oh, ow;
-            status = yc_train_sample(&wk->scratch, sp, index, load, wk, &rng, chw, &oh, &ow,
-                                     &wk->labels);
+            if (o->masks)
+                status = yc_seg_train_sample(&wk->seg, sp, &l->mask, index, seg_load_cb, wk, &rng,
+                                             chw, &oh, &ow, &wk->labels);
+            else
+                status = yc_train_sample(&wk->scratch, sp, index, load, wk, &rng, chw, &oh, &ow,
+                                         &wk->labels);
             if (!status && (oh != h || ow != w))
                 status = yc_error_status(YC_ERR, "internal: sample %dx%d in a %dx%d batch", oh, ow,
                                          h, w);
+        } else if (o->masks) {
+            status = yc_seg_val_sample(&wk->seg, &l->mask, index, h, w, seg_load_cb, wk, chw,
+                                       &wk->labels, vi);
         } else {
             status = yc_val_sample(&wk->scratch, index, h, w, load, wk, chw, &wk->labels, vi);
         }
@@ -353,6 +383,40 @@ static int build_sample(worker *wk, const yc_sample_params *sp, yc_sample_loader
         yc_warn("no sample could be built for position %d of the epoch after %d replacements: "
                 "the batch is one image short", pos, MAX_REPLACEMENTS);
     return YC_EIO;
+}
+
+/* Makes room for n floats of masks in slot s. */
+static int ensure_masks(slot *s, size_t n)
+{
+    if (n <= s->cap_masks)
+        return YC_OK;
+    size_t cap = s->cap_masks ? s->cap_masks : n;
+    while (cap < n)
+        cap *= 2;
+    float *p = yc_realloc(s->b.masks, cap * sizeof *p, "batch masks");
+    if (!p)
+        return YC_ENOMEM;
+    s->b.masks = p;
+    s->cap_masks = cap;
+    return YC_OK;
+}
+
+/* Appends the masks of the sample just built (wk->seg) to the batch: one map per image
+ * (overlap) or one mask per target. */
+static int add_masks(worker *wk, slot *s)
+{
+    yc_batch *b = &s->b;
+    const yc_seg_scratch *g = &wk->seg;
+    size_t m = (size_t)g->mask_h * (size_t)g->mask_w;
+    if (g->mask_h != b->mask_h || g->mask_w != b->mask_w)
+        return yc_error_status(YC_ERR, "internal: %dx%d masks in a batch of %dx%d masks",
+                               g->mask_w, g->mask_h, b->mask_w, b->mask_h);
+    int status = ensure_masks(s, ((size_t)b->mask_n + (size_t)g->mask_n) * m);
+    if (status)
+        return status;
+    memcpy(b->masks + (size_t)b->mask_n * m, g->masks, (size_t)g->mask_n * m * sizeof *b->masks);
+    b->mask_n += g->mask_n;
+    return YC_OK;
 }
 
 /* Builds batch k into slot s.  Images that fail are skipped with a warning (training: replaced,
@@ -392,6 +456,9 @@ static int build_batch(worker *wk, int k, slot *s)
     b->w = w;
     b->n = 0;
     b->nt = 0;
+    b->mask_n = 0;
+    b->mask_h = o->masks ? h / l->mask.ratio : 0;
+    b->mask_w = o->masks ? w / l->mask.ratio : 0;
     size_t plane = 3 * (size_t)h * (size_t)w;
     for (int i = 0; i < count; i++) {
         int index;
@@ -402,6 +469,8 @@ static int build_batch(worker *wk, int k, slot *s)
         if (status)
             continue;
         if ((status = ensure_capacity(s, count, h, w, b->nt + wk->labels.n)))
+            return status;
+        if (o->masks && (status = add_masks(wk, s)))
             return status;
         for (int j = 0; j < wk->labels.n; j++) {
             float *t = b->targets + (size_t)(b->nt + j) * 6;
@@ -442,6 +511,7 @@ static void *worker_main(void *arg)
             yc_warn("batch %d could not be built: %s", k, yc_last_error());
             s->b.n = 0;
             s->b.nt = 0;
+            s->b.mask_n = 0;
             s->b.index = k;
         }
         pthread_mutex_lock(&l->mu);
@@ -467,6 +537,20 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
         return yc_error_status(YC_EUSAGE, "loader: rank %d of %d%s", opt->rank, opt->world,
                                opt->train ? " with rectangular batches (not supported with "
                                             "several ranks)" : " for validation");
+    if (opt->masks && !opt->ds->has_polygons)
+        return yc_error_status(YC_EFORMAT, "the dataset has no polygon labels (class x1 y1 x2 y2 "
+                               "... per line): segmentation needs them");
+    if (opt->masks && opt->tiles)
+        return yc_error_status(YC_EUSAGE, "segmentation does not train or validate on tiles "
+                               "(--tile): use whole images");
+    if (opt->masks && opt->quad && opt->train)
+        return yc_error_status(YC_EUSAGE, "--quad is not supported with segmentation (YOLOv5's "
+                               "segment loader has no quad collate)");
+    if (opt->masks && (opt->mask_ratio < 0 || opt->mask_ratio > 32 ||
+                       opt->stride % (opt->mask_ratio ? opt->mask_ratio : 4) != 0 ||
+                       opt->imgsz % (opt->mask_ratio ? opt->mask_ratio : 4) != 0))
+        return yc_error_status(YC_EUSAGE, "mask ratio %d must divide the image size %d and the "
+                               "stride %d", opt->mask_ratio, opt->imgsz, opt->stride);
     if (opt->tiles && opt->tiles->ds != opt->ds)
         return yc_error_status(YC_EUSAGE, "loader: the tiles were made from another dataset");
     if (opt->tiles && opt->tiles->n > (size_t)INT_MAX)
@@ -477,6 +561,8 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
         return YC_ENOMEM;
     l->opt = *opt;
     l->ds = opt->tiles ? &opt->tiles->view : opt->ds;
+    l->mask.ratio = opt->mask_ratio ? opt->mask_ratio : 4;
+    l->mask.overlap = !opt->no_overlap;
     if (opt->tiles && opt->train)
         l->opt.rect = false;
     l->total = (int)l->ds->n;
@@ -517,6 +603,10 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
     for (int i = 0; !status && i < l->nslots; i++) {
         l->slots[i].ready = -1;
         status = ensure_capacity(&l->slots[i], opt->batch, max_h, max_w, 64 * opt->batch);
+        /* overlap masks: one map per image, the most a batch takes */
+        if (!status && opt->masks)
+            status = ensure_masks(&l->slots[i], (size_t)opt->batch * (size_t)(max_h / l->mask.ratio)
+                                                    * (size_t)(max_w / l->mask.ratio));
     }
     yc_vips_init();
     if (!status && !opt->tiles && opt->cache != YC_CACHE_NONE)
@@ -563,6 +653,7 @@ void yc_loader_free(yc_loader *l)
             pthread_join(l->workers[i].thread, NULL);
         worker *wk = &l->workers[i];
         yc_aug_scratch_free(&wk->scratch);
+        yc_seg_scratch_free(&wk->seg);
         yc_labels_free(&wk->labels);
         yc_tile_reader_free(wk->reader);
         for (int j = 0; wk->store && j < l->opt.batch; j++)
@@ -577,6 +668,7 @@ void yc_loader_free(yc_loader *l)
         free(l->slots[i].b.targets);
         free(l->slots[i].b.sample);
         free(l->slots[i].b.info);
+        free(l->slots[i].b.masks);
     }
     if (l->have_rb)
         yc_rect_batches_free(&l->rb);

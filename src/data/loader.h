@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "augment.h"
+#include "augment_seg.h"
 #include "dataset.h"
 #include "hyp.h"
 #include "image_read.h"
@@ -111,6 +112,15 @@ typedef struct yc_loader_options {
     /* training: YOLOv5's quad collate (quad.h): each batch of `batch` images becomes batch / 4
      * images of twice the size, the group's choice drawn per (seed, epoch, batch) */
     bool quad;
+    /* segmentation (YOLOv5's LoadImagesAndLabelsAndMasks, augment_seg.h): batches carry masks
+     * (yc_batch.masks).  The dataset must have polygon labels (YC_EFORMAT otherwise); not with
+     * tiles, nor with quad in training (YC_EUSAGE).  false: detection batches, masks NULL */
+    bool masks;
+    /* with masks: the masks' downsample ratio (segment/train.py --mask-ratio; 0 = 4), at most 32,
+     * dividing imgsz and stride; and one 0/1 mask per target instead of one index map per image
+     * (segment/train.py --no-overlap) */
+    int mask_ratio;
+    bool no_overlap;
 } yc_loader_options;
 
 typedef struct yc_loader yc_loader;
