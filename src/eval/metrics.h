@@ -46,7 +46,7 @@ int yc_match_predictions(const float *dets, int nd, const float *labels, int nl,
                          uint16_t *correct);
 
 /* yc_match_predictions over a given IoU matrix iou[l * nd + d] (label l, detection d) instead of
- * the box IoUs: segment/val.py's process_batch(masks=True) with the mask IoUs (masks.h); iou NULL
+ * the box IoUs: segment/val.py's process_batch(masks=True) with the mask IoUs (mask_eval.h); iou NULL
  * is yc_match_predictions.  The boxes of dets and labels are not read, only their classes. */
 int yc_match_iou(const float *iou, const float *dets, int nd, const float *labels, int nl,
                  uint16_t *correct);

@@ -589,6 +589,16 @@ int yc_nms_src(const float *pred, size_t n_rows, int no, const yc_nms_params *p,
     return YC_OK;
 }
 
+void yc_nms_coefficients(const float *pred, int no, int nm, const uint32_t *src, int n,
+                         float *out)
+{
+    for (int k = 0; k < n; k++) {
+        const float *row = pred + (size_t)src[k] * no;
+        for (int j = 0; j < nm; j++)
+            out[(size_t)k * nm + j] = row[no - nm + j] * row[4];
+    }
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Box helpers
  * ------------------------------------------------------------------------------------------- */

@@ -117,11 +117,18 @@ void yc_nms_scratch_free(yc_nms_scratch *s);
 int yc_nms(const float *pred, size_t n_rows, int no, const yc_nms_params *p, yc_nms_scratch *s,
            float *out, int *n_out);
 
-/* yc_nms, and src (max_det entries, or NULL) receives the input row of each detection: with
- * p->nm, non_max_suppression's mask coefficients of detection k are the last nm values of row
- * src[k] of pred (YOLOv5 keeps them as columns 6.. of its output). */
+/* yc_nms, and src (max_det entries, or NULL) receives the input row of each detection, from
+ * which yc_nms_coefficients gives the mask coefficients YOLOv5 keeps as columns 6.. of its
+ * output. */
 int yc_nms_src(const float *pred, size_t n_rows, int no, const yc_nms_params *p,
                yc_nms_scratch *s, float *out, int *n_out, uint32_t *src);
+
+/* The mask coefficients of n detections as non_max_suppression(nm) returns them: detection k's
+ * nm values are the last nm of row src[k] of pred (rows of `no` floats) times that row's
+ * objectness, in float32 (YOLOv5 v7.0's `x[:, 5:] *= x[:, 4:5]` scales the mask columns along
+ * with the classes, and process_mask uses the scaled values).  out: n * nm floats. */
+void yc_nms_coefficients(const float *pred, int no, int nm, const uint32_t *src, int n,
+                         float *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Box helpers (float32, in place; `stride` floats between consecutive boxes, the 4 box values

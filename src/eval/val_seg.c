@@ -8,7 +8,7 @@
 #include "graph.h"
 #include "log.h"
 #include "loss_seg.h"
-#include "masks.h"
+#include "mask_eval.h"
 #include "nms.h"
 #include "util.h"
 
@@ -235,12 +235,9 @@ static int image_stats(seg_state *s, const yc_batch *b, const yc_dataset *ds,
     const size_t plane = (size_t)mh * mw;
     if ((st = grow((void **)&s->pmasks, &s->pmasks_cap, (size_t)nd * plane, 1, "masks")))
         return st;
-    /* the coefficients of detection d: the last nm values of its source row */
+    /* the coefficients of the detections as NMS returns them (scaled by the objectness) */
     float *coef = s->predn + (size_t)nd * 6;
-    for (int d = 0; d < nd; d++)
-        memcpy(coef + (size_t)d * m->nm,
-               s->rows + (size_t)s->src[d] * m->no + (size_t)(m->no - m->nm),
-               (size_t)m->nm * sizeof(float));
+    yc_nms_coefficients(s->rows, m->no, m->nm, s->src, nd, coef);
     const float *proto = s->proto + (size_t)i * m->nm * s->ph * s->pw;
     if ((st = yc_process_mask(proto, m->nm, s->ph, s->pw, coef, (size_t)m->nm, s->dets, 6, nd,
                               b->h, b->w, mode, s->pmasks)))

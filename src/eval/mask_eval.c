@@ -1,5 +1,5 @@
-/* Instance masks on the host (masks.h): YOLOv5 v7.0 utils/segment/general.py. */
-#include "masks.h"
+/* Instance masks on the host (mask_eval.h): YOLOv5 v7.0 utils/segment/general.py. */
+#include "mask_eval.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -282,4 +282,177 @@ void yc_draw_masks(uint8_t *rgb, int h0, int w0, size_t stride, const float *mas
             }
         }
     }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * cv2.findContours(RETR_EXTERNAL, CHAIN_APPROX_SIMPLE): OpenCV's contours.cpp (cvFindNextContour,
+ * icvFetchContour) on a copy of the mask with a zero border, values 0/1 as signed chars; a
+ * visited border pixel is marked NBD, or NBD | -128 where the pixel to its right was examined and
+ * is 0 (a right boundary).
+ * ---------------------------------------------------------------------------------------------- */
+
+#define CONTOUR_NBD 2
+
+/* One contour found: its points (padded image coordinates) in the growing array. */
+typedef struct contour_list {
+    int *xy;
+    size_t n, cap;
+    /* per contour: first point and point count */
+    size_t *first, *count;
+    size_t nc, ccap;
+} contour_list;
+
+static int push_point(contour_list *L, int x, int y)
+{
+    if (L->n + 1 > L->cap) {
+        size_t cap = L->cap ? L->cap * 2 : 256;
+        int *q = yc_realloc(L->xy, cap * 2 * sizeof *q, "contour points");
+        if (!q)
+            return YC_ENOMEM;
+        L->xy = q;
+        L->cap = cap;
+    }
+    L->xy[L->n * 2] = x;
+    L->xy[L->n * 2 + 1] = y;
+    L->n++;
+    return YC_OK;
+}
+
+/* icvFetchContour with CHAIN_APPROX_SIMPLE from the outer border pixel at index i0 = (x, y). */
+static int fetch_contour(int8_t *img, int step, size_t i0, int x, int y, contour_list *L)
+{
+    static const int code_dx[8] = {1, 1, 0, -1, -1, -1, 0, 1};
+    static const int code_dy[8] = {0, -1, -1, -1, 0, 1, 1, 1};
+    ptrdiff_t deltas[16];
+    for (int k = 0; k < 8; k++)
+        deltas[k] = deltas[k + 8] = (ptrdiff_t)code_dy[k] * step + code_dx[k];
+    const int8_t nbd = CONTOUR_NBD, nbd_right = (int8_t)(CONTOUR_NBD | -128);
+    int st;
+    int s = 4, s_end = 4;
+    size_t i1;
+    do {
+        s = (s - 1) & 7;
+        i1 = (size_t)((ptrdiff_t)i0 + deltas[s]);
+    } while (img[i1] == 0 && s != s_end);
+    if (s == s_end) {
+        /* a single pixel */
+        img[i0] = nbd_right;
+        return push_point(L, x, y);
+    }
+    size_t i3 = i0, i4;
+    int prev_s = s ^ 4;
+    for (;;) {
+        s_end = s;
+        while (s < 15) {
+            i4 = (size_t)((ptrdiff_t)i3 + deltas[++s]);
+            if (img[i4] != 0)
+                break;
+        }
+        s &= 7;
+        /* the pixel to the right was examined and is 0: a right boundary */
+        if ((unsigned)(s - 1) < (unsigned)s_end)
+            img[i3] = nbd_right;
+        else if (img[i3] == 1)
+            img[i3] = nbd;
+        if (s != prev_s) {
+            if ((st = push_point(L, x, y)))
+                return st;
+            prev_s = s;
+        }
+        x += code_dx[s];
+        y += code_dy[s];
+        if (i4 == i0 && i3 == i1)
+            break;
+        i3 = i4;
+        s = (s + 4) & 7;
+    }
+    return YC_OK;
+}
+
+int yc_mask_largest_contour(const uint8_t *mask, int h, int w, float **pts, int *n)
+{
+    *pts = NULL;
+    *n = 0;
+    if (h < 1 || w < 1)
+        return YC_OK;
+    const int step = w + 2;
+    int8_t *img = yc_calloc((size_t)(h + 2) * step, 1, "contour image");
+    if (!img)
+        return YC_ENOMEM;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            img[(size_t)(y + 1) * step + x + 1] = mask[(size_t)y * w + x] != 0;
+    contour_list L;
+    memset(&L, 0, sizeof L);
+    int st = YC_OK;
+    /* cvFindNextContour's raster scan, RETR_EXTERNAL */
+    for (int y = 1; y < h + 1 && !st; y++) {
+        int8_t *row = img + (size_t)y * step;
+        int lnbd_x = 0;
+        int8_t prev = 0;
+        for (int x = 1; x < w + 1 && !st; x++) {
+            int8_t p = row[x];
+            if (p == prev)
+                continue;
+            if (!(prev == 0 && p == 1)) {
+                /* not an outer border: a hole's border (p == 0 after a pixel of a component)
+                 * moves lnbd to the marked pixel before it; RETR_EXTERNAL skips holes */
+                if (p == 0 && prev >= 1 && (prev & -2))
+                    lnbd_x = x - 1;
+            } else if (!(row[lnbd_x] > 0)) {
+                /* an outer border not inside another component's hole */
+                if (L.nc + 1 > L.ccap) {
+                    size_t cap = L.ccap ? L.ccap * 2 : 16;
+                    size_t *f = yc_realloc(L.first, cap * sizeof *f, "contours");
+                    if (!f) {
+                        st = YC_ENOMEM;
+                        break;
+                    }
+                    L.first = f;
+                    size_t *c = yc_realloc(L.count, cap * sizeof *c, "contours");
+                    if (!c) {
+                        st = YC_ENOMEM;
+                        break;
+                    }
+                    L.count = c;
+                    L.ccap = cap;
+                }
+                lnbd_x = x;
+                L.first[L.nc] = L.n;
+                if ((st = fetch_contour(img, step, (size_t)y * step + x, x, y, &L)))
+                    break;
+                L.count[L.nc] = L.n - L.first[L.nc];
+                L.nc++;
+                /* the scan resumes after the start pixel, its marking as prev */
+                prev = row[x];
+                continue;
+            }
+            prev = p;
+            if (prev & -2)
+                lnbd_x = x;
+        }
+    }
+    if (!st && L.nc > 0) {
+        /* cv2 lists the contours last found first; argmax takes the first longest */
+        size_t best = L.nc - 1;
+        for (size_t k = L.nc; k-- > 0;)
+            if (L.count[k] > L.count[best])
+                best = k;
+        float *out = yc_malloc(L.count[best] * 2 * sizeof *out, "contour");
+        if (!out) {
+            st = YC_ENOMEM;
+        } else {
+            for (size_t k = 0; k < L.count[best]; k++) {
+                out[k * 2] = (float)(L.xy[(L.first[best] + k) * 2] - 1);
+                out[k * 2 + 1] = (float)(L.xy[(L.first[best] + k) * 2 + 1] - 1);
+            }
+            *pts = out;
+            *n = (int)L.count[best];
+        }
+    }
+    free(img);
+    free(L.xy);
+    free(L.first);
+    free(L.count);
+    return st;
 }

@@ -8,8 +8,8 @@
  * in coefficient order (torch's sgemm may sum in another order: a pixel whose logit is within
  * float round-off of 0 can come out the other way).  Bilinear resampling is F.interpolate's
  * (align_corners=False) on CPU, float32. */
-#ifndef YC_MASKS_H
-#define YC_MASKS_H
+#ifndef YC_MASK_EVAL_H
+#define YC_MASK_EVAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -71,6 +71,15 @@ int yc_mask_iou(const float *gt, bool overlap, int nl, int gh, int gw, const uin
  * the letterbox's (yc_letterbox_gain_pad). */
 void yc_scale_mask(const uint8_t *mask, int h1, int w1, double pad_w, double pad_h, int h0,
                    int w0, float *out);
+
+/* masks2segments(strategy='largest') for one mask: cv2.findContours(mask, RETR_EXTERNAL,
+ * CHAIN_APPROX_SIMPLE) reproduced (OpenCV's border following over the mask padded with a zero
+ * border: 8-connected outer borders, a border inside another component's hole skipped, a point
+ * kept where the chain turns), then the contour with the most points (the first of equal ones in
+ * cv2's order, which lists the contours last found first).  mask: h x w bytes, nonzero inside.
+ * *pts receives 2 * *n floats x0 y0 x1 y1 ... (pixel indices; malloc'd, free it; NULL with
+ * *n = 0 when the mask is empty).  YC_ENOMEM. */
+int yc_mask_largest_contour(const uint8_t *mask, int h, int w, float **pts, int *n);
 
 /* The colour of class c in YOLOv5's palette (utils/plots.py Colors), RGB. */
 void yc_mask_color(int c, uint8_t rgb[3]);
