@@ -1856,7 +1856,9 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                             .tiles = t->o.tile > 0 ? &t->train_tiles : NULL,
                             .tiles_per_epoch = t->o.tiles_per_epoch,
                             .limits = {.max_pixels = t->o.max_pixels},
-                            .cache = (yc_cache_kind)t->o.cache, .quad = t->o.quad};
+                            .cache = (yc_cache_kind)t->o.cache, .quad = t->o.quad,
+                            .masks = t->seg, .mask_ratio = t->o.mask_ratio,
+                            .no_overlap = t->o.no_overlap};
     if (t->o.rect && t->o.image_weights) {
         yc_warn("--rect is incompatible with --image-weights: rect disabled");
         lo.rect = false;
@@ -1890,7 +1892,9 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                                 .seed = (uint64_t)t->o.seed,
                                 .tiles = t->o.tile > 0 ? &t->val_tiles : NULL,
                                 .limits = {.max_pixels = t->o.max_pixels},
-                                .cache = (yc_cache_kind)t->o.cache, .quad = t->o.quad};
+                                .cache = (yc_cache_kind)t->o.cache, .quad = t->o.quad,
+                                .masks = t->seg, .mask_ratio = t->o.mask_ratio,
+                                .no_overlap = t->o.no_overlap};
         if ((st = yc_loader_new(&t->val_loader, &vo)))
             goto done;
         if (t->o.cache == YC_CACHE_DISK)
