@@ -276,6 +276,12 @@ mut seg_part_share src/nn/loss_seg.c "test_segment" \
     'const double whole = part ? (double)part->batch : bs;' \
     'const double whole = bs;'
 
+# --resume (src/train/train.c): a checkpoint of an interruption inside the first epoch (last
+# completed epoch -1, a batch to continue from) taken for a finished run's
+mut resume_first_epoch_refused src/train/train.c "test_seg_train" \
+    'if (meta.epoch == -1 && meta.next_batch == 0) {' \
+    'if (meta.epoch == -1) {'
+
 # data-parallel training (src/train/train.c): an interruption inside an accumulation cycle saves
 # rank 0's gradients alone; a resumed rank other than 0 keeps the saved sum (counted twice); the
 # ranks of a machine each take all its cores

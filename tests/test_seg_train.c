@@ -4,10 +4,11 @@
  *  - a few epochs whose mask loss falls, results.csv with segment/train.py's header (KEYS of
  *    utils/segment/metrics.py, '%23s' fields) and one row of 20 values per epoch, the
  *    checkpoints and opt.yaml's mask options;
- *  - an interruption inside an epoch (SIGINT from the progress callback, between optimizer steps)
- *    then --resume: the same final weights, bit for bit, and the same results.csv, byte for byte
- *    (the interrupted epoch's four running losses included), with overlap masks and with one
- *    mask per target (--no-overlap), which the resumed run takes from the checkpoint;
+ *  - an interruption inside an epoch (SIGINT from the progress callback; in epoch 1 between
+ *    optimizer steps, and in epoch 0) then --resume: the same final weights, bit for bit, and the
+ *    same results.csv, byte for byte (the interrupted epoch's four running losses included),
+ *    with overlap masks and with one mask per target (--no-overlap), which the resumed run takes
+ *    from the checkpoint;
  *  - the segmentation options refused where segment/train.py has no counterpart (--quad). */
 #include <check.h>
 #include <math.h>
@@ -232,17 +233,19 @@ START_TEST(seg_loss_falls_and_results_have_segment_columns)
 }
 END_TEST
 
-/* The run straight, and the same run interrupted at epoch 1, batch 2 (warmup's accumulate steps
- * the optimizer after batches 1 and 3, so the checkpoint holds batch 2's gradients) then resumed
- * with --resume alone: bit-identical final weights, byte-identical results.csv. */
-static void check_resume_inside(const char *name, bool no_overlap)
+/* The run straight, and the same run interrupted at `epoch`, batch 2 (warmup's accumulate steps
+ * the optimizer after batches 1 and 3 from epoch 1 on, so that checkpoint holds batch 2's
+ * gradients; in epoch 0 every batch steps) then resumed with --resume alone: bit-identical final
+ * weights, byte-identical results.csv.  An interruption inside epoch 0 saves "last completed
+ * epoch" -1 with a batch to continue from, which is not a finished run's checkpoint. */
+static void check_resume_inside(const char *name, bool no_overlap, int epoch)
 {
     make_demo();
     char sname[64], iname[64];
     snprintf(sname, sizeof sname, "%s_straight", name);
     snprintf(iname, sizeof iname, "%s_interrupted", name);
     seg_run_ok(sname, 3, no_overlap, NULL);
-    interrupt_at at = {1, 2};
+    interrupt_at at = {epoch, 2};
     int st;
     ck_assert_msg(seg_run(iname, 3, no_overlap, &at, NULL, &st), "%s: not interrupted", name);
     ck_assert_msg(st == YC_OK, "%s: %s", name, yc_last_error());
@@ -251,12 +254,12 @@ static void check_resume_inside(const char *name, bool no_overlap)
     snprintf(last, sizeof last, "%s/weights/last.safetensors", dir);
     yc_ckpt_meta meta;
     ck_assert_int_eq(yc_checkpoint_read_meta(last, &meta), YC_OK);
-    ck_assert_int_eq(meta.epoch, 0);
+    ck_assert_int_eq(meta.epoch, epoch - 1);
     ck_assert_int_eq(meta.next_batch, 3);
     ck_assert_int_eq(meta.epoch_batches, 3);
     ck_assert_msg(meta.epoch_nloss == 4, "%s: %d epoch losses saved, not box, seg, obj, cls", name,
                   meta.epoch_nloss);
-    ck_assert(meta.grads);
+    ck_assert(meta.grads == (epoch > 0));
     ck_assert(meta.epoch_loss[1] > 0);
     yc_ckpt_meta_free(&meta);
     seg_run_ok(iname, 0, false, dir);
@@ -283,13 +286,13 @@ static void check_resume_inside(const char *name, bool no_overlap)
 
 START_TEST(resume_inside_epoch_overlap)
 {
-    check_resume_inside("overlap", false);
+    check_resume_inside("overlap", false, 1);
 }
 END_TEST
 
 START_TEST(resume_inside_epoch_no_overlap)
 {
-    check_resume_inside("nooverlap", true);
+    check_resume_inside("nooverlap", true, 0);
 }
 END_TEST
 

@@ -27,7 +27,8 @@
 #include "optim.h"
 
 typedef struct yc_ckpt_meta {
-    /* last completed epoch (-1 in a final checkpoint) */
+    /* last completed epoch (-1 in a final checkpoint; also -1, with next_batch > 0, after an
+     * interruption inside the first epoch) */
     int epoch;
     /* the batch of epoch + 1 to continue from: 0, or where an interrupted epoch stopped (the
      * batch after its last optimizer step) */

@@ -314,7 +314,9 @@ static int write_yaml_from_json(const char *path, const char *json)
 }
 
 /* Finds the checkpoint to resume: a file, a run directory, or the most recently written
- * PROJECT/<run>/weights/last.safetensors (YOLOv5's get_latest_run). */
+ * PROJECT/<run>/weights/last.safetensors (YOLOv5's get_latest_run); with the default project,
+ * runs/train, also runs/train-seg's (segment/train.py's project), as get_latest_run finds the
+ * last checkpoint of either. */
 static int find_resume(const char *spec, const char *project, char *out, size_t len)
 {
     if (spec[0] && yc_file_exists(spec)) {
@@ -332,7 +334,11 @@ static int find_resume(const char *spec, const char *project, char *out, size_t 
     snprintf(pattern, sizeof pattern, "%s/*/weights/last.safetensors", project);
     glob_t g;
     memset(&g, 0, sizeof g);
-    if (glob(pattern, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
+    int found = glob(pattern, 0, NULL, &g);
+    if (strcmp(project, "runs/train") == 0)
+        found &= glob("runs/train-seg/*/weights/last.safetensors", found ? 0 : GLOB_APPEND, NULL,
+                      &g);
+    if (found != 0 || g.gl_pathc == 0) {
         globfree(&g);
         return yc_error_status(YC_EIO, "--resume: no %s to resume", pattern);
     }
@@ -1715,7 +1721,9 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
             (t->world > 1 && (st = yc_dist_bcast(resume_path, sizeof resume_path, 0))) ||
             (st = yc_checkpoint_read_meta(resume_path, &meta)))
             goto done;
-        if (meta.epoch == -1) {
+        /* epoch -1 is a final checkpoint's, or an interruption's inside the first epoch (the
+         * last completed epoch: none), which has a batch to continue from */
+        if (meta.epoch == -1 && meta.next_batch == 0) {
             st = yc_error_status(YC_EUSAGE, "%s is a finished run's checkpoint: nothing to "
                                  "resume (fine-tune from it with --weights)", resume_path);
             goto done;
