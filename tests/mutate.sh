@@ -201,6 +201,38 @@ mut hsv_table src/data/augment.c "test_augment" \
     'tab[2] = v * (1.0f - (s * h));' \
     'tab[2] = v * (1.0f - s);'
 
+# segmentation data: polygon masks and polygon augmentation (src/data/masks.c, augment_seg.c)
+mut fill_span_left_floor src/data/masks.c "test_seg_data" \
+    '#define FILL_DELTA ((1 << XY_SHIFT) - 1)' \
+    '#define FILL_DELTA 0'
+mut mask_downsample_threshold src/data/masks.c "test_seg_data" \
+    'd[x] = r0[c] + r0[c + 1] + r1[c] + r1[c + 1] >= 2;' \
+    'd[x] = r0[c] + r0[c + 1] + r1[c] + r1[c + 1] >= 3;'
+mut overlap_empty_masks_last src/data/masks.c "test_seg_data" \
+    's->keys[k] = area ? -(double)area : -DBL_MAX;' \
+    's->keys[k] = -(double)area;'
+mut resample_not_closed src/data/augment_seg.c "test_seg_data" \
+    'double f1 = j + 1 == len - 1 ? p[c] : p[2 * (j + 1) + c];' \
+    'double f1 = j + 1 == len - 1 ? p[2 * j + c] : p[2 * (j + 1) + c];'
+mut segment2box_zero_x src/data/augment_seg.c "test_seg_data" \
+    'any_nonzero_x = any_nonzero_x || x != 0;' \
+    'any_nonzero_x = true;'
+mut seg_xyn2xy_no_padh src/data/augment_seg.c "test_seg_data" \
+    'p[2 * i + 1] = (double)(fh * (float)p[2 * i + 1] + ph);' \
+    'p[2 * i + 1] = (double)(fh * (float)p[2 * i + 1]);'
+mut seg_labels_not_sorted src/data/augment_seg.c "test_seg_data" \
+    'const float *v = labels->v + 5 * (size_t)s->order[k];' \
+    'const float *v = labels->v + 5 * (size_t)k;'
+mut copy_paste_mirror_off_by_one src/data/augment_seg.c "test_seg_data" \
+    'mirror[2 * q] = (double)(fw - (float)src[2 * q]);' \
+    'mirror[2 * q] = (double)(fw - 1 - (float)src[2 * q]);'
+mut seg_mosaic_offset src/data/augment_seg.c "test_seg_data" \
+    'yc_segs_xyn2xy(segs, segs->n - s->tile_segs.n, w, h, x1a - x1b, y1a - y1b);' \
+    'yc_segs_xyn2xy(segs, segs->n - s->tile_segs.n, w, h, x1a - x1b + 2, y1a - y1b);'
+mut seg_masks_not_flipped_lr src/data/augment_seg.c "test_seg_data" \
+    'for (int x = 0; x < s->mask_w / 2; x++) {' \
+    'for (int x = 0; x < 0; x++) {'
+
 # memory planner (src/nn/plan.c, src/train/memplan.c)
 mut plan_overlapping_blocks src/nn/plan.c "test_memplan test_model test_golden" \
     'fl->r[best].offset += size;' \

@@ -1,7 +1,7 @@
 /* Segmentation data (augment_seg.h, masks.h, polygon labels in dataset.h, masks in loader.h),
  * against YOLOv5 v7.0 itself through tests/data/segdata/seg_ref.txt (seg_ref.py beside it):
  * cv2.fillPoly + cv2.resize as polygons2masks_overlap uses them (order and map), the segment
- * random_perspective's labels and polygons for fixed draws, and the validation samples (labels
+ * random_perspective's labels and polygons for fixed draws, copy_paste for fixed choices, and the validation samples (labels
  * and masks, overlap and not) of a tiny polygon dataset (tests/data/segdata, made by
  * make_seg_fixture.py).  Also: the per-file segment decision and malformed polygons, the scan
  * cache keeping polygons, training batches whose masks lie inside their targets' boxes, and the
@@ -173,6 +173,12 @@ START_TEST(test_fill_basics)
     double bad[4] = {0, 0, 1, 1};
     ck_assert_int_eq(yc_polygon2mask(&ms, 6, 8, 4, bad, 2, m), YC_EUSAGE);
     yc_error_clear();
+    /* a NaN and points far away (a perspective warp's): clamped, filled in bounded time */
+    double far[8] = {NAN, 3, 1e12, -1e15, 7, 7, -1e9, 6e9};
+    uint8_t big[8 * 8];
+    double t0 = yc_now();
+    ck_assert_int_eq(yc_polygon2mask(&ms, 8, 8, 1, far, 4, big), YC_OK);
+    ck_assert_double_lt(yc_now() - t0, 2.0);
     yc_mask_scratch_free(&ms);
 }
 END_TEST
@@ -244,6 +250,76 @@ START_TEST(test_perspective_ref)
         cases++;
     }
     ck_assert_int_eq(cases, 3);
+    free(r.text);
+}
+END_TEST
+
+/* copy_paste with its choices fixed: targets, the polygons added and the pixels changed. */
+START_TEST(test_copy_paste_ref)
+{
+    ref_reader r;
+    ref_open(&r);
+    yc_mask_scratch ms = YC_MASK_SCRATCH_INIT;
+    int cases = 0;
+    while (ref_case(&r, "paste")) {
+        int h = (int)ref_num(&r), w = (int)ref_num(&r), n = (int)ref_num(&r);
+        int k = (int)ref_num(&r);
+        int chosen[8];
+        ck_assert_int_le(k, 8);
+        for (int i = 0; i < k; i++)
+            chosen[i] = (int)ref_num(&r);
+        yc_labels labels = YC_LABELS_INIT;
+        yc_segs segs = YC_SEGS_INIT;
+        for (int j = 0; j < n; j++) {
+            float v[5], pts[32];
+            for (int q = 0; q < 5; q++)
+                v[q] = (float)ref_num(&r);
+            ck_assert_int_eq(yc_labels_push(&labels, v[0], v[1], v[2], v[3], v[4]), YC_OK);
+            uint32_t np = (uint32_t)ref_num(&r);
+            ck_assert_uint_le(np, 16);
+            for (uint32_t q = 0; q < 2 * np; q++)
+                pts[q] = (float)ref_num(&r);
+            ck_assert_int_eq(yc_segs_push_f32(&segs, pts, np), YC_OK);
+        }
+        yc_image im = YC_IMAGE_INIT, orig = YC_IMAGE_INIT;
+        ck_assert_int_eq(yc_image_reserve(&im, h, w), YC_OK);
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++) {
+                uint8_t *p = im.data + ((size_t)y * w + x) * 3;
+                p[0] = (uint8_t)((x * 7 + y * 3) % 256);
+                p[1] = (uint8_t)((x * 5 + y * 11) % 256);
+                p[2] = (uint8_t)((x + y * 13) % 256);
+            }
+        ck_assert_int_eq(yc_image_copy(&orig, &im), YC_OK);
+        ck_assert_int_eq(yc_seg_copy_paste_at(&im, &labels, &segs, chosen, k, &ms), YC_OK);
+        ck_assert_int_eq(labels.n, (int)ref_num(&r));
+        ck_assert_int_eq(segs.n, (int)ref_num(&r));
+        for (int j = 0; j < labels.n; j++)
+            for (int q = 0; q < 5; q++)
+                ck_assert_float_eq(labels.v[5 * j + q], (float)ref_num(&r));
+        for (int j = n; j < segs.n; j++) {
+            ck_assert_uint_eq(segs.count[j], (uint32_t)ref_num(&r));
+            for (uint32_t q = 0; q < 2 * segs.count[j]; q++)
+                ck_assert_float_eq((float)segs.xy[2 * segs.first[j] + q], (float)ref_num(&r));
+        }
+        int nchanged = (int)ref_num(&r), seen = 0;
+        for (int i = 0; i < h * w; i++) {
+            if (memcmp(im.data + 3 * (size_t)i, orig.data + 3 * (size_t)i, 3) == 0)
+                continue;
+            ck_assert_int_lt(seen, nchanged);
+            ck_assert_int_eq(i, (int)ref_num(&r));
+            seen++;
+        }
+        ck_assert_int_eq(seen, nchanged);
+        ck_assert_int_gt(nchanged, 50);
+        yc_image_free(&im);
+        yc_image_free(&orig);
+        yc_labels_free(&labels);
+        yc_segs_free(&segs);
+        cases++;
+    }
+    ck_assert_int_eq(cases, 2);
+    yc_mask_scratch_free(&ms);
     free(r.text);
 }
 END_TEST
@@ -538,38 +614,86 @@ static void check_masks_in_boxes(const yc_batch *b, int ratio, bool overlap, int
     }
 }
 
+/* Whether image pixel p (CHW planes of `plane` pixels) is coloured: the fixture's shapes are, its
+ * backgrounds and the padding are grey. */
+static bool coloured(const uint8_t *img, size_t plane, size_t p)
+{
+    int r = img[p], g = img[plane + p], bl = img[2 * plane + p];
+    int hi = r > g ? (r > bl ? r : bl) : (g > bl ? g : bl);
+    int lo = r < g ? (r < bl ? r : bl) : (g < bl ? g : bl);
+    return hi - lo > 20;
+}
+
+/* Counts the set mask pixels with a coloured image pixel among the 2 x 2 the downsampling reads
+ * (ratio even). */
+static void count_on_shapes(const yc_batch *b, int ratio, bool overlap, int *on, int *all)
+{
+    size_t m = (size_t)b->mask_h * b->mask_w, plane = (size_t)b->h * b->w;
+    int t0 = 0;
+    for (int i = 0; i < b->n; i++) {
+        int nt = 0;
+        while (t0 + nt < b->nt && b->targets[6 * (t0 + nt)] == (float)i)
+            nt++;
+        const uint8_t *img = b->images + (size_t)i * 3 * plane;
+        for (int k = 0; k < (overlap ? 1 : nt); k++) {
+            const float *mk = b->masks + (overlap ? (size_t)i : (size_t)(t0 + k)) * m;
+            for (int y = 0; y < b->mask_h; y++)
+                for (int x = 0; x < b->mask_w; x++) {
+                    if (mk[(size_t)y * b->mask_w + x] == 0)
+                        continue;
+                    size_t p = (size_t)(y * ratio + ratio / 2 - 1) * b->w + x * ratio + ratio / 2 - 1;
+                    *on += coloured(img, plane, p) || coloured(img, plane, p + 1) ||
+                           coloured(img, plane, p + b->w) || coloured(img, plane, p + b->w + 1);
+                    (*all)++;
+                }
+        }
+        t0 += nt;
+    }
+}
+
 START_TEST(test_train_batches)
 {
     yc_dataset ds;
     load_fixture(&ds, true);
     yc_hyp hyp;
     yc_hyp_defaults(&hyp);
-    hyp.mixup = 0.5;
     hyp.degrees = 10;
     hyp.flipud = 0.5;
-    for (int pass = 0; pass < 3; pass++) {
+    for (int pass = 0; pass < 5; pass++) {
         bool overlap = pass != 1;
         hyp.copy_paste = pass == 2 ? 0.5 : 0.0;
+        /* passes 3 and 4: no colour change, no blending: the masks must cover the shapes'
+         * pixels; pass 4 without mosaic, in rectangular batches (--rect) */
+        hyp.mixup = pass >= 3 ? 0.0 : 0.5;
+        hyp.hsv_h = hyp.hsv_s = hyp.hsv_v = pass >= 3 ? 0.0 : 0.5;
+        hyp.mosaic = pass == 4 ? 0.0 : 1.0;
         int ratio = pass == 1 ? 2 : 4;
-        yc_loader_options o = {.ds = &ds, .train = true, .hyp = &hyp, .imgsz = 64, .batch = 2,
+        yc_loader_options o = {.ds = &ds, .train = true, .hyp = &hyp,
+                               .imgsz = pass == 4 ? 128 : 64, .batch = 2,
                                .stride = 32, .workers = 2, .seed = 7, .masks = true,
-                               .mask_ratio = ratio, .no_overlap = !overlap};
+                               .mask_ratio = ratio, .no_overlap = !overlap, .rect = pass == 4};
         yc_loader *l;
         ck_assert_msg(yc_loader_new(&l, &o) == YC_OK, "%s", yc_last_error());
-        int set = 0, targets = 0;
+        int set = 0, targets = 0, on = 0, all = 0, non_square = 0;
         for (int epoch = 0; epoch < 6; epoch++) {
             ck_assert_int_eq(yc_loader_start(l, epoch, NULL, 0), YC_OK);
             const yc_batch *b;
             while (yc_loader_next(l, &b) == YC_OK && b) {
                 ck_assert_int_eq(b->n, 2);
-                ck_assert_int_eq(b->mask_h, 64 / ratio);
+                ck_assert_int_eq(b->mask_h, b->h / ratio);
+                ck_assert_int_eq(b->mask_w, b->w / ratio);
+                non_square += b->h != b->w;
                 ck_assert_int_eq(b->mask_n, overlap ? b->n : b->nt);
                 check_masks_in_boxes(b, ratio, overlap, &set);
+                count_on_shapes(b, ratio, overlap, &on, &all);
                 targets += b->nt;
             }
         }
         ck_assert_int_gt(targets, 10);
         ck_assert_int_gt(set, 10 * targets);
+        ck_assert(pass == 4 ? non_square > 0 : non_square == 0);
+        if (pass >= 3)
+            ck_assert_msg(on >= 0.99 * all, "%d of %d mask pixels on the shapes", on, all);
         yc_loader_free(l);
     }
     yc_dataset_free(&ds);
@@ -634,6 +758,7 @@ static Suite *seg_data_suite(void)
     tcase_add_test(tc, test_overlap_ref);
     tcase_add_test(tc, test_resample_box);
     tcase_add_test(tc, test_perspective_ref);
+    tcase_add_test(tc, test_copy_paste_ref);
     tcase_add_test(tc, test_parse_polygons);
     tcase_add_test(tc, test_dataset_polygons);
     tcase_add_test(tc, test_val_batches_ref);

@@ -11,8 +11,9 @@
  * warpPerspective with INTER_LINEAR (1/32-pixel fixed-point coordinates, 15-bit weights, border
  * 114), HSV conversions are OpenCV's 8-bit RGB<->HSV (H in 0..179), resizes are image.h's.
  *
- * Segments (polygon labels) are not used here: boxes are warped by their 4 corners as YOLOv5
- * does without segments, and copy_paste (which only acts on segments) is a no-op.  Albumentations
+ * Segments (polygon labels) are not used here: boxes are warped by their 4 corners as YOLOv5's
+ * detection loader does; the segmentation loader's pipeline, copy_paste included, is
+ * augment_seg.h.  Albumentations
  * (off in YOLOv5 unless the package is installed) is not reproduced.
  *
  * Threads: nothing here uses OpenMP or global state; run one sample per loader thread, each with

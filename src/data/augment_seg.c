@@ -297,21 +297,47 @@ int yc_seg_copy_paste(yc_image *im, yc_labels *labels, yc_segs *segs, double p, 
     int n = segs->n;
     if (p == 0 || n == 0)
         return YC_OK;
-    const int h = im->h, w = im->w;
     int k = (int)lrint(p * n);
     if (k > n)
         k = n;
     int *pool = yc_malloc((size_t)n * sizeof *pool, "copy_paste");
+    if (!pool)
+        return YC_ENOMEM;
+    for (int i = 0; i < n; i++)
+        pool[i] = i;
+    /* random.sample's pool selection: the chosen ones end up at pool[n - k ..], last first */
+    for (int i = 0; i < k; i++) {
+        int r = (int)yc_rng_below(rng, (uint32_t)(n - i));
+        int t = pool[r];
+        pool[r] = pool[n - i - 1];
+        pool[n - i - 1] = t;
+    }
+    int *chosen = yc_malloc((size_t)(k ? k : 1) * sizeof *chosen, "copy_paste");
+    int st = chosen ? YC_OK : YC_ENOMEM;
+    for (int i = 0; i < k && !st; i++)
+        chosen[i] = pool[n - 1 - i];
+    if (!st)
+        st = yc_seg_copy_paste_at(im, labels, segs, chosen, k, ms);
+    free(pool);
+    free(chosen);
+    return st;
+}
+
+int yc_seg_copy_paste_at(yc_image *im, yc_labels *labels, yc_segs *segs, const int *chosen,
+                         int k, yc_mask_scratch *ms)
+{
+    if (segs->n == 0 || k == 0)
+        return YC_OK;
+    const int h = im->h, w = im->w;
     uint8_t *mask = yc_calloc((size_t)h * (size_t)w, 1, "copy_paste mask");
     int32_t *ip = NULL;
-    int st = pool && mask ? YC_OK : YC_ENOMEM;
-    for (int i = 0; i < n && !st; i++)
-        pool[i] = i;
+    int st = mask ? YC_OK : YC_ENOMEM;
     for (int i = 0; i < k && !st; i++) {
-        /* random.sample's pool selection */
-        int r = (int)yc_rng_below(rng, (uint32_t)(n - i));
-        int j = pool[r];
-        pool[r] = pool[n - i - 1];
+        int j = chosen[i];
+        if (j < 0 || j >= segs->n || j >= labels->n) {
+            st = yc_error_status(YC_EUSAGE, "copy_paste: polygon %d of %d", j, segs->n);
+            break;
+        }
         float l[5];
         memcpy(l, labels->v + 5 * (size_t)j, sizeof l);
         const float fw = (float)w;
@@ -357,7 +383,6 @@ int yc_seg_copy_paste(yc_image *im, yc_labels *labels, yc_segs *segs, double p, 
             free(orig);
         }
     }
-    free(pool);
     free(mask);
     free(ip);
     return st;

@@ -14,7 +14,10 @@
  *     the n polygons drawn without replacement (random.sample); each mirrored left-right is added
  *     (label and polygon) when its box covers under 30% of every existing box (bbox_ioa), its
  *     pixels copied from the flipped mosaic through the filled polygon (cv2.drawContours),
- *   - mixup concatenates the polygons too.
+ *   - mixup concatenates the polygons too (YOLOv5's np.concatenate fails when one of the two
+ *     mosaics kept no label; here the other's are kept),
+ *   - random.sample in copy_paste is drawn as its pool method (k draws below n, n - 1, ...),
+ *     whatever n is (Python switches to set selection for larger n).
  * Polygons are doubles: float32 while YOLOv5 holds them in float32 (xyn2xy, the mosaic clip: the
  * arithmetic is done in float), float64 after resampling.  The transform multiplies in plain
  * double (YOLOv5's xy @ M.T goes through BLAS, which may fuse; a point can differ in its last
@@ -80,9 +83,13 @@ int yc_seg_random_perspective(const yc_image *src, yc_image *dst, yc_labels *lab
                               yc_segs *segs, yc_segs *tmp, const yc_hyp *hyp, int border_y,
                               int border_x, yc_rng *rng);
 
-/* copy_paste(im, labels, segments, p) as described above; labels pixel xyxy. */
+/* copy_paste(im, labels, segments, p) as described above; labels pixel xyxy, one polygon each. */
 int yc_seg_copy_paste(yc_image *im, yc_labels *labels, yc_segs *segs, double p, yc_rng *rng,
                       yc_mask_scratch *ms);
+/* Its deterministic part: the k polygons chosen (indices, in random.sample's order) tried in
+ * turn. */
+int yc_seg_copy_paste_at(yc_image *im, yc_labels *labels, yc_segs *segs, const int *chosen,
+                         int k, yc_mask_scratch *ms);
 
 /* Fetches image `index` as yc_sample_loader does, and its polygons, normalised as in the label
  * files, one per label row, into segs. */

@@ -9,8 +9,8 @@
  *   - EXIF orientations 5 to 8 all swap width and height (YOLOv5's exif_size swaps only 6 and 8,
  *     although OpenCV decodes 5 and 7 transposed too);
  *   - in a dataset with polygon labels, an image whose label file has boxes only gets each box
- *     as a 4-point polygon (its corners), where YOLOv5 gives it no segments (and its segment
- *     loader then drops its labels);
+ *     as a 4-point polygon (its corners), where YOLOv5 gives it no segments (its segment loader
+ *     then fails on it with overlapping masks, the default);
  *   - the cache is our own file, `<labels dir>.yolocl.cache`, checked per image (sizes and times
  *     of the image and its label file), so a changed file is re-verified alone;
  *   - "N images" in the scan summary counts the usable images (backgrounds included, corrupt

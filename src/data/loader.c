@@ -546,7 +546,7 @@ int yc_loader_new(yc_loader **out, const yc_loader_options *opt)
     if (opt->masks && opt->quad && opt->train)
         return yc_error_status(YC_EUSAGE, "--quad is not supported with segmentation (YOLOv5's "
                                "segment loader has no quad collate)");
-    if (opt->masks && (opt->mask_ratio < 0 || opt->mask_ratio > 32 ||
+    if (opt->masks && (opt->mask_ratio < 0 || opt->mask_ratio > 64 ||
                        opt->stride % (opt->mask_ratio ? opt->mask_ratio : 4) != 0 ||
                        opt->imgsz % (opt->mask_ratio ? opt->mask_ratio : 4) != 0))
         return yc_error_status(YC_EUSAGE, "mask ratio %d must divide the image size %d and the "

@@ -17,7 +17,10 @@
  * augmentation draws from a generator seeded by (seed, epoch, position in the epoch), so a run
  * and its resumed continuation see the same data whatever the thread count.  Memory is bounded:
  * workers + 1 batches of uint8 pixels (one per thread being built, one held by the consumer) plus
- * per-thread scratch, all sized at creation and reused from epoch to epoch.
+ * per-thread scratch, all sized at creation and reused from epoch to epoch.  Segmentation batches
+ * add their masks as floats: batch x (h / ratio) x (w / ratio) x 4 bytes per slot with overlap
+ * (6.5 MB at batch 16, 640, ratio 4; 16 times that at ratio 1, segment/val.py's), one such mask
+ * per target without (grown as needed and kept).
  *
  * Images that disappear or turn out corrupt after the label scan (a sample's own image, a mosaic
  * or mixup partner, or a tile's window) are skipped for the rest of the run with one warning
@@ -116,7 +119,7 @@ typedef struct yc_loader_options {
      * (yc_batch.masks).  The dataset must have polygon labels (YC_EFORMAT otherwise); not with
      * tiles, nor with quad in training (YC_EUSAGE).  false: detection batches, masks NULL */
     bool masks;
-    /* with masks: the masks' downsample ratio (segment/train.py --mask-ratio; 0 = 4), at most 32,
+    /* with masks: the masks' downsample ratio (segment/train.py --mask-ratio; 0 = 4), at most 64,
      * dividing imgsz and stride; and one 0/1 mask per target instead of one index map per image
      * (segment/train.py --no-overlap) */
     int mask_ratio;

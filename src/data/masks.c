@@ -301,12 +301,13 @@ void yc_mask_downsample(const uint8_t *src, int h, int w, int ratio, uint8_t *ds
     }
 }
 
-/* numpy's float64 -> int32 astype on x86: truncation, INT32_MIN when NaN or out of range. */
+/* numpy's float64 -> int32 astype on x86: truncation, INT32_MIN when NaN or out of range; then
+ * clamped to +-VERTEX_LIMIT (see masks.h). */
+#define VERTEX_LIMIT (1 << 22)
 static int32_t to_i32(double v)
 {
-    if (!(v > -2147483649.0 && v < 2147483648.0))
-        return INT32_MIN;
-    return (int32_t)v;
+    int32_t i = !(v > -2147483649.0 && v < 2147483648.0) ? INT32_MIN : (int32_t)v;
+    return i < -VERTEX_LIMIT ? -VERTEX_LIMIT : i > VERTEX_LIMIT ? VERTEX_LIMIT : i;
 }
 
 int yc_polygon2mask(yc_mask_scratch *s, int h, int w, int ratio, const double *xy, size_t n,

@@ -1,7 +1,9 @@
 /* Polygon masks as YOLOv5 v7.0's segmentation loader makes them (utils/segment/dataloaders.py
  * polygon2mask, polygons2masks, polygons2masks_overlap), pixel for pixel:
  *   - a polygon's points are truncated to int32 (numpy's astype: toward zero; NaN or out of
- *     range gives INT32_MIN as on x86),
+ *     range gives INT32_MIN as on x86), then clamped to +-2^22 pixels: the fill walks every row
+ *     from the top vertex down, so a point far outside (a perspective warp near its horizon)
+ *     would cost seconds; such a polygon's pixels may then differ from cv2's,
  *   - filled with OpenCV's cv2.fillPoly (8-connected outline, shift 0): the outline drawn with
  *     Bresenham lines clipped to the image, the interior by a scanline fill over the polygon's
  *     non-horizontal edges in 16.16 fixed point (OpenCV 4.6's drawing.cpp CollectPolyEdges and

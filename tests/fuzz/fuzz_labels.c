@@ -1,7 +1,8 @@
-/* Fuzz target: YOLO label files (yc_labels_parse, src/data/labels.c), the text the dataset scan reads
- * for every image.  The input is the file's text.  Checked: a failure explains itself in `why`
- * (naming the line), and every box kept is what the scan promises: class >= 0, coordinates in
- * [0, 1], no duplicate rows. */
+/* Fuzz target: YOLO label files (yc_labels_parse and yc_labels_parse_polygons, src/data/labels.c),
+ * the text the dataset scan reads for every image.  The input is the file's text.  Checked: a
+ * failure explains itself in `why` (naming the line), every box kept is what the scan promises:
+ * class >= 0, coordinates in [0, 1], no duplicate rows; both calls agree on the boxes, and each
+ * polygon kept has points whose extent is its box. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 boxes[j].w == b->w && boxes[j].h == b->h)
                 fuzz_fail("label parse kept a duplicate row");
     }
+    yc_box *pb = NULL;
+    uint32_t *counts = NULL;
+    float *pts = NULL;
+    size_t pn = 0, premoved = 0, npts = 0;
+    st = yc_labels_parse_polygons((const char *)data, size, &pb, &pn, &premoved, &counts, &pts,
+                                  &npts, why, sizeof why);
+    fuzz_check(st, "yc_labels_parse_polygons");
+    if (st != YC_OK || pn != n || premoved != removed ||
+        (n && memcmp(pb, boxes, n * sizeof *boxes) != 0))
+        fuzz_fail("label parse: the polygon parse disagrees on the boxes");
+    if ((counts == NULL) != (pts == NULL) || (counts && n == 0))
+        fuzz_fail("label parse: polygon arrays inconsistent");
+    size_t at = 0;
+    for (size_t i = 0; counts && i < n; i++) {
+        if (counts[i] == 0)
+            fuzz_fail("label parse kept a polygon without points");
+        float x1 = pts[2 * at], x2 = x1, y1 = pts[2 * at + 1], y2 = y1;
+        for (uint32_t q = 0; q < counts[i]; q++, at++) {
+            x1 = fminf(x1, pts[2 * at]);
+            x2 = fmaxf(x2, pts[2 * at]);
+            y1 = fminf(y1, pts[2 * at + 1]);
+            y2 = fmaxf(y2, pts[2 * at + 1]);
+        }
+        if (pb[i].w != x2 - x1 || pb[i].h != y2 - y1)
+            fuzz_fail("label parse: a polygon's extent is not its box");
+    }
+    if (counts && at != npts)
+        fuzz_fail("label parse: point count disagrees with the polygons");
+    free(pb);
+    free(counts);
+    free(pts);
     free(boxes);
     return 0;
 }

@@ -9,6 +9,8 @@ Part 2, polygons2masks_overlap on random polygons (some empty, some partly outsi
 area) at 40 x 56, ratios 1, 2, 4 and 8: the order and the combined map.
 Part 3, utils/segment/augmentations.py random_perspective with its draws fixed: the draws, the
 targets and segments in, and the targets out with the first 3 points of each segment out.
+Part 4, utils/augmentations.py copy_paste with random.sample fixed on a pattern image: targets and
+segments in, the targets out, the polygons added and the pixels changed.
 
 Text format, one item per line: `case ...` headers, then numbers separated by spaces; masks as
 rows of digits (values < 10)."""
@@ -102,3 +104,34 @@ for t, (border, persp) in enumerate(((0, 0.0), (-32, 0.0), (0, 0.0004))):
     for tr, s in zip(tout, sout):
         print(' '.join(f'{v:.9g}' for v in tr), ' '.join(f'{v:.17g}' for v in s[:3].reshape(-1)),
               ' '.join(f'{v:.17g}' for v in s[-1]))
+
+# copy_paste with random.sample fixed: targets out, the polygons added, the pixels changed
+from utils import augmentations as detaug  # noqa: E402
+for t, chosen in enumerate(([2, 0, 3], [1, 3, 0, 2])):
+    h, w = 64, 80
+    yy, xx = np.mgrid[0:h, 0:w]
+    im = np.stack([(xx * 7 + yy * 3) % 256, (xx * 5 + yy * 11) % 256, (xx + yy * 13) % 256],
+                  2).astype(np.uint8)
+    segs, targets = [], []
+    for k in range(4):
+        n = int(rng.integers(3, 9))
+        c = rng.uniform([8, 8], [w * (0.5 if k % 2 else 1) - 8, h - 8])
+        p = np.clip(c + rng.uniform(-12, 12, size=(n, 2)), 0, [w, h]).astype(np.float32)
+        segs.append(p)
+        targets.append([k, p[:, 0].min(), p[:, 1].min(), p[:, 0].max(), p[:, 1].max()])
+    targets = np.array(targets, np.float32)
+    print(f'case paste {h} {w} {len(segs)} {len(chosen)}', ' '.join(str(c) for c in chosen))
+    for tr, s in zip(targets, segs):
+        print(' '.join(f'{v:.9g}' for v in tr), len(s), ' '.join(f'{v:.9g}' for v in s.reshape(-1)))
+    orig = random.sample
+    random.sample = lambda population, k: list(chosen)
+    im0 = im.copy()
+    im2, tout, sout = detaug.copy_paste(im, targets, segs, p=len(chosen) / 4)
+    random.sample = orig
+    print(len(tout), len(sout))
+    for tr in tout:
+        print(' '.join(f'{v:.9g}' for v in tr))
+    for s in sout[4:]:
+        print(len(s), ' '.join(f'{v:.9g}' for v in s.reshape(-1)))
+    changed = np.nonzero((im2 != im0).any(2).reshape(-1))[0]
+    print(len(changed), ' '.join(str(int(i)) for i in changed))
