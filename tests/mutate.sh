@@ -233,6 +233,32 @@ mut seg_masks_not_flipped_lr src/data/augment_seg.c "test_seg_data" \
     'for (int x = 0; x < s->mask_w / 2; x++) {' \
     'for (int x = 0; x < 0; x++) {'
 
+# segmentation inference and validation (src/eval/mask_eval.c, val_seg.c, nms.c)
+mut seg_interp_no_clamp src/eval/mask_eval.c "test_masks" \
+    'return s < 0.0f ? 0.0f : s;' \
+    'return s;'
+mut seg_crop_inclusive src/eval/mask_eval.c "test_masks" \
+    'if (!(row && (float)x >= b[0] && (float)x < b[2]))' \
+    'if (!(row && (float)x >= b[0] && (float)x <= b[2]))'
+mut seg_gt_threshold src/eval/mask_eval.c "test_masks" \
+    'bin[i] = r[i] > 0.5f;' \
+    'bin[i] = r[i] > 0.25f;'
+mut seg_contour_every_point src/eval/mask_eval.c "test_masks" \
+    'if (s != prev_s) {' \
+    'if (s != prev_s || true) {'
+mut seg_coef_not_scaled src/eval/nms.c "test_masks" \
+    'out[(size_t)k * nm + j] = row[no - nm + j] * row[4];' \
+    'out[(size_t)k * nm + j] = row[no - nm + j];'
+mut seg_decode_sigmoid_coef src/eval/nms.c "test_masks" \
+    'const int nsig = no - nm;' \
+    'const int nsig = no;'
+mut seg_gate_on_boxes src/eval/val_seg.c "test_masks" \
+    'if ((st = yc_val_metrics_compute_gated(bstats, &s->mstats, &res->metrics)) ||' \
+    'if ((st = yc_val_metrics_compute_gated(bstats, bstats, &res->metrics)) ||'
+mut seg_val_loss_order src/eval/val_seg.c "test_masks" \
+    'res->loss_seg = nbatches ? loss[1] / nbatches : 0;' \
+    'res->loss_seg = nbatches ? loss[2] / nbatches : 0;'
+
 # memory planner (src/nn/plan.c, src/train/memplan.c)
 mut plan_overlapping_blocks src/nn/plan.c "test_memplan test_model test_golden" \
     'fl->r[best].offset += size;' \

@@ -240,10 +240,12 @@ check 0 plan --cfg yolov5n-seg --img 64 --batch 2
 expect_output 'segmentation heads and Proto on the host (training)'
 check 2 train --data "$tmp/none.yaml" --cfg yolov5n-seg --mask-ratio 0
 expect_stderr '--mask-ratio'
-check 2 val --data "$tmp/none.yaml" --cfg yolov5n-seg --weights "$tmp/none.safetensors"
-expect_stderr 'YOLOv5n-seg is a segmentation model: yolocl val works on detection models'
-check 2 detect --source "$tmp" --cfg yolov5n-seg --weights "$tmp/none.safetensors"
-expect_stderr 'YOLOv5n-seg is a segmentation model: yolocl detect works on detection models'
+check 2 val --data "$tmp/none.yaml" --cfg yolov5n-seg --weights "$tmp/none.safetensors" --augment
+expect_stderr 'none.safetensors is a segmentation model: it is validated on whole images without --tile, --val-full, --augment, --save-hybrid and --task study'
+check 1 val --data "$tmp/none.yaml" --cfg yolov5n-seg --weights "$tmp/none.safetensors"
+expect_stderr 'none.yaml'
+check 0 help detect
+expect_output 'segmentation models: blend the masks over the picture at'
 check 1 info --cfg no-such-model
 expect_stderr "model config 'no-such-model'"
 printf 'nc: 2\ndepth_multiple: 1.0\nwidth_multiple: 1.0\nanchors: 3\nbackbone:\n  [[-1, 1, Conv, [16, 3, 2]],\n   [-1, 1, Conv2x, [32]]]\nhead:\n  [[[-1], 1, Detect, [nc, anchors]]]\n' >"$tmp/bad.yaml"

@@ -11,11 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dataset.h"
+#include "detect.h"
+#include "hyp.h"
+#include "loader.h"
 #include "log.h"
 #include "mask_eval.h"
 #include "metrics.h"
 #include "nms.h"
 #include "safetensors.h"
+#include "segment_step.h"
 #include "val.h"
 #include "val_seg.h"
 #include "harness.h"
@@ -344,6 +349,115 @@ START_TEST(seg_table)
 }
 END_TEST
 
+/* yc_validate on a segmentation model end to end against segment/val.py run alone
+ * (tests/data/seg/val_ref.txt, made by tests/data/make_seg_val.py): the tiny segmentation model
+ * of tests/data/seg/tiny (random weights) on the polygon images a, b, c of tests/data/segdata at
+ * 64, batch 2, one mask per label at the image size (overlap off, ratio 1).  YOLOv5 keeps 374
+ * detections, 4 of them boxes matched at IoU 0.5 but no mask: it skips ap_per_class (its gate is
+ * the mask column) and reports eight zeros, box metrics included.  Then as segment/train.py
+ * validates (overlap masks at ratio 4, loss parameters): the four validation losses within 1e-5
+ * (relative) of YOLOv5's. */
+START_TEST(val_tiny_matches_yolov5)
+{
+    char *ref = yc_harness_read(yc_harness_test_data("seg/val_ref.txt"), NULL);
+    double want[23];
+    const char *q = ref;
+    for (int i = 0; i < 23; i++) {
+        char *end;
+        want[i] = strtod(q, &end);
+        ck_assert_msg(end != q, "val_ref.txt: value %d", i);
+        q = end;
+    }
+    free(ref);
+    for (int i = 0; i < 3; i++) {
+        const char *name = (const char[][2]){"a", "b", "c"}[i];
+        size_t len;
+        char *img = yc_harness_read(yc_harness_test_data("segdata/images/%s.png", name), &len);
+        yc_harness_write(yc_harness_tmp("segval/images/%s.png", name), img, len);
+        free(img);
+        char *lbl = yc_harness_read(yc_harness_test_data("segdata/labels/%s.txt", name), &len);
+        yc_harness_write(yc_harness_tmp("segval/labels/%s.txt", name), lbl, len);
+        free(lbl);
+    }
+    const char *dir = yc_harness_tmp("segval/images");
+    yc_dataset ds;
+    yc_dataset_options dopt = {.nc = 3, .quiet = true, .threads = 2};
+    ck_assert_msg(yc_dataset_load(&dir, 1, &dopt, &ds) == YC_OK, "%s", yc_last_error());
+    ck_assert(ds.has_polygons);
+    yc_backend *be;
+    yc_harness_cpu(&be, 2);
+    yc_infer_model im;
+    char cfg[1200], w[1200];
+    snprintf(cfg, sizeof cfg, "%s", yc_harness_test_data("seg/tiny/yolov5n-seg-tiny.yaml"));
+    snprintf(w, sizeof w, "%s", yc_harness_test_data("seg/tiny/weights.safetensors"));
+    ck_assert_msg(yc_infer_model_load(&im, w, cfg, be) == YC_OK, "%s", yc_last_error());
+    ck_assert_int_eq(im.m->nm, 32);
+    yc_loader_options lo = {.ds = &ds, .train = false, .imgsz = 64, .batch = 2, .rect = true,
+                            .pad = 0.5, .stride = im.stride, .workers = 1, .masks = true,
+                            .mask_ratio = 1, .no_overlap = true};
+    yc_loader *l;
+    ck_assert_msg(yc_loader_new(&l, &lo) == YC_OK, "%s", yc_last_error());
+    yc_val_options vo;
+    yc_val_options_default(&vo);
+    vo.print = false;
+    vo.imgsz = 64;
+    vo.batch = 2;
+    vo.mask_overlap = false;
+    yc_val_result res;
+    ck_assert_msg(yc_validate(im.m, l, &ds, NULL, &vo, NULL, &res) == YC_OK, "%s",
+                  yc_last_error());
+    ck_assert(res.seg);
+    ck_assert_int_eq(res.metrics.seen, 3);
+    ck_assert_int_eq(res.mask_metrics.seen, 3);
+    ck_assert_uint_eq(res.n_det, (size_t)want[8]);
+    const double got[8] = {res.metrics.mp,      res.metrics.mr,      res.metrics.map50,
+                           res.metrics.map,     res.mask_metrics.mp, res.mask_metrics.mr,
+                           res.mask_metrics.map50, res.mask_metrics.map};
+    for (int i = 0; i < 8; i++)
+        ck_assert_msg(fabs(got[i] - want[i]) <= 1e-6, "metric %d: %.9g, YOLOv5 %.9g", i, got[i],
+                      want[i]);
+    yc_val_result_free(&res);
+    yc_loader_free(l);
+
+    /* as segment/train.py validates: overlap masks at ratio 4, the validation loss (box, seg,
+     * obj, cls) of ComputeLoss(overlap=True) with hyp.scratch-low scaled for 64 pixels */
+    lo.mask_ratio = 4;
+    lo.no_overlap = false;
+    ck_assert_msg(yc_loader_new(&l, &lo) == YC_OK, "%s", yc_last_error());
+    vo.mask_overlap = true;
+    vo.training = true;
+    yc_hyp hyp;
+    yc_hyp_defaults(&hyp);
+    yc_loss_params lp;
+    yc_seg_step_loss_params(im.m, &hyp, 64, 0.0f, &lp);
+    ck_assert_msg(yc_validate(im.m, l, &ds, NULL, &vo, &lp, &res) == YC_OK, "%s",
+                  yc_last_error());
+    const double got2[12] = {res.metrics.mp,        res.metrics.mr,        res.metrics.map50,
+                             res.metrics.map,       res.mask_metrics.mp,   res.mask_metrics.mr,
+                             res.mask_metrics.map50, res.mask_metrics.map, res.loss[0],
+                             res.loss_seg,          res.loss[1],           res.loss[2]};
+    for (int i = 0; i < 12; i++)
+        ck_assert_msg(fabs(got2[i] - want[11 + i]) <= 1e-5 * fmax(1.0, fabs(want[11 + i])),
+                      "training-mode value %d: %.9g, YOLOv5 %.9g", i, got2[i], want[11 + i]);
+    ck_assert(got2[9] > 0.01);
+    /* the loss needs the model's nm in its parameters */
+    yc_val_result_free(&res);
+    lp.nm = 0;
+    ck_assert_int_eq(yc_validate(im.m, l, &ds, NULL, &vo, &lp, &res), YC_EUSAGE);
+    yc_loader_free(l);
+
+    /* a loader without masks is refused by name */
+    lo.masks = false;
+    ck_assert_int_eq(yc_loader_new(&l, &lo), YC_OK);
+    ck_assert_int_eq(yc_validate(im.m, l, &ds, NULL, &vo, NULL, &res), YC_EUSAGE);
+    ck_assert_ptr_nonnull(strstr(yc_last_error(), "masks"));
+    yc_loader_free(l);
+    yc_infer_model_free(&im);
+    yc_backend_free(be);
+    yc_dataset_free(&ds);
+}
+END_TEST
+
 int main(void)
 {
     const char *d = getenv("YOLOCL_TEST_DATA");
@@ -365,6 +479,7 @@ int main(void)
     tcase_add_test(tc, decode_leaves_coefficients_raw);
     tcase_add_test(tc, seg_fitness);
     tcase_add_test(tc, seg_table);
+    tcase_add_test(tc, val_tiny_matches_yolov5);
     suite_add_tcase(s, tc);
     int st = yc_harness_main(s, "masks");
     yc_st_close(fixture);

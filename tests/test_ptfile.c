@@ -787,6 +787,34 @@ START_TEST(hostile_pickles)
     put1(&b, '.');
     expect_pickle_failure("eval.pt", b.d, b.n, "refusing to call builtins.eval");
     ck_assert(!yc_file_exists(marker));
+    /* getattr is refused but on a class of YOLOv5's models package with a plain name: how a
+     * segmentation checkpoint stores Segment.detect = Detect.forward (an opaque object) */
+    const char *const getattr_cases[][3] = {{"posix", "system", "x"},
+                                            {"models.yolo", "Detect", "__init__"},
+                                            {"models.yolo", "Detect", "forward"}};
+    for (int k = 0; k < 3; k++) {
+        b.n = 0;
+        p_global(&b, "builtins", "getattr");
+        p_global(&b, getattr_cases[k][0], getattr_cases[k][1]);
+        p_str(&b, getattr_cases[k][2]);
+        put1(&b, 0x86);
+        put1(&b, 'R');
+        put1(&b, '.');
+        yc_pickle *gp = NULL;
+        const yc_pk_value *gr = NULL;
+        int gst = yc_pk_load(&gp, &gr, b.d, b.n, NULL);
+        if (k < 2) {
+            ck_assert_int_ne(gst, YC_OK);
+            ck_assert_msg(strstr(yc_last_error(), "refusing to call builtins.getattr"), "%s",
+                          yc_last_error());
+        } else {
+            ck_assert_msg(gst == YC_OK, "%s", yc_last_error());
+            char gd[100];
+            yc_pk_describe(gr, gd, sizeof gd);
+            ck_assert_str_eq(gd, "object builtins.getattr");
+        }
+        yc_pk_free(gp);
+    }
     /* deep MARK nesting, and deeply nested lists as a model yaml */
     b.n = 0;
     for (int i = 0; i < 100000; i++)

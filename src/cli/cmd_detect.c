@@ -37,6 +37,8 @@ typedef struct detect_cli {
     bool img_given;
     /* YOLOv5 v7.0 detect.py's --augment, --half, --view-img (issue 31) */
     bool augment, half, view_img, visualize;
+    /* segment/predict.py's --retina-masks (segmentation models) */
+    bool retina_masks;
 } detect_cli;
 
 static int img_size(const yc_option *row, const char *arg, void *obj, yc_opt_state *s);
@@ -88,6 +90,9 @@ static const yc_option rows[] = {
     YC_OPT_BOOL(0, "visualize", T, visualize,
                 "save every layer's feature maps per image: <stem>/stage*\n"
                 "png (32 channels) and .npy (the whole output)"),
+    YC_OPT_BOOL(0, "retina-masks", T, retina_masks,
+                "segmentation models: blend the masks over the picture at\n"
+                "its own resolution (segment/predict.py --retina-masks)"),
     YC_OPT_BOOL(0, "view-img", T, view_img,
                 "accepted with a warning: no display library is built in;\n"
                 "open the saved images instead"),
@@ -288,6 +293,9 @@ static int run(const detect_cli *c, detect_run *r)
     if (c->so.tile && has_video(&r->files))
         return yc_error_status(YC_EUSAGE, "--slice detects in images only, and %s holds videos "
                                "or is a stream: leave --slice out for them", c->source);
+    if (r->im.m->nm > 0 && (c->so.tile || c->augment))
+        return yc_error_status(YC_EUSAGE, "%s is a segmentation model: it is run without "
+                               "--slice and --augment", c->weights);
     char save_dir[4096];
     int st = yc_run_dir(c->project, c->name, c->exist_ok, NULL, save_dir, sizeof save_dir);
     if (st)
@@ -298,7 +306,8 @@ static int run(const detect_cli *c, detect_run *r)
                          .hide_conf = c->hide_conf, .print = true,
                          .limits = {.max_pixels = c->max_pixels},
                          .vid_stride = c->vid_stride, .stop = &stop_requested,
-                         .visualize = c->visualize && !c->augment && !c->so.tile};
+                         .visualize = c->visualize && !c->augment && !c->so.tile,
+                         .retina_masks = c->retina_masks};
     yc_detect_summary sum;
     int nc = r->im.m->nc;
     if (c->so.tile) {
@@ -331,8 +340,9 @@ int yc_cmd_detect(int argc, char **argv)
     if (st)
         return st == YC_OPT_DONE ? YC_EXIT_OK : st;
     yc_task task = yc_cli_model_task(c.weights, c.cfg, "yolocl detect");
+    /* segmentation models are run here (segment/predict.py); the refusal it set is not ours */
     if (task == YC_TASK_SEGMENT)
-        return yc_report_failure(YC_EUSAGE);
+        yc_error_clear();
     if (task == YC_TASK_CLASSIFY) {
         st = yc_cli_classify_predict(c.weights, c.cfg, c.source, c.img_given ? c.img_h : 0,
                                      c.device);

@@ -287,6 +287,18 @@ static int open_images(const val_cli *c, val_run *r, const char *prefix)
                             .rect = true, .pad = 0.5, .stride = r->im.stride, .workers = nw,
                             .tiles = c->tile > 0 ? &r->tiles : NULL,
                             .limits = {.max_pixels = c->max_pixels}};
+    if (r->im.m->nm > 0) {
+        /* segment/val.py run alone: overlap=False, mask_downsample_ratio=1 (one mask per label
+         * at the batch image's size) */
+        if (!r->ds.has_polygons)
+            return yc_error_status(YC_EUSAGE, "%s is a segmentation model and the '%s' labels "
+                                   "of %s have no polygons: validate it on a segmentation "
+                                   "dataset", c->weights, yc_split_name((yc_split)c->split),
+                                   c->data);
+        lo.masks = true;
+        lo.mask_ratio = 1;
+        lo.no_overlap = true;
+    }
     return c->val_full ? YC_OK : yc_loader_new(&r->loader, &lo);
 }
 
@@ -321,6 +333,7 @@ static int run(val_cli *c, val_run *r)
     vo.save_json = c->save_json;
     vo.json_name = json_name;
     vo.coco91 = m->nc == 80 && names && names[0] && !strcmp(names[0], "person");
+    vo.mask_overlap = false; /* as open_images made the loader for a segmentation model */
     if (c->val_full) {
         c->so.tile = c->tile;
         if (c->so.overlap < 0)
@@ -399,8 +412,15 @@ int yc_cmd_val(int argc, char **argv)
     if (st)
         return st == YC_OPT_DONE ? YC_EXIT_OK : st;
     yc_task task = yc_cli_model_task(c.weights, c.cfg, "yolocl val");
-    if (task == YC_TASK_SEGMENT)
-        return yc_report_failure(YC_EUSAGE);
+    if (task == YC_TASK_SEGMENT) {
+        /* segment/val.py: validated here; the refusal it set is not ours */
+        yc_error_clear();
+        if (c.tile > 0 || c.val_full || c.augment || c.save_hybrid || c.task == TASK_STUDY)
+            return yc_report_failure(yc_error_status(
+                YC_EUSAGE, "%s is a segmentation model: it is validated on whole images "
+                           "without --tile, --val-full, --augment, --save-hybrid and --task study",
+                c.weights));
+    }
     if (task == YC_TASK_CLASSIFY) {
         st = yc_cli_classify_val(c.weights, c.cfg, c.data, c.img_given ? c.img : 0, c.batch,
                                  c.device);

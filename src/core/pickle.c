@@ -634,12 +634,30 @@ static int check_callable(yc_pickle *p, const yc_pk_value *fn)
     return YC_OK;
 }
 
+/* getattr(<a class of YOLOv5's models package>, "<public name>"): how a YOLOv5 segmentation
+ * checkpoint pickles Segment's `self.detect = Detect.forward` (a method of a class, looked up by
+ * name).  Nothing is looked up here either: the call becomes an opaque object like any other
+ * unknown call. */
+static bool models_method(const yc_pk_value *fn, const yc_pk_value *args)
+{
+    if (!yc_pk_is_global(fn, "builtins", "getattr") || args->kind != YC_PK_TUPLE ||
+        args->u.seq.n != 2)
+        return false;
+    const yc_pk_value *cls = args->u.seq.items[0], *name = args->u.seq.items[1];
+    return cls->kind == YC_PK_GLOBAL && strncmp(cls->u.global.module, "models.", 7) == 0 &&
+           name->kind == YC_PK_STR && strlen(name->u.str.data) == name->u.str.len &&
+           valid_global_text(name->u.str.data, name->u.str.len) &&
+           !strstr(name->u.str.data, "__");
+}
+
 /* REDUCE: callable(*args), interpreted for the callables torch checkpoints use. */
 static int op_reduce(yc_pickle *p)
 {
     yc_pk_value *args, *fn;
     int status;
-    if ((status = pop(p, &args)) || (status = pop(p, &fn)) || (status = check_callable(p, fn)))
+    if ((status = pop(p, &args)) || (status = pop(p, &fn)))
+        return status;
+    if (!models_method(fn, args) && (status = check_callable(p, fn)))
         return status;
     if (args->kind != YC_PK_TUPLE)
         return fail(p, YC_EFORMAT, "arguments are a %s, not a tuple", yc_pk_kind_name(args->kind));

@@ -11,7 +11,9 @@
  * appear: an object whose state is the module's __dict__).  Persistent ids (BINPERSID) are kept as
  * values for the caller to resolve.  Calls (REDUCE, NEWOBJ) of globals that a checkpoint never
  * needs (os.*, subprocess.*, builtins.eval, ...) are refused with an error, since only a
- * malicious file asks for them.
+ * malicious file asks for them; builtins.getattr is refused too except on a class of YOLOv5's
+ * `models.` package with a plain attribute name (no "__"), which is how a segmentation
+ * checkpoint stores Segment's `detect = Detect.forward` (an opaque object, nothing looked up).
  *
  * Every read is bounds-checked; malformed input is an error naming the byte offset and the
  * opcode, never a crash.  The number of values, the memo, the stack, the MARK nesting and string

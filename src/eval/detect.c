@@ -22,6 +22,7 @@
 #include "util.h"
 #include "val.h"
 #include "video.h"
+#include "mask_eval.h"
 #include "visualize.h"
 #include "weights.h"
 
@@ -33,12 +34,17 @@ int yc_infer_model_load(yc_infer_model *out, const char *weights, const char *cf
                         yc_backend *be)
 {
     memset(out, 0, sizeof *out);
+    /* detection and segmentation models; a classifier is refused (below) */
     yc_model_spec spec = {.cfg = cfg_name, .weights = weights, .backend = be,
-                          .use = YC_MODEL_INFER, .detection_only = "this command"};
+                          .use = YC_MODEL_INFER};
     yc_opened_model om;
     int st = yc_model_open(&spec, &om);
     if (st)
         return st;
+    if (om.m->nm == 0 && (st = yc_model_require_detection(om.m, "this command"))) {
+        yc_opened_model_free(&om);
+        return st;
+    }
     out->m = om.m;
     om.m = NULL;
     const yc_weights *w = om.w;
@@ -94,6 +100,16 @@ struct yc_detector {
     yc_nms_scratch *nms;
     /* test-time augmentation's graphs (opt.augment) */
     struct yc_tta *tta;
+    /* segmentation models: Proto's output of the last image (nm x ph x pw), each detection's
+     * source row and coefficients (max_det), and the last run's masks in the letterboxed input
+     * (n_masks planes of mask_h x mask_w) */
+    float *proto, *coef;
+    size_t proto_cap;
+    int ph, pw;
+    uint32_t *src;
+    uint8_t *masks;
+    size_t masks_cap;
+    int n_masks, mask_h, mask_w;
 };
 
 void yc_detect_options_default(yc_detect_options *o)
@@ -120,9 +136,18 @@ int yc_detector_new(yc_detector **out, const yc_infer_model *im, const yc_detect
         return YC_ENOMEM;
     d->im = im;
     d->opt = *opt;
+    const int nm = im->m->nm;
+    if (nm > 0 && opt->augment) {
+        yc_detector_free(d);
+        return yc_error_status(YC_EUSAGE, "segmentation models are run without --augment");
+    }
     d->nms = yc_nms_scratch_new();
     d->dets = yc_malloc((size_t)opt->max_det * 6 * sizeof *d->dets, "detections");
-    if (!d->nms || !d->dets) {
+    if (nm > 0) {
+        d->src = yc_malloc((size_t)opt->max_det * sizeof *d->src, "detections");
+        d->coef = yc_malloc((size_t)opt->max_det * nm * sizeof *d->coef, "mask coefficients");
+    }
+    if (!d->nms || !d->dets || (nm > 0 && (!d->src || !d->coef))) {
         yc_detector_free(d);
         return yc_error_status(YC_ENOMEM, "out of memory: detector");
     }
@@ -141,6 +166,10 @@ void yc_detector_free(yc_detector *d)
         free(d->heads[l]);
     free(d->rows);
     free(d->dets);
+    free(d->proto);
+    free(d->coef);
+    free(d->src);
+    free(d->masks);
     yc_nms_scratch_free(d->nms);
     yc_tta_free(d->tta);
     free(d);
@@ -252,9 +281,18 @@ static int run_letterboxed(yc_detector *d, int img_h, int img_w, const float **d
         lv[l] = (yc_detect_level){.p = p, .ny = t->h, .nx = t->w,
                                   .img_stride = yc_tensor_image_elems(t), .stride = m->stride[l]};
     }
+    if (m->nm > 0) {
+        /* Segment: Proto's output, and rows with their raw mask coefficients */
+        const yc_tensor *t = yc_graph_head(d->g, m->nl);
+        if ((st = grow(&d->proto, &d->proto_cap, yc_tensor_elems(t), "Proto output")) ||
+            (st = yc_tensor_get_f32(m->be, t, d->proto)))
+            return st;
+        d->ph = t->h;
+        d->pw = t->w;
+    }
     rows = yc_detect_rows(lv, m->nl, m->na);
     if ((st = grow(&d->rows, &d->rows_cap, rows * (size_t)m->no, "decoded rows")) ||
-        (st = yc_detect_decode(lv, m->nl, m->na, m->no, m->anchors, 0, d->rows)))
+        (st = yc_detect_decode_nm(lv, m->nl, m->na, m->no, m->nm, m->anchors, 0, d->rows)))
         return st;
     return nms_scale(d, h, w, img_h, img_w, rows, dets, n, times, t0, t1);
 }
@@ -277,10 +315,31 @@ static int nms_scale(yc_detector *d, int h, int w, int img_h, int img_w, size_t 
     np.classes = d->opt.classes;
     np.n_classes = d->opt.n_classes;
     np.multi_label = d->opt.val_mode;
+    np.nm = m->nm;
     int nd = 0;
-    if ((st = yc_nms(d->rows, rows, m->no, &np, d->nms, d->dets, &nd)))
+    if ((st = yc_nms_src(d->rows, rows, m->no, &np, d->nms, d->dets, &nd, d->src)))
         return st;
     double t3 = yc_now();
+    d->n_masks = 0;
+    if (m->nm > 0 && nd > 0) {
+        /* process_mask(proto[i], det[:, 6:], det[:, :4], im.shape[2:], upsample=True), on the
+         * boxes in input pixels */
+        yc_nms_coefficients(d->rows, m->no, m->nm, d->src, nd, d->coef);
+        size_t need = (size_t)nd * h * w;
+        if (need > d->masks_cap) {
+            uint8_t *q = yc_realloc(d->masks, need, "masks");
+            if (!q)
+                return YC_ENOMEM;
+            d->masks = q;
+            d->masks_cap = need;
+        }
+        if ((st = yc_process_mask(d->proto, m->nm, d->ph, d->pw, d->coef, (size_t)m->nm,
+                                  d->dets, 6, nd, h, w, YC_MASK_UPSAMPLE, d->masks)))
+            return st;
+        d->n_masks = nd;
+        d->mask_h = h;
+        d->mask_w = w;
+    }
 
     /* scale_boxes(im.shape[2:], det[:, :4], im0.shape).round() (val.py does not round) */
     double gain, pw, ph;
@@ -297,6 +356,97 @@ static int nms_scale(yc_detector *d, int h, int w, int img_h, int img_w, size_t 
     *dets = d->dets;
     *n = nd;
     return YC_OK;
+}
+
+const uint8_t *yc_detector_masks(const yc_detector *d, int *n, int *h, int *w)
+{
+    *n = d->n_masks;
+    *h = d->mask_h;
+    *w = d->mask_w;
+    return d->n_masks > 0 ? d->masks : NULL;
+}
+
+int yc_detect_draw_masks(const yc_detector *d, yc_image *im, const float *dets, int nd,
+                         bool retina)
+{
+    int n, mh, mw;
+    const uint8_t *masks = yc_detector_masks(d, &n, &mh, &mw);
+    if (!masks || nd <= 0)
+        return YC_OK;
+    if (nd > n)
+        return yc_error_status(YC_EUSAGE, "%d detections for %d masks", nd, n);
+    const size_t plane = (size_t)im->h * im->w;
+    float *acc = yc_malloc(plane * 4 * sizeof *acc, "mask overlay");
+    float *one = yc_malloc(plane * sizeof *one, "mask");
+    if (!acc || !one) {
+        free(acc);
+        free(one);
+        return YC_ENOMEM;
+    }
+    double gain, pw, ph;
+    yc_letterbox_gain_pad(mh, mw, im->h, im->w, &gain, &pw, &ph);
+    yc_mask_overlay_init(acc, im->h, im->w, retina);
+    for (int k = 0; k < nd; k++) {
+        uint8_t rgb[3];
+        yc_mask_color((int)dets[(size_t)k * 6 + 5], rgb);
+        yc_scale_mask(masks + (size_t)k * mh * mw, mh, mw, pw, ph, im->h, im->w, one);
+        yc_mask_overlay_add(acc, im->h, im->w, retina, one, rgb, 0.5f);
+    }
+    yc_mask_overlay_blend(im->data, im->h, im->w, (size_t)im->w * 3, acc, retina, 0.5f);
+    free(acc);
+    free(one);
+    return YC_OK;
+}
+
+/* yc_detect_write_segments into save_dir/labels/<name>.txt */
+static int write_segments_named(const yc_detector *d, const char *save_dir, const char *name,
+                                const float *dets, int nd, int img_w, int img_h, bool save_conf)
+{
+    int n, mh, mw;
+    const uint8_t *masks = yc_detector_masks(d, &n, &mh, &mw);
+    if (!masks || nd <= 0)
+        return YC_OK;
+    if (nd > n)
+        return yc_error_status(YC_EUSAGE, "%d detections for %d masks", nd, n);
+    char path[PATH_MAX * 2 + 16];
+    snprintf(path, sizeof path, "%s/labels/%s.txt", save_dir, name);
+    FILE *fp = fopen(path, "a");
+    if (!fp)
+        return yc_error_status(YC_EIO, "cannot open %s: %s", path, strerror(errno));
+    double gain, pw, ph;
+    yc_letterbox_gain_pad(mh, mw, img_h, img_w, &gain, &pw, &ph);
+    /* scale_segments in float32: (x - pad) / gain, clipped, / (w, h) */
+    const float fpw = (float)pw, fph = (float)ph, fg = (float)gain;
+    int st = YC_OK;
+    /* reversed(det) with reversed(masks2segments(masks)): lowest confidence first */
+    for (int k = nd - 1; k >= 0 && !st; k--) {
+        float *xy = NULL;
+        int np = 0;
+        if ((st = yc_mask_largest_contour(masks + (size_t)k * mh * mw, mh, mw, &xy, &np)))
+            break;
+        fprintf(fp, "%g", (double)dets[(size_t)k * 6 + 5]);
+        for (int i = 0; i < np; i++) {
+            float x = (xy[i * 2] - fpw) / fg, y = (xy[i * 2 + 1] - fph) / fg;
+            x = x < 0.0f ? 0.0f : x > (float)img_w ? (float)img_w : x;
+            y = y < 0.0f ? 0.0f : y > (float)img_h ? (float)img_h : y;
+            fprintf(fp, " %g %g", (double)(x / (float)img_w), (double)(y / (float)img_h));
+        }
+        if (save_conf)
+            fprintf(fp, " %g", (double)dets[(size_t)k * 6 + 4]);
+        fputc('\n', fp);
+        free(xy);
+    }
+    if ((ferror(fp) | (fclose(fp) != 0)) && !st)
+        st = yc_error_status(YC_EIO, "cannot write %s", path);
+    return st;
+}
+
+int yc_detect_write_segments(const yc_detector *d, const char *save_dir, const char *src,
+                             const float *dets, int nd, int img_w, int img_h, bool save_conf)
+{
+    char stem[PATH_MAX];
+    yc_path_stem(src, stem, sizeof stem);
+    return write_segments_named(d, save_dir, stem, dets, nd, img_w, img_h, save_conf);
 }
 
 int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int *n, int *in_h,
@@ -341,9 +491,11 @@ int yc_detector_run_reduced(yc_detector *d, const yc_image *content, int h0, int
     yc_letterbox_info g;
     yc_detector_geometry(d, h0, w0, &g);
     int st = yc_letterbox_fill(content, &g, &d->lb);
-    if (st)
-        return st;
-    return run_letterboxed(d, h0, w0, dets, n, in_h, in_w, times);
+    if (!st)
+        st = run_letterboxed(d, h0, w0, dets, n, in_h, in_w, times);
+    /* the masks of a reduced read are not offered (their letterbox is not the picture's) */
+    d->n_masks = 0;
+    return st;
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -815,7 +967,11 @@ static int detect_video(detect_loop *L, const char *src, size_t index, size_t nf
         if (save->save_txt && save->save_dir) {
             char name[600];
             snprintf(name, sizeof name, "%s_%lld", stem, frame);
-            if ((st = write_labels_named(save->save_dir, name, dets, nd, w0, h0, save->save_conf)))
+            if ((st = L->d->im->m->nm > 0
+                          ? write_segments_named(L->d, save->save_dir, name, dets, nd, w0, h0,
+                                                 save->save_conf)
+                          : write_labels_named(save->save_dir, name, dets, nd, w0, h0,
+                                               save->save_conf)))
                 break;
         }
         for (int i = nd - 1; i >= 0 && !st && save->save_crop && save->save_dir; i--) {
@@ -826,6 +982,8 @@ static int detect_video(detect_loop *L, const char *src, size_t index, size_t nf
         }
         if (!st && save->save_img && save->save_dir) {
             /* drawn on the frame itself: its crops are saved already */
+            if ((st = yc_detect_draw_masks(L->d, &L->img, dets, nd, save->retina_masks)))
+                break;
             yc_canvas cv = yc_canvas_wrap(L->img.data, w0, h0);
             yc_detect_draw(&cv, 0, 0, dets, nd, &L->style);
             if (!vw)
@@ -923,9 +1081,15 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
         if (save->visualize && save->save_dir &&
             (st = yc_detector_visualize(d, save->save_dir, src)))
             break;
+        if (reduced && d->im->m->nm > 0 && nd > 0)
+            yc_warn("%s: %dx%d is read reduced: its masks are neither drawn nor saved", src, w0,
+                    h0);
         if (save->save_txt && save->save_dir &&
-            (st = yc_detect_write_labels(save->save_dir, src, dets, nd, w0, h0,
-                                         save->save_conf)))
+            (st = d->im->m->nm > 0 && !reduced
+                      ? yc_detect_write_segments(d, save->save_dir, src, dets, nd, w0, h0,
+                                                 save->save_conf)
+                      : yc_detect_write_labels(save->save_dir, src, dets, nd, w0, h0,
+                                               save->save_conf)))
             break;
         if (reduced && save->save_crop && save->save_dir && nd > 0 && !warned_crops) {
             yc_warn("%s: %dx%d is read reduced, never held whole: no crops are saved for such "
@@ -945,7 +1109,8 @@ int yc_detect_files(yc_detector *d, const yc_path_list *files, const char *const
                 st = yc_detect_save_crop(img, r, save->save_dir, name, src, &L.crop);
             }
         if (!st && !reduced && save->save_img && save->save_dir) {
-            if ((st = yc_image_copy(&ann, img)))
+            if ((st = yc_image_copy(&ann, img)) ||
+                (st = yc_detect_draw_masks(d, &ann, dets, nd, save->retina_masks)))
                 break;
             yc_canvas cv = yc_canvas_wrap(ann.data, ann.w, ann.h);
             yc_detect_draw(&cv, 0, 0, dets, nd, &L.style);

@@ -31,6 +31,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend.h"
 #include "dataset.h"
@@ -127,6 +128,30 @@ const yc_detect_options *yc_detector_options(const yc_detector *d);
 int yc_detector_run(yc_detector *d, const yc_image *img, const float **dets, int *n, int *in_h,
                     int *in_w, yc_detect_times *times);
 
+/* Segmentation models (m->nm > 0: segment/predict.py), after yc_detector_run: the masks of its
+ * *n detections in the letterboxed input (process_mask(..., upsample=True): each cropped to its
+ * box at Proto's size, resampled bilinearly to the input, > 0.5), *n planes of *h x *w bytes in
+ * detection order; NULL (and *n 0) for a detection model, for no detections, and for
+ * yc_detector_run_reduced. */
+const uint8_t *yc_detector_masks(const yc_detector *d, int *n, int *h, int *w);
+
+/* segment/predict.py's annotator.masks over the picture of the last yc_detector_run (im: that
+ * picture, RGB, before its boxes are drawn): each of the nd detections' masks
+ * (yc_detector_masks) resampled to the picture (scale_image: cropped to the letterbox content,
+ * cv2.resize-style bilinear) and blended in its class's colour at alpha 0.5
+ * (yc_mask_overlay_*: retina selects --retina-masks' blend).  Nothing without masks. */
+int yc_detect_draw_masks(const yc_detector *d, yc_image *im, const float *dets, int nd,
+                         bool retina);
+
+/* segment/predict.py's --save-txt after yc_detector_run: appends to save_dir/labels/<stem>.txt,
+ * lowest confidence first, "class x1 y1 x2 y2 ... [conf]" (%g), the points the largest outer
+ * contour of each mask in the input (masks2segments, yc_mask_largest_contour) scaled to the
+ * img_w x img_h picture (scale_segments: minus the letterbox pad, divided by the gain, clipped,
+ * normalised; float32).  A mask without a contour gives a line with the class alone.  Nothing
+ * without masks. */
+int yc_detect_write_segments(const yc_detector *d, const char *save_dir, const char *src,
+                             const float *dets, int nd, int img_w, int img_h, bool save_conf);
+
 /* detect.py --visualize after yc_detector_run: the feature maps of the last image's forward
  * (visualize.h) into save_dir/<stem of src> (stem2, ... when taken).  Nothing with augment
  * (YOLOv5's augmented forward does not visualize).  Needs opt.visualize. */
@@ -179,6 +204,9 @@ typedef struct yc_detect_save {
     /* when set and *stop becomes nonzero (a signal handler's flag), the loop ends after the frame
      * or image in hand, finishing the annotated video (a live source runs until then) */
     const volatile sig_atomic_t *stop;
+    /* segmentation models: segment/predict.py --retina-masks (the masks blended over the
+     * picture as Annotator.masks does with im_gpu=None; yc_detect_draw_masks) */
+    bool retina_masks;
 } yc_detect_save;
 
 /* Totals of a run. */

@@ -256,28 +256,54 @@ void yc_mask_color(int c, uint8_t rgb[3])
     rgb[2] = (uint8_t)h;
 }
 
-void yc_draw_masks(uint8_t *rgb, int h0, int w0, size_t stride, const float *masks, int n,
-                   const uint8_t (*colours)[3], float alpha)
+void yc_mask_overlay_init(float *acc, int h, int w, bool retina)
 {
-    const size_t plane = (size_t)h0 * w0;
-    for (int y = 0; y < h0; y++) {
+    const size_t n = (size_t)h * w;
+    for (size_t i = 0; i < n; i++) {
+        acc[i * 4] = retina ? 0.0f : 1.0f;
+        acc[i * 4 + 1] = acc[i * 4 + 2] = acc[i * 4 + 3] = 0.0f;
+    }
+}
+
+void yc_mask_overlay_add(float *acc, int h, int w, bool retina, const float *mask,
+                         const uint8_t rgb[3], float alpha)
+{
+    const size_t n = (size_t)h * w;
+    for (size_t i = 0; i < n; i++) {
+        if (!(mask[i] >= 0.5f))
+            continue;
+        float *a = acc + i * 4;
+        if (retina) {
+            a[0] += 1.0f;
+            for (int c = 0; c < 3; c++)
+                a[1 + c] += (float)rgb[c];
+        } else {
+            /* inv_alph_masks = (1 - masks * alpha).cumprod(0); mcs = sum(masks_color * inv) */
+            a[0] *= 1.0f - alpha;
+            for (int c = 0; c < 3; c++)
+                a[1 + c] += (float)rgb[c] / 255.0f * alpha * a[0];
+        }
+    }
+}
+
+void yc_mask_overlay_blend(uint8_t *rgb, int h, int w, size_t stride, const float *acc,
+                           bool retina, float alpha)
+{
+    for (int y = 0; y < h; y++) {
         uint8_t *row = rgb + (size_t)y * stride;
-        for (int x = 0; x < w0; x++) {
-            const size_t i = (size_t)y * w0 + x;
-            float s = 0.0f, col[3] = {0.0f, 0.0f, 0.0f};
-            for (int k = 0; k < n; k++) {
-                /* scale_image's uint8 resize rounds the 0/1 mask: 1 where the weight >= 0.5 */
-                const float mk = masks[(size_t)k * plane + i] >= 0.5f ? 1.0f : 0.0f;
-                s += mk;
-                for (int c = 0; c < 3; c++)
-                    col[c] += mk * (float)colours[k][c];
-            }
-            if (s == 0.0f)
+        for (int x = 0; x < w; x++) {
+            const float *a = acc + ((size_t)y * w + x) * 4;
+            if (retina ? a[0] == 0.0f : a[0] == 1.0f)
                 continue;
-            s = s > 1.0f ? 1.0f : s;
             for (int c = 0; c < 3; c++) {
-                float v = col[c] > 255.0f ? 255.0f : col[c];
-                float o = v * alpha + (float)row[x * 3 + c] * (1.0f - s * alpha);
+                float o;
+                if (retina) {
+                    const float col = a[1 + c] > 255.0f ? 255.0f : a[1 + c];
+                    const float s = a[0] > 1.0f ? 1.0f : a[0];
+                    o = col * alpha + (float)row[x * 3 + c] * (1.0f - s * alpha);
+                } else {
+                    o = ((float)row[x * 3 + c] / 255.0f * a[0] + a[1 + c] * 2.0f) * 255.0f;
+                }
                 row[x * 3 + c] = (uint8_t)(o < 0.0f ? 0.0f : o > 255.0f ? 255.0f : o);
             }
         }

@@ -84,12 +84,23 @@ int yc_mask_largest_contour(const uint8_t *mask, int h, int w, float **pts, int 
 /* The colour of class c in YOLOv5's palette (utils/plots.py Colors), RGB. */
 void yc_mask_color(int c, uint8_t rgb[3]);
 
-/* Annotator.masks with im_gpu=None (segment/predict.py --retina-masks), on an RGB image of
- * h0 x w0 (3 bytes a pixel, rows of stride bytes): n masks already at the image's size
- * (yc_scale_mask's, mask k at masks + k * h0 * w0, > 0.5 inside), colours[k] their RGB colours:
- * im = clip(sum_k mask_k * colour_k, 0, 255) * alpha + im * (1 - clip(sum_k mask_k, 0, 1) *
- * alpha), float32, truncated to uint8 as numpy's assignment does. */
-void yc_draw_masks(uint8_t *rgb, int h0, int w0, size_t stride, const float *masks, int n,
-                   const uint8_t (*colours)[3], float alpha);
+/* Annotator.masks over an RGB picture, a mask at a time: acc holds 4 floats a pixel (h x w
+ * pixels), set by yc_mask_overlay_init, each mask (h x w floats, inside where >= 0.5, as
+ * scale_image's uint8 resize rounds a 0/1 mask) is added with yc_mask_overlay_add in detection
+ * order, then yc_mask_overlay_blend draws them (alpha 0.5 in YOLOv5):
+ *   retina   (im_gpu=None, segment/predict.py --retina-masks): acc = (count, colour sums);
+ *            im = clip(colour sum, 0, 255) * alpha + im * (1 - min(count, 1) * alpha);
+ *   default  (im_gpu given): acc = (running product of (1 - alpha) over the masks covering the
+ *            pixel, colour terms); im = im * product + 2 * sum_k colour_k * alpha * (product over
+ *            masks j <= k), as YOLOv5 composites on the letterboxed input.  YOLOv5 then resamples
+ *            the whole composited input back to the picture (scale_image); here the masks are
+ *            resampled (yc_scale_mask) and the picture's own pixels blended, so pixels outside
+ *            the masks are the picture's.
+ * Results are truncated to uint8 as numpy's and torch's conversions do. */
+void yc_mask_overlay_init(float *acc, int h, int w, bool retina);
+void yc_mask_overlay_add(float *acc, int h, int w, bool retina, const float *mask,
+                         const uint8_t rgb[3], float alpha);
+void yc_mask_overlay_blend(uint8_t *rgb, int h, int w, size_t stride, const float *acc,
+                           bool retina, float alpha);
 
 #endif

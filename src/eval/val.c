@@ -1245,6 +1245,9 @@ int yc_val_detect_batch(yc_model *m, const uint8_t *images, int n, int h, int w,
 {
     if (!m || !m->be || !images || !np || !dets || !ndet || n < 1 || np->max_det < 1)
         return yc_error_status(YC_EUSAGE, "yc_val_detect_batch: invalid arguments");
+    if (m->nm > 0)
+        return yc_error_status(YC_EUSAGE, "yc_val_detect_batch: a segmentation model's "
+                               "detections need their masks (yc_validate runs val_seg.h)");
     val_state s;
     memset(&s, 0, sizeof s);
     s.m = m;

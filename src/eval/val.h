@@ -197,7 +197,8 @@ size_t yc_val_sink_detections(const yc_val_sink *s);
 /* The eval forward, Detect decoding and NMS of one batch, as yc_validate runs them: images are
  * n x 3 x h x w uint8 CHW RGB (h, w multiples of the largest stride).  dets receives
  * n * np->max_det rows (x1, y1, x2, y2, conf, cls) in the batch image's pixels, image i's first
- * at i * max_det * 6, ndet the count of each image. */
+ * at i * max_det * 6, ndet the count of each image.  Detection models only (YC_EUSAGE for a
+ * segmentation model). */
 int yc_val_detect_batch(yc_model *m, const uint8_t *images, int n, int h, int w,
                         const yc_nms_params *np, float *dets, int *ndet);
 
