@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classify_cmds.h"
 #include "classify_train.h"
 #include "cli.h"
 #include "commands.h"
@@ -85,6 +86,11 @@ static const yc_option rows[] = {
     SAVED(YC_OPT_T_BOOL, 0, "cos-lr", NULL, "cos_lr", "cosine LR schedule"),
     SAVED_NUM(YC_OPT_T_FLOAT, 0, "label-smoothing", "E", "label_smoothing", 0, 1,
               "label smoothing epsilon (default 0)"),
+    YC_OPT_INT(0, "cutoff", "N", T, o.cutoff, 2, 1000,
+               "classifier: cut a detection --cfg to layers 0..N-1,\n"
+               "the last replaced by Classify (default 10)"),
+    YC_OPT_FLOAT(0, "dropout", "P", T, o.dropout, 0, 1,
+                 "classifier: Classify's dropout (only 0, the default)"),
     SAVED_NUM(YC_OPT_T_INT, 0, "patience", "N", "patience", 0, 1000000,
               "early stopping patience in epochs (default 100; 0 = off)"),
     {.type = YC_OPT_T_CALLBACK, .name = "freeze", .metavar = "N [M ...]", .key = "freeze",
@@ -260,7 +266,8 @@ static int finish_options(train_cli *c, const yc_opt_state *s)
     return 0;
 }
 
-/* The task of the model --cfg names (YC_TASK_DETECT when there is none or it does not load:
+/* The task of the model --cfg names, or of --weights given alone (YC_TASK_DETECT when there is
+ * none or it does not load:
  * train reports a bad config itself).  A classifier's run takes classify/train.py's defaults for
  * the options not given, a segmentation model's segment/train.py's (--project runs/train-seg). */
 static yc_task cfg_task(train_cli *c, const yc_opt_state *s)
@@ -268,18 +275,28 @@ static yc_task cfg_task(train_cli *c, const yc_opt_state *s)
     yc_train_opts *o = &c->o;
     char path[1024];
     yc_model_cfg *cfg = NULL;
-    if (c->resume || !o->cfg || !o->cfg[0] || yc_model_cfg_find(o->cfg, path, sizeof path) ||
-        yc_model_cfg_load(&cfg, path, 0)) {
+    yc_task task;
+    if (!c->resume && (!o->cfg || !o->cfg[0]) && o->weights && o->weights[0]) {
+        /* --weights alone: a classifier's weights train a classifier (a .pt of classify/train.py
+         * has no config: the state dict's shapes tell) */
+        task = yc_cli_model_task(o->weights, NULL, "yolocl train");
+        yc_error_clear(); /* its message for a segmentation model: train takes them */
+    } else if (c->resume || !o->cfg || !o->cfg[0] || yc_model_cfg_find(o->cfg, path, sizeof path) ||
+               yc_model_cfg_load(&cfg, path, 0)) {
         yc_error_clear();
         return YC_TASK_DETECT;
+    } else {
+        task = cfg->task;
     }
-    yc_task task = cfg->task;
+    /* --cutoff makes a classifier of a detection config, as classify/train.py does */
+    if (task == YC_TASK_DETECT && yc_opt_given(s, "cutoff"))
+        task = YC_TASK_CLASSIFY;
     yc_model_cfg_free(cfg);
     if (task == YC_TASK_SEGMENT && !yc_opt_given(s, "project"))
         o->project = "runs/train-seg";
     if (task == YC_TASK_CLASSIFY) {
         if (!yc_opt_given(s, "imgsz"))
-            o->imgsz = YC_CLS_IMGSZ;
+            o->imgsz = o->data && o->data[0] ? YC_CLS_IMGSZ : YC_CLS_DEMO_IMGSZ;
         if (!yc_opt_given(s, "optimizer"))
             o->optimizer = YC_OPTIM_ADAM;
         if (!yc_opt_given(s, "label-smoothing"))
@@ -299,6 +316,9 @@ int yc_cmd_train(int argc, char **argv)
     if ((st = finish_options(&c, &s)))
         return st;
     yc_task task = cfg_task(&c, &s);
+    if (task != YC_TASK_CLASSIFY && (yc_opt_given(&s, "cutoff") || yc_opt_given(&s, "dropout")))
+        return yc_usage_error(s.spec->cmd, "--cutoff and --dropout apply to classifiers (a -cls "
+                              "--cfg, or --cutoff with a detection --cfg)");
     /* MPI when started by mpirun (dist.h); otherwise rank 0 of 1 */
     if ((st = yc_dist_init(NULL, NULL))) {
         yc_dist_finalize();

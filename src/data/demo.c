@@ -400,7 +400,10 @@ int yc_demo_render(const yc_demo_options *opt, int split, int index, yc_demo_sam
                     ok = ok && hypot(s.cx - placed_x[j], s.cy - placed_y[j]) >= s.r + placed_r[j] + 2;
             }
             double col[3];
-            hsv_to_rgb(class_hue[s.kind] + yc_rng_range(&r, -15, 15), yc_rng_range(&r, 0.7, 1.0),
+            /* classification: any hue, so that the shape, not the colour, tells the class */
+            double hue = opt->task == YC_DEMO_CLASSIFY ? yc_rng_range(&r, 0, 360)
+                                                       : class_hue[s.kind] + yc_rng_range(&r, -15, 15);
+            hsv_to_rgb(hue, yc_rng_range(&r, 0.7, 1.0),
                        yc_rng_range(&r, 0.7, 1.0), col);
             double sa = yc_rng_range(&r, 0, 2 * M_PI);
             if (!ok)

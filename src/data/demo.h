@@ -29,7 +29,9 @@
  *     not overlap here (their circumcircles are at least 2 px apart): the visible region of every
  *     object is its whole polygon, whatever order a loader draws the masks in.
  *   - classification: an ImageFolder dataset of crops: every object of every rendered scene
- *     (shapes placed without overlap, as for segmentation, circles drawn as circles), cut out as a
+ *     (shapes placed without overlap, as for segmentation, circles drawn as circles, and each
+ *     shape's hue drawn from the whole circle, not its class's band, so that only the shape tells
+ *     the class), cut out as a
  *     square of 1.3 times the larger side of its box centred on it (moved inside the image,
  *     shrunk to the image's shorter side when larger), resized to crop x crop pixels (cv2's
  *     INTER_AREA) and written as PNG.

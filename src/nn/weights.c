@@ -359,6 +359,127 @@ int yc_weights_infer_nc(const yc_weights *w, int *nc)
                            "m.0.bias) to take the class count from", w->path);
 }
 
+/* The Linear of a classifier's state dict: "model.K.linear.weight" of shape (nc, 1280), the
+ * last such; -1 when there is none. */
+static int classifier_linear(const yc_weights *w, const yc_weights_tensor **linear)
+{
+    int layer = -1;
+    for (int i = 0; i < w->ntensors; i++) {
+        const yc_weights_tensor *t = &w->tensors[i];
+        int k, n = 0;
+        if (sscanf(t->name, "model.%d.linear.weight%n", &k, &n) == 1 && n > 0 &&
+            t->name[n] == '\0' && t->ndim == 2 && t->shape[1] == YC_CLASSIFY_HIDDEN &&
+            t->shape[0] >= 1 && k > layer) {
+            layer = k;
+            *linear = t;
+        }
+    }
+    return layer;
+}
+
+/* yolov5n.yaml's text with depth_multiple and width_multiple replaced (heap, *len bytes). */
+static int backbone_text(double gd, double gw, char **text, size_t *len)
+{
+    char path[1024];
+    char *src = NULL;
+    size_t n = 0;
+    int st = yc_model_cfg_find("yolov5n", path, sizeof path);
+    if (!st)
+        st = yc_read_file(path, &src, &n);
+    if (st)
+        return yc_error_context(st, "the backbone of a classifier without a config");
+    size_t cap = n + 128, out = 0;
+    char *t = yc_malloc(cap, "model config");
+    if (!t) {
+        free(src);
+        return YC_ENOMEM;
+    }
+    for (const char *line = src; line < src + n;) {
+        const char *end = memchr(line, '\n', (size_t)(src + n - line));
+        size_t ll = end ? (size_t)(end - line) + 1 : (size_t)(src + n - line);
+        if (strncmp(line, "depth_multiple:", 15) == 0)
+            out += (size_t)snprintf(t + out, cap - out, "depth_multiple: %.17g\n", gd);
+        else if (strncmp(line, "width_multiple:", 15) == 0)
+            out += (size_t)snprintf(t + out, cap - out, "width_multiple: %.17g\n", gw);
+        else if (out + ll < cap) {
+            memcpy(t + out, line, ll);
+            out += ll;
+        }
+        line += ll;
+    }
+    free(src);
+    t[out < cap ? out : cap - 1] = '\0';
+    *text = t;
+    *len = out;
+    return YC_OK;
+}
+
+/* A classifier's config from the shapes of its state dict, for classify/train.py's .pt files
+ * (ClassificationModel pickled without a yaml) and yolocl's own classifiers cut from a detection
+ * config.  Classify's Linear "model.K.linear.weight" (nc, 1280) gives the classes and the cutoff
+ * K + 1; the first Conv (model.0.conv.weight, (c0, 3, 6, 6)) the width c0 / 64; the Bottlenecks
+ * of the first C3 (model.2.m.N) the depth N / 3 of YOLOv5's P5 backbone (yolov5n.yaml's rows).
+ * Cut at 10 with the multiples of yolov5n, s, m, l or x it is that bundled -cls config.  *found
+ * is false (and nothing is set) when the state dict has no such Linear. */
+static int classifier_cfg(const yc_weights *w, int nc_override, yc_model_cfg **cfg, bool *found)
+{
+    static const struct {
+        int c0, bottlenecks;
+        const char *name;
+    } sizes[] = {{16, 1, "yolov5n-cls"}, {32, 1, "yolov5s-cls"}, {48, 2, "yolov5m-cls"},
+                 {64, 3, "yolov5l-cls"}, {80, 4, "yolov5x-cls"}};
+    const yc_weights_tensor *linear = NULL;
+    int k = classifier_linear(w, &linear);
+    *found = k >= 0;
+    if (k < 0)
+        return YC_OK;
+    const yc_weights_tensor *first = yc_weights_find(w, "model.0.conv.weight");
+    if (k < 2 || !first || first->ndim != 4 || first->shape[1] != 3 || first->shape[0] < 8 ||
+        first->shape[0] % 8 != 0)
+        return yc_error_status(YC_EFORMAT, "%s: a classifier (%s of %lld classes) whose first "
+                               "layer is not YOLOv5's Conv (model.0.conv.weight of shape (8k, 3, "
+                               "6, 6)): give --cfg", w->path, linear->name,
+                               (long long)linear->shape[0]);
+    int c0 = (int)first->shape[0], nb = 0;
+    char name[YC_NAME_MAX];
+    for (;; nb++) {
+        snprintf(name, sizeof name, "model.2.m.%d.cv1.conv.weight", nb);
+        if (!yc_weights_find(w, name))
+            break;
+    }
+    if (k > 2 && nb == 0)
+        return yc_error_status(YC_EFORMAT, "%s: a classifier cut at %d whose layer 2 is not "
+                               "YOLOv5's C3 (no model.2.m.0): give --cfg", w->path, k + 1);
+    nb = nb ? nb : 1;
+    int nc = nc_override > 0 ? nc_override : (int)linear->shape[0];
+    int st;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (k != 9 || c0 != sizes[i].c0 || nb != sizes[i].bottlenecks)
+            continue;
+        char path[1024];
+        if ((st = yc_model_cfg_find(sizes[i].name, path, sizeof path)) ||
+            (st = yc_model_cfg_load(cfg, path, nc)))
+            return yc_error_context(st, "%s: the config of its classifier", w->path);
+        return YC_OK;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    if ((st = backbone_text(nb / 3.0, c0 / 64.0, &text, &len)))
+        return st;
+    snprintf(name, sizeof name, "YOLOv5 classifier (width %g, depth %g, cutoff %d)", c0 / 64.0,
+             nb / 3.0, k + 1);
+    st = yc_model_cfg_parse(cfg, text, len, name, 0);
+    free(text);
+    if (!st && (st = yc_model_cfg_to_classifier(*cfg, nc, k + 1))) {
+        yc_model_cfg_free(*cfg);
+        *cfg = NULL;
+    }
+    if (st)
+        return yc_error_context(st, "%s: the classifier its shapes describe", w->path);
+    snprintf((*cfg)->name, sizeof (*cfg)->name, "%s", name);
+    return YC_OK;
+}
+
 int yc_weights_model_cfg(const yc_weights *w, int nc_override, yc_model_cfg **cfg)
 {
     *cfg = NULL;
@@ -368,9 +489,14 @@ int yc_weights_model_cfg(const yc_weights *w, int nc_override, yc_model_cfg **cf
         status = yc_model_cfg_from_yaml(cfg, w->model_tree, name, nc_override);
     else if (w->model_yaml)
         status = yc_model_cfg_parse(cfg, w->model_yaml, strlen(w->model_yaml), name, nc_override);
-    else
+    else {
+        bool found = false;
+        status = classifier_cfg(w, nc_override, cfg, &found);
+        if (found || status)
+            return status;
         return yc_error_status(YC_EUSAGE, "%s has no embedded model config: give --cfg",
                                w->path);
+    }
     if (status)
         return yc_error_context(status, "%s: embedded model config", w->path);
     if (!(*cfg)->text && w->model_yaml && !((*cfg)->text = yc_strdup(w->model_yaml, "config"))) {

@@ -90,8 +90,15 @@ const yc_weights_tensor *yc_weights_find(const yc_weights *w, const char *name);
 int yc_weights_infer_nc(const yc_weights *w, int *nc);
 
 /* The embedded model config, resolved (nc_override > 0 replaces its nc).  The config's text is
- * set, so checkpoints written from the model carry it.  Without one: YC_EUSAGE and
- * "PATH has no embedded model config: give --cfg". */
+ * set, so checkpoints written from the model carry it.  Without one, a classifier's state dict
+ * (classify/train.py's .pt files pickle a ClassificationModel without a yaml) gives its config by
+ * its shapes: Classify's Linear "model.K.linear.weight" (nc, 1280) the classes and the cutoff
+ * K + 1, model.0.conv.weight (c0, 3, 6, 6) the width c0 / 64, the Bottlenecks model.2.m.N of the
+ * first C3 the depth N / 3 of YOLOv5's P5 backbone; cut at 10 at the multiples of yolov5n ... x
+ * it is that bundled -cls config (its text set), otherwise yolov5n.yaml's rows at those multiples
+ * cut by yc_model_cfg_to_classifier (no text; named "YOLOv5 classifier (width W, depth D, cutoff
+ * C)").  Shapes that do not fit are YC_EFORMAT naming the tensor; a state dict that is not a
+ * classifier's: YC_EUSAGE and "PATH has no embedded model config: give --cfg". */
 int yc_weights_model_cfg(const yc_weights *w, int nc_override, yc_model_cfg **cfg);
 
 typedef enum yc_weights_mode {

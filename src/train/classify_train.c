@@ -10,6 +10,7 @@
 #include "classify_aug.h"
 #include "classify_eval.h"
 #include "classify_step.h"
+#include "demo.h"
 #include "device.h"
 #include "ema.h"
 #include "imagefolder.h"
@@ -21,6 +22,8 @@
 #include "weights.h"
 
 #define CLS_LRF 0.01
+/* ClassificationModel's cutoff when --cutoff is not given (classify/train.py: opt.cutoff or 10) */
+#define CLS_CUTOFF 10
 #define CLS_MAX_NORM 10.0
 
 static volatile sig_atomic_t cls_stop;
@@ -126,8 +129,17 @@ static int open_run(cls_run *r)
     if (o->weights && o->weights[0] && (st = yc_weights_read(o->weights, &w)))
         return st;
     st = yc_model_cfg_open(o->cfg, w, r->train.nc, &cfg, NULL, 0);
-    if (!st && cfg->task == YC_TASK_DETECT && (st = yc_model_cfg_to_classifier(cfg, r->train.nc, 10)))
+    if (!st && cfg->task == YC_TASK_CLASSIFY && o->cutoff > 0) {
+        /* classify/train.py applies --cutoff only when it converts a detection model */
+        st = yc_error_status(YC_EUSAGE, "--cutoff %d: %s is already a classifier (--cutoff cuts a "
+                             "detection model, e.g. --cfg yolov5s --cutoff 8)", o->cutoff,
+                             cfg->name);
         yc_model_cfg_free(cfg);
+    } else if (!st && cfg->task != YC_TASK_CLASSIFY &&
+               (st = yc_model_cfg_to_classifier(cfg, r->train.nc,
+                                                o->cutoff > 0 ? o->cutoff : CLS_CUTOFF))) {
+        yc_model_cfg_free(cfg);
+    }
     if (!st && !(st = yc_model_new(&r->m, cfg)) &&
         !(st = yc_device_open(o->device, o->threads, true, &r->be)) &&
         !(st = yc_model_alloc(r->m, r->be)))
@@ -210,12 +222,28 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, yc_rng *rng, size
     return st;
 }
 
-int yc_classify_train(const yc_train_opts *o, bool *interrupted)
+int yc_classify_train(const yc_train_opts *given, bool *interrupted)
 {
     *interrupted = false;
-    if (!o->data || !o->data[0])
-        return yc_error_status(YC_EUSAGE, "training a classifier needs --data ROOT, a folder "
-                               "with ROOT/train/CLASS/*.jpg and ROOT/val/CLASS/*.jpg");
+    if (given->dropout != 0)
+        return yc_error_status(YC_EUNSUPPORTED, "--dropout %g: Classify's dropout is not "
+                               "implemented yet (only YOLOv5's default, 0): train without "
+                               "--dropout", given->dropout);
+    /* without --data: the classification demo (demo.h), written on first use */
+    yc_train_opts demo_opts = *given;
+    const yc_train_opts *o = given;
+    char *demo_root = NULL;
+    if (!given->data || !given->data[0]) {
+        int st = yc_demo_ensure_task(YC_DEMO_CLASSIFY, &demo_root);
+        if (st)
+            return yc_error_context(st, "the built-in classification demo (give --data ROOT, a "
+                                    "folder with ROOT/train/CLASS/*.jpg and ROOT/val/CLASS/*.jpg, "
+                                    "to train on your own)");
+        yc_info("data: the built-in classification demo (%s; `yolocl demo-data --task classify "
+                "DIR` writes a copy)\n", demo_root);
+        demo_opts.data = demo_root;
+        o = &demo_opts;
+    }
     cls_run r = {.o = o};
     yc_cls_aug_defaults(&r.aug);
     yc_optim *opt = NULL;
@@ -285,5 +313,6 @@ int yc_classify_train(const yc_train_opts *o, bool *interrupted)
     yc_ema_free(ema);
     yc_optim_free(opt);
     close_run(&r);
+    free(demo_root);
     return st;
 }

@@ -18,8 +18,12 @@
 #define YC_CLS_DECAY 5e-5
 #define YC_CLS_LABEL_SMOOTHING 0.1f
 
+/* The classification demo's (no --data) image size: its crops are 64 pixels */
+#define YC_CLS_DEMO_IMGSZ 64
+
 /* Trains o->cfg (a classifier config, or a detection config cut at YOLOv5's cutoff 10) on the
- * ImageFolder dataset at o->data for o->epochs epochs of o->batch images of o->imgsz pixels;
+ * ImageFolder dataset at o->data (NULL or empty: the built-in classification demo, demo.h's
+ * yc_demo_ensure_task) for o->epochs epochs of o->batch images of o->imgsz pixels;
  * o->optimizer, o->label_smoothing, o->seed, o->device, o->project, o->name, o->exist_ok and
  * o->nosave are honoured.  The first SIGINT or SIGTERM ends the run after the current batch with
  * weights/last.safetensors written; *interrupted says so. */

@@ -81,6 +81,11 @@ typedef struct yc_train_opts {
      * (--no-overlap); ignored by detection models */
     int mask_ratio;
     bool no_overlap;
+    /* classifiers (classify_train.h): --cutoff, the layer count a detection config is cut to
+     * (ClassificationModel's cutoff; 0: YOLOv5's 10), and --dropout, Classify's dropout
+     * probability (only 0, YOLOv5's default, is implemented) */
+    int cutoff;
+    float dropout;
     /* optional progress callback and its context */
     yc_train_progress_fn progress;
     void *progress_ctx;
