@@ -338,6 +338,8 @@ int main(int argc, char **argv)
     up.p.up.factor = upb.p.up.factor = 2;
     yc_op fill = simple_op(YC_OP_FILL, 0);
     fill.p.fill.value = 0.25f;
+    yc_op drop = simple_op(YC_OP_DROPOUT, 1);
+    yc_dropout_params(&drop, 0.5, 7);
     yc_op sgd = simple_op(YC_OP_SGD, 0), adam = simple_op(YC_OP_ADAM, 0), ema = simple_op(YC_OP_EMA, 0);
     sgd.p.sgd.lr = 0.01f, sgd.p.sgd.momentum = 0.937f, sgd.p.sgd.wd = 5e-4f, sgd.p.sgd.scale = 1.0f;
     sgd.p.sgd.nesterov = 1;
@@ -390,6 +392,7 @@ int main(int argc, char **argv)
         {"maxpool bwd acc", mp5b, {TV(2, 3, 6, 5), TV(2, 3, 6, 5)}, {TV(2, 3, 6, 5)}},
         {"upsample", up, {TV(2, 3, 4, 3)}, {TV(2, 3, 8, 6)}},
         {"upsample bwd acc", upb, {TV(2, 3, 8, 6)}, {TV(2, 3, 4, 3)}},
+        {"dropout acc view", drop, {TV(2, 3, 4, 3)}, {TV(2, 3, 4, 3)}},
         {"sgd", sgd, {T(1, 37, 1, 1)}, {T(1, 37, 1, 1), T(1, 37, 1, 1)}},
         {"sgd clipped on the device", sgdc, {T(1, 37, 1, 1), TP(1, 1, 1, 1)},
          {T(1, 37, 1, 1), T(1, 37, 1, 1)}},

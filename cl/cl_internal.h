@@ -43,6 +43,7 @@ typedef enum yc_cl_kid {
     YC_K_ADD,
     YC_K_COPY,
     YC_K_FILL,
+    YC_K_DROPOUT,
     YC_K_U8_SCALED,
     YC_K_BN_PART,
     YC_K_BN_TRAIN,

@@ -60,6 +60,17 @@ static int elementwise(yc_cl_ctx *c, const yc_op *op)
         yc_cl_arg_uint(&a, chw);
         yc_cl_arg_int(&a, op->accumulate);
         break;
+    case YC_OP_DROPOUT:
+        if ((st = yc_cl_begin(c, YC_K_DROPOUT, &a)))
+            return st;
+        yc_cl_arg_tensor(&a, op->src[0]);
+        yc_cl_arg_tensor(&a, y);
+        yc_cl_arg_uint(&a, chw);
+        yc_cl_arg_uint(&a, op->p.drop.threshold);
+        yc_cl_arg_uint(&a, op->p.drop.seed);
+        yc_cl_arg_float(&a, op->p.drop.scale);
+        yc_cl_arg_int(&a, op->accumulate);
+        break;
     default:
         if ((st = yc_cl_begin(c, YC_K_FILL, &a)))
             return st;
@@ -452,6 +463,7 @@ int yc_cl_op(yc_cl_ctx *c, const yc_op *op, yc_span ws)
     case YC_OP_ADD:
     case YC_OP_COPY:
     case YC_OP_FILL:
+    case YC_OP_DROPOUT:
         return elementwise(c, op);
     case YC_OP_MAXPOOL:
     case YC_OP_MAXPOOL_BWD:

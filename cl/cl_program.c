@@ -45,6 +45,7 @@ static const struct {
     [YC_K_ADD] = {"add", YC_CL_PROG_ELEMENTWISE},
     [YC_K_COPY] = {"copy", YC_CL_PROG_ELEMENTWISE},
     [YC_K_FILL] = {"fill", YC_CL_PROG_ELEMENTWISE},
+    [YC_K_DROPOUT] = {"dropout", YC_CL_PROG_ELEMENTWISE},
     [YC_K_U8_SCALED] = {"u8_scaled", YC_CL_PROG_ELEMENTWISE},
     [YC_K_BN_PART] = {"bn_part", YC_CL_PROG_BATCHNORM},
     [YC_K_BN_TRAIN] = {"bn_train", YC_CL_PROG_BATCHNORM},

@@ -318,6 +318,9 @@ static int cpu_exec(yc_backend *be, const yc_op *op, yc_span ws)
     case YC_OP_AVGPOOL_BWD:
         yc_cpu_avgpool_bwd(&a);
         break;
+    case YC_OP_DROPOUT:
+        yc_cpu_dropout(&a);
+        break;
     case YC_OP_SGD:
         yc_cpu_sgd(&a);
         break;

@@ -226,7 +226,8 @@ void yc_cpu_upsample_bwd(const yc_cpu_args *a);
 void yc_cpu_avgpool_fwd(const yc_cpu_args *a);
 void yc_cpu_avgpool_bwd(const yc_cpu_args *a);
 
-/* elementwise.c: YC_OP_ADD, YC_OP_COPY, YC_OP_FILL */
+/* elementwise.c: YC_OP_ADD, YC_OP_COPY, YC_OP_FILL, YC_OP_DROPOUT */
+void yc_cpu_dropout(const yc_cpu_args *a);
 void yc_cpu_add(const yc_cpu_args *a);
 void yc_cpu_copy(const yc_cpu_args *a);
 void yc_cpu_fill(const yc_cpu_args *a);

@@ -1,5 +1,5 @@
-/* Elementwise ops of the CPU backend: add, copy (with accumulate), fill; and the span walker that
- * every elementwise kernel (SiLU included) runs on. */
+/* Elementwise ops of the CPU backend: add, copy (with accumulate), fill, dropout; and the span
+ * walker that every elementwise kernel (SiLU included) runs on. */
 #include <omp.h>
 #include <string.h>
 
@@ -137,4 +137,22 @@ void yc_cpu_fill(const yc_cpu_args *a)
 {
     float v = a->op->p.fill.value;
     yc_cpu_for_spans(a, &a->dst[0], NULL, NULL, false, fill_span, &v);
+}
+
+/* y (=|+=) x * scale where yc_dropout_hash(seed, i) >= threshold, 0 elsewhere; i the element's
+ * row-major index in (N,C,H,W), so the mask does not depend on strides or threads.  FP32. */
+void yc_cpu_dropout(const yc_cpu_args *a)
+{
+    const yc_hv *x = &a->src[0], *y = &a->dst[0];
+    uint32_t thr = a->op->p.drop.threshold, seed = a->op->p.drop.seed;
+    float scale = a->op->p.drop.scale;
+    int acc = a->op->accumulate;
+    size_t img = yc_hv_image(y), total = (size_t)y->n * img;
+#pragma omp parallel for num_threads(a->threads) schedule(static) if (total > YC_SPAN_SERIAL_MAX)
+    for (size_t i = 0; i < total; i++) {
+        size_t n = i / img, k = i % img;
+        float v = yc_dropout_hash(seed, (uint32_t)i) >= thr ? x->p[n * x->ns + k] * scale : 0.0f;
+        float *d = y->p + n * y->ns + k;
+        *d = acc ? *d + v : v;
+    }
 }

@@ -283,6 +283,12 @@ mut cpu_upsample_bwd cpu/upsample.c "test_ops test_golden" \
 mut demo_outline_half_pixel src/data/demo.c "test_demo" \
     'o->px[v] = s.cx + s.vx[v];' \
     'o->px[v] = s.cx + s.vx[v] + 0.5;'
+mut cpu_dropout_no_scale cpu/elementwise.c "test_ops" \
+    'x->p[n * x->ns + k] * scale : 0.0f;' \
+    'x->p[n * x->ns + k] : 0.0f;'
+mut cl_dropout_mask_per_image cl/kernels/elementwise.cl "test_ops" \
+    'yc_dropout_hash(seed, n * chw + i) >= threshold' \
+    'yc_dropout_hash(seed, i) >= threshold'
 mut cpu_avgpool_skips_last cpu/avgpool.c "test_ops" \
     'for (size_t k = 0; k < m; k++)' \
     'for (size_t k = 0; k + 1 < m; k++)'

@@ -277,6 +277,25 @@ void ref_avgpool_bwd(const double *dy, int N, int C, int H, int W, double *dx)
                     AT(dx, C, H, W, n, c, h, w) = dy[(size_t)n * C + c] / ((double)H * W);
 }
 
+/* Chris Wellons' lowbias32 integer mix */
+static uint32_t ref_lowbias32(uint32_t h)
+{
+    h ^= h >> 16;
+    h *= 0x7feb352dU;
+    h ^= h >> 15;
+    h *= 0x846ca68bU;
+    h ^= h >> 16;
+    return h;
+}
+
+void ref_dropout(const double *x, size_t n, double p, uint32_t seed, double *y)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t h = ref_lowbias32(ref_lowbias32((uint32_t)i) ^ (uint32_t)(seed * 0x9e3779b9U));
+        y[i] = (double)h < p * 4294967296.0 ? 0.0 : x[i] / (1.0 - p);
+    }
+}
+
 void ref_sgd(const double *grad, size_t n, double lr, double momentum, double wd, double scale, int nesterov,
              double *w, double *buf)
 {

@@ -6,6 +6,7 @@
 #define YC_REF_OPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* A convolution's shapes: x (N,C,H,W), W (K,C,R,S), y (N,K,P,Q). */
 typedef struct ref_conv {
@@ -61,6 +62,10 @@ void ref_upsample_bwd(const double *dy, int N, int C, int H, int W, int f, doubl
 /* global average pooling: y (N,C) = the mean of each (H,W) plane of x; dx = dy / (H*W) */
 void ref_avgpool_fwd(const double *x, int N, int C, int H, int W, double *y);
 void ref_avgpool_bwd(const double *dy, int N, int C, int H, int W, double *dx);
+/* dropout over n values (row-major (N,C,H,W)): y[i] = x[i] / (1 - p), or 0 where the element's
+ * hash (backend.h's definition: lowbias32 of i, xor seed * 0x9e3779b9, lowbias32 again) is below
+ * p * 2^32; also its backward (the same formula on dy) */
+void ref_dropout(const double *x, size_t n, double p, uint32_t seed, double *y);
 
 /* Optimizer steps over n values, in place (w, buf, m, v and e are read and updated):
  * SGD (dampening 0): g = scale*grad + wd*w; buf = momentum*buf + g;

@@ -194,15 +194,17 @@ START_TEST(configs)
 }
 END_TEST
 
-/* One step of yolov5n-cls (4 classes, 32x32, batch 3) on `be`: the loss, and the logits and
- * gradients into *logits and *grads (malloc'd). */
-static double cls_step(yc_backend *be, float **logits, float **grads)
+/* One step of yolov5n-cls (4 classes, 32x32, batch 3) on `be` with Classify's dropout p (seed
+ * DROP_SEED): the loss, and the logits and gradients into *logits and *grads (malloc'd). */
+#define DROP_SEED 77u
+static double cls_step(yc_backend *be, double dropout, float **logits, float **grads)
 {
     enum { B = 3, IMG = 32, NC = 4 };
     yc_model *m = classifier(be, "yolov5n-cls", NC, 0);
     yc_classify_step *s = NULL;
-    yc_graph_options go = {.mode = YC_GRAPH_TRAIN};
+    yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .dropout = dropout};
     ck_assert_msg(yc_classify_step_new(&s, m, B, IMG, 0.1, &go) == YC_OK, "%s", yc_last_error());
+    yc_graph_set_dropout_seed(s->g, DROP_SEED);
     float *x = malloc((size_t)B * 3 * IMG * IMG * sizeof *x);
     ck_assert_ptr_nonnull(x);
     yc_rng r;
@@ -231,22 +233,76 @@ START_TEST(opencl_matches_cpu)
     yc_backend *cpu = NULL, *cl = NULL;
     yc_harness_cpu(&cpu, 0);
     ck_assert_msg(yc_device_open("opencl:0", 0, false, &cl) == YC_OK, "%s", yc_last_error());
-    float *l0, *g0, *l1, *g1;
-    double loss0 = cls_step(cpu, &l0, &g0), loss1 = cls_step(cl, &l1, &g1);
-    ck_assert(isfinite(loss0) && loss0 > 0);
-    ck_assert_msg(yc_test_rel_diff(loss1, loss0) < 1e-5, "loss %g on OpenCL, %g on the CPU", loss1, loss0);
-    ck_assert_msg(yc_test_rel_error(l1, l0, 12) < 1e-4, "logits: %g", yc_test_rel_error(l1, l0, 12));
-    yc_model *m = classifier(NULL, "yolov5n-cls", 4, 0);
-    for (int i = 0; i < m->nparams; i++) {
-        const yc_param *p = &m->params[i];
-        double e = yc_test_rel_error(g1 + p->offset, g0 + p->offset, p->numel);
-        ck_assert_msg(e < 1e-3, "gradient of %s: OpenCL against the CPU %g", p->name, e);
+    /* without dropout, then with p 0.5: both backends draw the same mask */
+    for (int d = 0; d < 2; d++) {
+        float *l0, *g0, *l1, *g1;
+        double p = d ? 0.5 : 0.0;
+        double loss0 = cls_step(cpu, p, &l0, &g0), loss1 = cls_step(cl, p, &l1, &g1);
+        ck_assert(isfinite(loss0) && loss0 > 0);
+        ck_assert_msg(yc_test_rel_diff(loss1, loss0) < 1e-5, "loss %g on OpenCL, %g on the CPU", loss1, loss0);
+        ck_assert_msg(yc_test_rel_error(l1, l0, 12) < 1e-4, "logits: %g", yc_test_rel_error(l1, l0, 12));
+        yc_model *m = classifier(NULL, "yolov5n-cls", 4, 0);
+        for (int i = 0; i < m->nparams; i++) {
+            const yc_param *q = &m->params[i];
+            double e = yc_test_rel_error(g1 + q->offset, g0 + q->offset, q->numel);
+            ck_assert_msg(e < 1e-3, "gradient of %s: OpenCL against the CPU %g (dropout %g)", q->name,
+                          e, p);
+        }
+        printf("classifier step, dropout %g: loss %.7f on the CPU, %.7f on OpenCL\n", p, loss0, loss1);
+        yc_model_free(m);
+        free(l0), free(g0), free(l1), free(g1);
     }
-    printf("classifier step: loss %.7f on the CPU, %.7f on OpenCL\n", loss0, loss1);
+    yc_backend_free(cpu);
+    yc_backend_free(cl);
+}
+END_TEST
+
+/* Classify's dropout in the training graph: the Linear's weight gradient dW[k][j] is the sum over
+ * the batch of dlogits[b][k] * dropped[b][j], so column j is exactly zero where the mask
+ * (yc_dropout_hash of (seed, b * 1280 + j) below p * 2^32) drops feature j of every image, and
+ * only there; without dropout no column is zero.  The loss differs from the step without dropout,
+ * and the evaluation graph has no dropout op. */
+START_TEST(dropout_in_the_step)
+{
+    enum { B = 3, NC = 4, HID = YC_CLASSIFY_HIDDEN };
+    yc_backend *cpu = NULL;
+    yc_harness_cpu(&cpu, 0);
+    float *l0, *g0, *l1, *g1;
+    double loss0 = cls_step(cpu, 0.0, &l0, &g0), loss1 = cls_step(cpu, 0.5, &l1, &g1);
+    ck_assert_msg(fabs(loss1 - loss0) > 1e-6, "loss %g with dropout 0.5, %g without", loss1, loss0);
+    yc_model *m = classifier(NULL, "yolov5n-cls", NC, 0);
+    const yc_param *w = &m->params[m->nparams - 2];
+    ck_assert_str_eq(w->name, "model.9.linear.weight");
+    yc_op op;
+    yc_dropout_params(&op, 0.5, DROP_SEED);
+    int all_dropped = 0;
+    for (int j = 0; j < HID; j++) {
+        bool dropped = true;
+        for (int b = 0; b < B; b++)
+            dropped = dropped && yc_dropout_hash(DROP_SEED, (uint32_t)(b * HID + j)) < op.p.drop.threshold;
+        bool zero = true, zero0 = true;
+        for (int k = 0; k < NC; k++) {
+            zero = zero && g1[w->offset + (size_t)k * HID + j] == 0.0f;
+            zero0 = zero0 && g0[w->offset + (size_t)k * HID + j] == 0.0f;
+        }
+        ck_assert_msg(zero == dropped, "column %d of the Linear's gradient is %szero but the feature "
+                      "is %sdropped in every image", j, zero ? "" : "not ", dropped ? "" : "not ");
+        ck_assert(!zero0);
+        all_dropped += dropped;
+    }
+    printf("dropout 0.5: %d of %d Linear columns without gradient (expected about %d)\n",
+           all_dropped, HID, HID / 8);
+    ck_assert(all_dropped > HID / 16 && all_dropped < HID / 4);
+    yc_graph *g = NULL;
+    ck_assert(yc_model_alloc(m, cpu) == YC_OK);
+    yc_graph_options go = {.mode = YC_GRAPH_EVAL, .dropout = 0.5};
+    ck_assert(yc_graph_new_opts(&g, m, B, 32, 32, &go) == YC_OK);
+    for (int i = 0; i < yc_graph_nops(g); i++)
+        ck_assert_int_ne(yc_graph_op(g, i)->kind, YC_OP_DROPOUT);
+    yc_graph_free(g);
     yc_model_free(m);
     free(l0), free(g0), free(l1), free(g1);
     yc_backend_free(cpu);
-    yc_backend_free(cl);
 }
 END_TEST
 
@@ -488,9 +544,9 @@ START_TEST(demo_trains)
         ck_assert_str_eq(w->names[c], names[c]);
     yc_weights_free(w);
     ck_assert(yc_file_exists(yc_harness_tmp("cache/yolocl/demo-cls/" YC_DEMO_MARKER)));
-    /* --dropout above 0 is refused by name, before anything is written */
-    o.dropout = 0.5f;
-    ck_assert_int_eq(yc_classify_train(&o, &stopped), YC_EUNSUPPORTED);
+    /* a dropout probability of 1 is refused by name, before anything is written */
+    o.dropout = 1.0f;
+    ck_assert_int_eq(yc_classify_train(&o, &stopped), YC_EUSAGE);
     ck_assert_msg(strstr(yc_last_error(), "--dropout"), "%s", yc_last_error());
 }
 END_TEST
@@ -661,6 +717,7 @@ int main(void)
     tcase_add_test(tc, topk_counts);
     tcase_add_test(tc, configs);
     tcase_add_test(tc, opencl_matches_cpu);
+    tcase_add_test(tc, dropout_in_the_step);
     tcase_add_test(tc, imagefolder_reads_classes);
     tcase_add_test(tc, transforms);
     tcase_add_test(tc, training_learns);

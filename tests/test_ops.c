@@ -519,6 +519,9 @@ static const adam_par adam_pars[] = {
 };
 /* 0, 1, between, and YOLOv5's decay after 1 and 10000 updates */
 static const float ema_decays[] = {0.0f, 1.0f, 0.5f, 4.99825e-4f, 0.99316275f};
+/* dropout probabilities (none, Classify's usual ones, most) and the seed of each case */
+static const double drop_ps[] = {0.0, 0.2, 0.5, 0.9};
+#define DROP_SEED 1234u
 #define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* Whether slot i of an op kind may hold FP16 (the activation slots: backend.h; src/backend/op.c enforces
@@ -715,6 +718,18 @@ static void build_cases(void)
                 add_case(c);
             }
 
+    /* dropout: shapes x probabilities x (acc, view); one shape larger than 2^16 elements */
+    static const int drops[][4] = {{3, 4, 5, 7}, {1, 1, 1, 1}, {4, 1280, 1, 1}, {2, 3, 111, 101}};
+    for (size_t s = 0; s < sizeof drops / sizeof drops[0]; s++)
+        for (int k = 0; k < NELEMS(drop_ps); k++)
+            for (int v = 0; v < 4; v++) {
+                op_case c = {.kind = YC_OP_DROPOUT, .opt = k};
+                set_shape(&c, drops[s][0], drops[s] + 1);
+                c.acc = v & 1;
+                c.view = v >> 1 & 1;
+                add_case(c);
+            }
+
     /* optimizer steps and sums of squares: dense tensors of 1, odd, many (several threads) elements
      * and a 4-D parameter shape x parameter sets (accumulate 0 and 1 for sumsq) */
     static const int opts[][4] = {{1, 1, 1, 1}, {1, 7, 1, 1}, {1, 1000, 1, 1}, {1, 100003, 1, 1}, {16, 3, 3, 3}};
@@ -786,6 +801,9 @@ static const char *case_label(const op_case *c, char *buf, size_t len)
                  (double)q->scale, q->step);
         break;
     }
+    case YC_OP_DROPOUT:
+        snprintf(par, sizeof par, " p %g seed %u", drop_ps[c->opt], DROP_SEED + (unsigned)c->opt);
+        break;
     case YC_OP_EMA:
         snprintf(par, sizeof par, " decay %g", (double)ema_decays[c->opt]);
         break;
@@ -989,6 +1007,11 @@ static void case_spec(const op_case *c, tspec *sp, yc_op *op)
         sp->src[0] = td("dy", N, C, 1, 1, R_IN, I_UNIFORM, true);
         sp->dst[0] = td("dx", N, C, H, W, R_ACC, I_UNIFORM, true);
         break;
+    case YC_OP_DROPOUT:
+        yc_dropout_params(op, drop_ps[c->opt], DROP_SEED + (uint32_t)c->opt);
+        sp->src[0] = td("x", N, C, H, W, R_IN, I_UNIFORM, true);
+        sp->dst[0] = td("y", N, C, H, W, R_ACC, I_UNIFORM, true);
+        break;
     case YC_OP_SGD: {
         const sgd_par *q = &sgd_pars[c->opt];
         op->p.sgd.lr = q->lr, op->p.sgd.momentum = q->momentum, op->p.sgd.wd = q->wd;
@@ -1049,6 +1072,8 @@ static double case_tol(yc_op_kind kind)
         return 2e-6; /* an FP32 sum of up to 667 values, then a division */
     case YC_OP_AVGPOOL_BWD:
         return 2e-7; /* one division (and one addition with acc) */
+    case YC_OP_DROPOUT:
+        return 2e-7; /* the scale rounded to float, one product (and one addition with acc) */
     case YC_OP_SGD:
     case YC_OP_EMA:
         return 2e-7; /* FP32 formulas of a few roundings */
@@ -1383,6 +1408,13 @@ static void ref_run(const op_case *c, double *const s[], double *const d[])
     case YC_OP_AVGPOOL_BWD: {
         double *t = dalloc(nx);
         ref_avgpool_bwd(s[0], N, C, H, W, t);
+        acc_into(d[0], t, nx, c->acc);
+        free(t);
+        break;
+    }
+    case YC_OP_DROPOUT: {
+        double *t = dalloc(nx);
+        ref_dropout(s[0], nx, drop_ps[c->opt], DROP_SEED + (uint32_t)c->opt, t);
         acc_into(d[0], t, nx, c->acc);
         free(t);
         break;

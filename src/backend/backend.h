@@ -100,6 +100,12 @@ typedef enum yc_op_kind {
     YC_OP_AVGPOOL,
     /* Its backward: dx[h][w] = dy / (H*W).  src: dy (N,C,1,1);  dst: dx (N,C,H,W) [acc] */
     YC_OP_AVGPOOL_BWD,
+    /* Dropout (nn.Dropout(p) in training: Classify's): y = keep ? x * scale : 0, where element i
+     * (its row-major index in (N,C,H,W)) is dropped when yc_dropout_hash(seed, i) <
+     * threshold; with threshold = p * 2^32 and scale = 1 / (1 - p) (yc_dropout_params).  The same
+     * op with the same parameters is its own backward (dx = dy * keep * scale): both passes, and
+     * both backends, draw the same mask.  FP32 only.  src: x;  dst: y [acc] */
+    YC_OP_DROPOUT,
 
     /* The optimizer ops below work on flat ranges of the parameter arena: dense FP32 tensors of
      * equal element count N (usually (1,N,1,1)).  They update their dst tensors in place. */
@@ -158,10 +164,33 @@ typedef struct yc_op {
         struct { float lr, beta1, beta2, eps, wd, scale, max_norm; int step, decoupled; } adam;
         /* YC_OP_EMA */
         struct { float decay; } ema;
+        /* YC_OP_DROPOUT */
+        struct { uint32_t threshold, seed; float scale; } drop;
     } p;
     /* for profiles and messages (e.g. "model.3.conv"); may be NULL */
     const char *name;
 } yc_op;
+
+/* YC_OP_DROPOUT's hash of an element: a 32-bit mix (lowbias32, Chris Wellons' constants) of the
+ * element's index and then of the seed, the same on every backend (cl/kernels/elementwise.cl
+ * repeats it). */
+static inline uint32_t yc_dropout_hash(uint32_t seed, uint32_t index)
+{
+    uint32_t h = index;
+    for (int round = 0; round < 2; round++) {
+        h ^= h >> 16;
+        h *= 0x7feb352dU;
+        h ^= h >> 15;
+        h *= 0x846ca68bU;
+        h ^= h >> 16;
+        h ^= round ? 0 : seed * 0x9e3779b9U;
+    }
+    return h;
+}
+
+/* Sets op->p.drop for dropout probability p in [0, 1) and a seed: threshold = min(p * 2^32,
+ * 2^32 - 1) and scale = 1 / (1 - p) in float. */
+void yc_dropout_params(yc_op *op, double p, uint32_t seed);
 
 /* Name of an op kind ("conv2d", "bn_bwd", ...). */
 const char *yc_op_kind_name(yc_op_kind kind);

@@ -51,11 +51,20 @@ static const op_sig op_sigs[YC_OP_COUNT] = {
     [YC_OP_UPSAMPLE_BWD] = {"upsample_bwd", {"dy"}, {"dx"}, 0, 0, true},
     [YC_OP_AVGPOOL] = {"avgpool", {"x"}, {"y"}, 0, 0, false},
     [YC_OP_AVGPOOL_BWD] = {"avgpool_bwd", {"dy"}, {"dx"}, 0, 0, true},
+    [YC_OP_DROPOUT] = {"dropout", {"x"}, {"y"}, 0, 0, true},
     [YC_OP_SGD] = {"sgd", {"grad", "sumsq"}, {"w", "buf"}, 1u << 1, 0, false},
     [YC_OP_ADAM] = {"adam", {"grad", "sumsq"}, {"w", "m", "v"}, 1u << 1, 0, false},
     [YC_OP_EMA] = {"ema", {"x"}, {"e"}, 0, 0, false},
     [YC_OP_SUMSQ] = {"sumsq", {"x"}, {"s"}, 0, 0, true},
 };
+
+void yc_dropout_params(yc_op *op, double p, uint32_t seed)
+{
+    double t = p * 4294967296.0;
+    op->p.drop.threshold = t <= 0 ? 0 : t >= 4294967295.0 ? UINT32_MAX : (uint32_t)t;
+    op->p.drop.seed = seed;
+    op->p.drop.scale = (float)(1.0 / (1.0 - p));
+}
 
 const char *yc_op_kind_name(yc_op_kind kind)
 {
@@ -355,6 +364,16 @@ static int check_kind(const checker *ck)
         snprintf(why, sizeof why, "%s %s averaged over its height and width", fwd ? "x" : "dx",
                  shape_str(img, a, sizeof a));
         return expect_shape(ck, fwd ? "y" : "dy", fwd ? d[0] : s[0], img->n, img->c, 1, 1, why);
+    }
+    case YC_OP_DROPOUT: {
+        float sc = op->p.drop.scale;
+        if (!isfinite(sc) || sc < 1.0f)
+            return fail(ck, "invalid scale %g (1 / (1 - p): finite and >= 1)", (double)sc);
+        if ((size_t)s[0]->n * yc_tensor_image_elems(s[0]) > UINT32_MAX)
+            return fail(ck, "more than 2^32 elements (the mask's index is 32 bits)");
+        char a[64], why[128];
+        snprintf(why, sizeof why, "x %s", shape_str(s[0], a, sizeof a));
+        return expect_shape(ck, "y", d[0], s[0]->n, s[0]->c, s[0]->h, s[0]->w, why);
     }
     case YC_OP_SGD: {
         float lr = op->p.sgd.lr, mom = op->p.sgd.momentum, wd = op->p.sgd.wd, sc = op->p.sgd.scale;

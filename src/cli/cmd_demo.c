@@ -20,8 +20,8 @@ typedef struct demo_cli {
 #define T demo_cli
 static const yc_option rows[] = {
     YC_OPT_STRING(0, "task", "T", T, task,
-                  "detect (default: boxes), segment (polygon outlines) or classify (ImageFolder "
-                  "crops)"),
+                  "detect (default: boxes), segment (polygon outlines)\n"
+                  "or classify (ImageFolder crops)"),
     YC_OPT_INT(0, "seed", "N", T, seed, 0, 2147483647,
                "generator seed (default 0: the dataset `yolocl train` uses)"),
     YC_OPT_INT(0, "train", "N", T, n_train, 1, 1000000, "training images (default 320)"),

@@ -90,7 +90,7 @@ static const yc_option rows[] = {
                "classifier: cut a detection --cfg to layers 0..N-1,\n"
                "the last replaced by Classify (default 10)"),
     YC_OPT_FLOAT(0, "dropout", "P", T, o.dropout, 0, 1,
-                 "classifier: Classify's dropout (only 0, the default)"),
+                 "classifier: Classify's dropout probability, below 1\n(default 0)"),
     SAVED_NUM(YC_OPT_T_INT, 0, "patience", "N", "patience", 0, 1000000,
               "early stopping patience in epochs (default 100; 0 = off)"),
     {.type = YC_OPT_T_CALLBACK, .name = "freeze", .metavar = "N [M ...]", .key = "freeze",

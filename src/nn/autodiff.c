@@ -178,6 +178,12 @@ static int backward_node(yc_graph *g, const gnode *f)
         nd = yc_graph_node(YC_OP_AVGPOOL_BWD, f->name);
         nd.src[0] = val(gy);
         return x_needs ? emit_grad_op(g, &nd, x) : YC_OK;
+    case YC_OP_DROPOUT:
+        /* its own backward: the same op and parameters (so the same mask) on the gradient */
+        nd = yc_graph_node(YC_OP_DROPOUT, f->name);
+        nd.op.p = f->op.p;
+        nd.src[0] = val(gy);
+        return x_needs ? emit_grad_op(g, &nd, x) : YC_OK;
     case YC_OP_COPY:
         nd = yc_graph_node(YC_OP_COPY, f->name);
         nd.src[0] = val(gy);

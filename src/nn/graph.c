@@ -261,6 +261,13 @@ int yc_graph_forward(yc_graph *g)
     return status;
 }
 
+void yc_graph_set_dropout_seed(yc_graph *g, uint32_t seed)
+{
+    for (int i = 0; i < g->nn; i++)
+        if (g->nodes[i].op.kind == YC_OP_DROPOUT)
+            g->nodes[i].op.p.drop.seed = seed;
+}
+
 int yc_graph_backward(yc_graph *g)
 {
     if (g->mode != YC_GRAPH_TRAIN)

@@ -45,6 +45,9 @@ typedef struct yc_graph_options {
      * (detect --visualize, yc_graph_layer_output); otherwise its storage is reused after its
      * last reader */
     bool keep_layers;
+    /* Classify's dropout probability in [0, 1) (nn.Dropout(p); training graphs only: evaluation
+     * is the identity); 0: no dropout op */
+    double dropout;
 } yc_graph_options;
 
 /* Builds the schedule for a batch of `batch` images of h x w (multiples of the largest stride)
@@ -54,6 +57,10 @@ int yc_graph_new(yc_graph **out, yc_model *m, int batch, int h, int w, yc_graph_
 int yc_graph_new_opts(yc_graph **out, yc_model *m, int batch, int h, int w,
                       const yc_graph_options *opt);
 void yc_graph_free(yc_graph *g);
+
+/* Sets the seed of every YC_OP_DROPOUT of the graph (the forward op and its backward, which must
+ * draw the same mask): a training step sets a new one before its forward. */
+void yc_graph_set_dropout_seed(yc_graph *g, uint32_t seed);
 
 /* Device memory for activations: chunks (each at most the device's largest allocation) and the
  * op workspace, shared by the graphs placed in it (they never run at the same time: a training

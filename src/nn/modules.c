@@ -421,8 +421,10 @@ static int forward_detect(yc_graph *g, const char *prefix, const yc_layer_cfg *l
 /* x (N,c1,H,W) -> Conv (N,1280,H,W) -> pool (N,1280,1,1) -> Linear as a 1x1 convolution with bias
  * -> the logits (N,c2,1,1), the graph's one head.  Classify's BatchNorm keeps nn.BatchNorm2d's
  * defaults (eps 1e-5, momentum 0.1): YOLOv5 makes it after initialize_weights has set the others.
- * Dropout is the identity at YOLOv5's default p = 0.  Backward: the Conv's, and backward_node's
- * cases YC_OP_AVGPOOL and YC_OP_CONV2D (with bias). */
+ * Dropout (g->opt.dropout > 0 in a training graph) is YC_OP_DROPOUT on the pooled values, its
+ * seed set per step by yc_graph_set_dropout_seed; otherwise the identity (evaluation, and
+ * YOLOv5's default p = 0).  Backward: the Conv's, and backward_node's cases YC_OP_AVGPOOL,
+ * YC_OP_DROPOUT and YC_OP_CONV2D (with bias). */
 static int forward_classify(yc_graph *g, const char *prefix, int x, const yc_layer_cfg *l)
 {
     char sub[YC_NAME_MAX];
@@ -441,6 +443,26 @@ static int forward_classify(yc_graph *g, const char *prefix, int x, const yc_lay
     nd.dst[0] = val(pooled);
     if ((status = yc_graph_push_node(g, &nd)))
         return status;
+    if (g->mode == YC_GRAPH_TRAIN && g->opt.dropout > 0) {
+        if (!(g->opt.dropout < 1))
+            return yc_error_status(YC_EUSAGE, "dropout %g: must be in [0, 1)", g->opt.dropout);
+        if (g->act != YC_F32)
+            return yc_error_status(YC_EUNSUPPORTED, "Classify's dropout with FP16 activations is "
+                                   "not implemented: train without --half");
+        int dropped;
+        if ((status = yc_graph_new_value(g, &dropped, g->batch, YC_CLASSIFY_HIDDEN, 1, 1,
+                                         "%s.drop", prefix)))
+            return status;
+        g->v[dropped]->needs_grad = true;
+        nd = yc_graph_node(YC_OP_DROPOUT, prefix);
+        yc_graph_fmt_name(nd.name, sizeof nd.name, "%s.drop", prefix);
+        yc_dropout_params(&nd.op, g->opt.dropout, 0);
+        nd.src[0] = val(pooled);
+        nd.dst[0] = val(dropped);
+        if ((status = yc_graph_push_node(g, &nd)))
+            return status;
+        pooled = dropped;
+    }
 
     int w = find_param(g, "%s.linear.weight", prefix);
     int b = find_param(g, "%s.linear.bias", prefix);

@@ -47,6 +47,8 @@ typedef struct cls_run {
     yc_cls_reader rd;
     /* the training step for the full batch and for a smaller last one */
     yc_classify_step *step, *last_step;
+    /* training steps run so far: each draws its dropout mask from (seed, steps) */
+    uint32_t steps;
     char save_dir[2048], last[2300], best[2300], csv[2300];
 } cls_run;
 
@@ -165,7 +167,7 @@ static int open_run(cls_run *r)
     r->labels = yc_malloc((size_t)o->batch * sizeof *r->labels, "labels");
     if (!r->images || !r->labels)
         return YC_ENOMEM;
-    yc_graph_options go = {.mode = YC_GRAPH_TRAIN};
+    yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .dropout = o->dropout};
     int full = (int)(r->train.n < (size_t)o->batch ? r->train.n : (size_t)o->batch);
     return yc_classify_step_new(&r->step, r->m, full, o->imgsz, o->label_smoothing, &go);
 }
@@ -201,7 +203,7 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, yc_rng *rng, size
         yc_classify_step *s = r->step;
         if (b != r->step->batch) {
             if (!r->last_step) {
-                yc_graph_options go = {.mode = YC_GRAPH_TRAIN};
+                yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .dropout = o->dropout};
                 if ((st = yc_classify_step_new(&r->last_step, r->m, b, o->imgsz,
                                                o->label_smoothing, &go)))
                     break;
@@ -209,6 +211,7 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, yc_rng *rng, size
             s = r->last_step;
         }
         double loss = 0;
+        yc_graph_set_dropout_seed(s->g, yc_dropout_hash((uint32_t)o->seed, r->steps++));
         if ((st = load_batch(r, order + first, b, rng)) ||
             (st = yc_classify_step_run(s, r->images, r->labels, &loss)) ||
             (st = yc_optim_step(opt, CLS_MAX_NORM)) || (st = yc_model_zero_grad(r->m)) ||
@@ -225,10 +228,9 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, yc_rng *rng, size
 int yc_classify_train(const yc_train_opts *given, bool *interrupted)
 {
     *interrupted = false;
-    if (given->dropout != 0)
-        return yc_error_status(YC_EUNSUPPORTED, "--dropout %g: Classify's dropout is not "
-                               "implemented yet (only YOLOv5's default, 0): train without "
-                               "--dropout", given->dropout);
+    if (!(given->dropout >= 0 && given->dropout < 1))
+        return yc_error_status(YC_EUSAGE, "--dropout %g: the probability must be at least 0 and "
+                               "below 1", (double)given->dropout);
     /* without --data: the classification demo (demo.h), written on first use */
     yc_train_opts demo_opts = *given;
     const yc_train_opts *o = given;

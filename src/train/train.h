@@ -83,7 +83,7 @@ typedef struct yc_train_opts {
     bool no_overlap;
     /* classifiers (classify_train.h): --cutoff, the layer count a detection config is cut to
      * (ClassificationModel's cutoff; 0: YOLOv5's 10), and --dropout, Classify's dropout
-     * probability (only 0, YOLOv5's default, is implemented) */
+     * probability in [0, 1) (default 0, YOLOv5's) */
     int cutoff;
     float dropout;
     /* optional progress callback and its context */
