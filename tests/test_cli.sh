@@ -240,6 +240,8 @@ check 0 plan --cfg yolov5n-seg --img 64 --batch 2
 expect_output 'segmentation heads and Proto on the host (training)'
 check 2 train --data "$tmp/none.yaml" --cfg yolov5n-seg --mask-ratio 0
 expect_stderr '--mask-ratio'
+check 2 train --data "$tmp/none.yaml" --cfg yolov5n-seg --evolve 2
+expect_stderr '--evolve is not supported for segmentation models'
 check 2 val --data "$tmp/none.yaml" --cfg yolov5n-seg --weights "$tmp/none.safetensors" --augment
 expect_stderr 'none.safetensors is a segmentation model: it is validated on whole images without --tile, --val-full, --augment, --save-hybrid and --task study'
 check 1 val --data "$tmp/none.yaml" --cfg yolov5n-seg --weights "$tmp/none.safetensors"

@@ -339,6 +339,11 @@ int yc_cmd_train(int argc, char **argv)
             return yc_report_failure(st);
         return stopped ? 130 : YC_EXIT_OK;
     }
+    if (c.evolve > 0 && task == YC_TASK_SEGMENT) {
+        yc_dist_finalize();
+        return yc_usage_error(s.spec->cmd, "--evolve is not supported for segmentation models "
+                              "yet (evolve.csv has train.py's detection columns)");
+    }
     if (c.evolve > 0) {
         st = run_evolve(&c, &s);
         yc_dist_finalize();
