@@ -20,6 +20,7 @@
 #include "checkpoint.h"
 #include "demo.h"
 #include "log.h"
+#include "plots.h"
 #include "rundir.h"
 #include "safetensors.h"
 #include "train.h"
@@ -147,7 +148,8 @@ static float *read_all(const char *path, size_t *total)
  * of the last three epochs 15% below the first three's (measured FALL_MEASURED; a mask gradient
  * that does not reach Proto or the coefficients leaves it flat), every value finite; results.csv's header is
  * segment/train.py's, field for field, and it has a row of 20 numbers per epoch; the best and
- * last checkpoints are written, last stripped (epoch -1); opt.yaml has the mask options. */
+ * last checkpoints are written, last stripped (epoch -1); opt.yaml has the mask options; its
+ * results.png has the segmentation panels (YC_RESULTS_PLOT_SEG_W wide). */
 #define EPOCHS 16
 #define FALL_MEASURED "0.148 -> 0.114; 0.244 -> 0.132 with the demo's colours before its hues " \
                       "were drawn in another order"
@@ -222,6 +224,17 @@ START_TEST(seg_loss_falls_and_results_have_segment_columns)
     ck_assert_msg(last < 0.85 * first, "the mask loss did not fall: %g -> %g (measured "
                   FALL_MEASURED ")", first, last);
     free(csv);
+    /* results.png of a segmentation run: plot_results_with_masks' 2 x 8 panels, wider */
+    char png[1300];
+    snprintf(png, sizeof png, "%s/falls/results.png", tmpdir);
+    ck_assert_msg(yc_plot_results(path, png) == YC_OK, "%s", yc_last_error());
+    size_t plen = 0;
+    unsigned char *pb = (unsigned char *)yc_harness_read(png, &plen);
+    ck_assert(pb && plen > 24 && memcmp(pb + 1, "PNG", 3) == 0);
+    const unsigned pw = (unsigned)pb[16] << 24 | (unsigned)pb[17] << 16 | (unsigned)pb[18] << 8 |
+                        pb[19];
+    ck_assert_uint_eq(pw, YC_RESULTS_PLOT_SEG_W);
+    free(pb);
     yc_ckpt_meta meta;
     snprintf(path, sizeof path, "%s/falls/weights/last.safetensors", tmpdir);
     ck_assert_int_eq(yc_checkpoint_read_meta(path, &meta), YC_OK);

@@ -1542,8 +1542,7 @@ static int finish(trainer *t)
             st = validate(t, t->ema->ema, true, &res, NULL);
         }
     }
-    /* (a segmentation run's results.png, plot_results_with_masks' 2 x 8 grid, is not drawn) */
-    if (!st && !t->o.noplots && !t->seg) {
+    if (!st && !t->o.noplots) {
         char png[2400];
         snprintf(png, sizeof png, "%s/results.png", t->save_dir);
         st = yc_plot_results(t->csv, png);
