@@ -809,10 +809,9 @@ static int init_workers(val_state *s)
     return YC_OK;
 }
 
-/* val_batch{k}_labels.jpg and val_batch{k}_pred.jpg. */
-static int plot_batch(const yc_val_options *opt, const yc_batch *b, const yc_dataset *ds,
-                      const float *dets, const int *ndet, int max_det, const char *const *names,
-                      int nc, int k)
+int yc_val_plot_batch(const yc_val_options *opt, const yc_batch *b, const yc_dataset *ds,
+                      const float *dets, const int *ndet, int max_det, int max_plot,
+                      const char *const *names, int nc, int k)
 {
     int n = b->n < 16 ? b->n : 16;
     if (n < 1)
@@ -824,7 +823,7 @@ static int plot_batch(const yc_val_options *opt, const yc_batch *b, const yc_dat
                                 .w = b->w, .h = b->h, .path = ds->samples[b->sample[i]].image};
     size_t nbox = (size_t)b->nt;
     for (int i = 0; i < n; i++)
-        nbox += (size_t)ndet[i];
+        nbox += (size_t)(max_plot > 0 && ndet[i] > max_plot ? max_plot : ndet[i]);
     yc_plot_box *boxes = yc_malloc((nbox ? nbox : 1) * sizeof *boxes, "batch plot");
     if (!boxes)
         return YC_ENOMEM;
@@ -841,7 +840,7 @@ static int plot_batch(const yc_val_options *opt, const yc_batch *b, const yc_dat
     int st = yc_plot_batch(path, im, n, boxes, nb, names, nc);
     nb = 0;
     for (int i = 0; i < n && !st; i++)
-        for (int j = 0; j < ndet[i]; j++) {
+        for (int j = 0; j < ndet[i] && (max_plot <= 0 || j < max_plot); j++) {
             const float *d = dets + ((size_t)i * max_det + j) * 6;
             boxes[nb++] = (yc_plot_box){.image = i, .cls = (int)d[5],
                                         .cx = (d[0] + d[2]) / 2 / (float)b->w,
@@ -1218,7 +1217,7 @@ static int validate(val_state *s, yc_loader *loader, const yc_dataset *ds,
                 return st;
         }
         if (opt->plots && opt->save_dir && k < 3 &&
-            (st = plot_batch(opt, b, ds, s->dets, s->ndet, np.max_det, names, nc, k)))
+            (st = yc_val_plot_batch(opt, b, ds, s->dets, s->ndet, np.max_det, 0, names, nc, k)))
             return st;
     }
 

@@ -232,6 +232,15 @@ int yc_val_targets_to_original(const float *targets, int nt, int image, int batc
 void yc_format_txt_line(char *buf, size_t len, const float *xyxy, float conf, int cls, int w0,
                         int h0, bool save_conf);
 
+/* val_batch{k}_labels.jpg and val_batch{k}_pred.jpg in opt->save_dir (val.py's plot_images of
+ * the first 16 images of batch k): the batch's targets, and the detections of each image i
+ * (ndet[i] rows (x1, y1, x2, y2, conf, cls) in the batch image's pixels at dets + i * max_det * 6),
+ * at most max_plot of them per image (<= 0: all; segment/val.py's output_to_target(max_det=15)
+ * plots 15). */
+int yc_val_plot_batch(const yc_val_options *opt, const yc_batch *b, const yc_dataset *ds,
+                      const float *dets, const int *ndet, int max_det, int max_plot,
+                      const char *const *names, int nc, int k);
+
 /* Python's Path(path).stem: the last component without its last suffix ("a/b.tar.gz" ->
  * "b.tar"; a leading dot is not a suffix), into buf. */
 void yc_path_stem(const char *path, char *buf, size_t len);

@@ -12,6 +12,9 @@
 #include "nms.h"
 #include "util.h"
 
+/* Detections per image in the val_batch*_pred.jpg mosaics (output_to_target(preds, max_det=15)) */
+#define PLOT_DETS 15
+
 /* Everything yc_validate_seg allocates. */
 typedef struct seg_state {
     yc_model *m;
@@ -37,6 +40,10 @@ typedef struct seg_state {
     float *gt, *iou;
     size_t gt_cap, iou_cap;
     uint16_t *correct;
+    /* the first batches' detections for val_batch*_pred.jpg: PLOT_DETS a image, and counts */
+    float *pdets;
+    int *pndet;
+    int pimages;
     yc_seg_loss_ctx *loss;
     yc_val_sink *sink;
     yc_val_stats mstats;
@@ -59,6 +66,8 @@ static void seg_state_free(seg_state *s)
     free(s->gt);
     free(s->iou);
     free(s->correct);
+    free(s->pdets);
+    free(s->pndet);
     yc_seg_loss_free(s->loss);
     yc_val_sink_free(s->sink);
     if (s->have_mstats)
@@ -329,6 +338,18 @@ static int validate(seg_state *s, yc_loader *loader, const yc_dataset *ds,
             s->labels = l;
             s->labels_cap = b->nt;
         }
+        const bool plot = opt->plots && opt->save_dir && b->index < 3;
+        if (plot && b->n > s->pimages) {
+            float *d = yc_realloc(s->pdets, (size_t)b->n * PLOT_DETS * 6 * sizeof *d, "plots");
+            if (!d)
+                return YC_ENOMEM;
+            s->pdets = d;
+            int *c = yc_realloc(s->pndet, (size_t)b->n * sizeof *c, "plots");
+            if (!c)
+                return YC_ENOMEM;
+            s->pndet = c;
+            s->pimages = b->n;
+        }
         for (int i = 0; i < b->n; i++) {
             int nd = 0;
             double t0 = yc_now();
@@ -337,7 +358,15 @@ static int validate(seg_state *s, yc_loader *loader, const yc_dataset *ds,
             t_nms += yc_now() - t0;
             if ((st = image_stats(s, b, ds, opt, i, nd, mode)))
                 return st;
+            if (plot) {
+                s->pndet[i] = nd < PLOT_DETS ? nd : PLOT_DETS;
+                memcpy(s->pdets + (size_t)i * PLOT_DETS * 6, s->dets,
+                       (size_t)s->pndet[i] * 6 * sizeof(float));
+            }
         }
+        if (plot && (st = yc_val_plot_batch(opt, b, ds, s->pdets, s->pndet, PLOT_DETS, 0,
+                                            names, nc, b->index)))
+            return st;
     }
 
     /* box and mask metrics, both computed only when some mask is correct (stats[0].any()) */

@@ -27,8 +27,9 @@
  * Differences from segment/val.py, all in what is saved, none in the numbers: the JSON has the
  * boxes without the RLE "segmentation" of each mask (pycocotools' encoder is not reproduced); the
  * curves are those of the boxes under detection's names (PR_curve.png, ...), without the Mask*
- * curves; no val_batch*_labels/_pred.jpg mosaics are drawn for segmentation models; test-time
- * augmentation (augment) and save_hybrid are refused. */
+ * curves; the val_batch{0,1,2}_labels/_pred.jpg mosaics (15 detections an image, as
+ * segment/val.py) have the boxes without the masks; test-time augmentation (augment) and
+ * save_hybrid are refused. */
 #ifndef YC_VAL_SEG_H
 #define YC_VAL_SEG_H
 
