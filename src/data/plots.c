@@ -488,10 +488,19 @@ static void gaussian_smooth(const double *y, double *out, int n, double sigma)
 
 int yc_plot_results(const char *csv_path, const char *out_path)
 {
-    static const char *const cols[10] = {
+    static const char *const det_cols[10] = {
         "train/box_loss", "train/obj_loss", "train/cls_loss", "metrics/precision",
         "metrics/recall", "val/box_loss",   "val/obj_loss",   "val/cls_loss",
         "metrics/mAP_0.5", "metrics/mAP_0.5:0.95",
+    };
+    /* plot_results_with_masks' panels: results.csv's columns 1-6, 9, 10, 13-16, 7, 8, 11, 12 */
+    static const char *const seg_cols[16] = {
+        "train/box_loss",       "train/seg_loss",       "train/obj_loss",
+        "train/cls_loss",       "metrics/precision(B)", "metrics/recall(B)",
+        "metrics/precision(M)", "metrics/recall(M)",    "val/box_loss",
+        "val/seg_loss",         "val/obj_loss",         "val/cls_loss",
+        "metrics/mAP_0.5(B)",   "metrics/mAP_0.5:0.95(B)", "metrics/mAP_0.5(M)",
+        "metrics/mAP_0.5:0.95(M)",
     };
     yc_results r;
     int st = yc_results_read(csv_path, &r);
@@ -501,8 +510,12 @@ int yc_plot_results(const char *csv_path, const char *out_path)
         yc_results_free(&r);
         return yc_error_status(YC_EFORMAT, "%s: no epochs (only a header line)", csv_path);
     }
-    int idx[10];
-    for (int k = 0; k < 10; k++) {
+    /* a segmentation run's file (segment/train.py's columns): 2 x 8 panels, else 2 x 5 */
+    const bool seg = yc_results_column(&r, "train/seg_loss") >= 0;
+    const char *const *cols = seg ? seg_cols : det_cols;
+    const int npanels = seg ? 16 : 10, per_row = npanels / 2;
+    int idx[16];
+    for (int k = 0; k < npanels; k++) {
         idx[k] = yc_results_column(&r, cols[k]);
         if (idx[k] < 0) {
             yc_results_free(&r);
@@ -521,17 +534,19 @@ int yc_plot_results(const char *csv_path, const char *out_path)
     }
     double *y = x + n, *sm = y + n, *px = sm + n;
     yc_canvas c;
-    st = yc_canvas_init(&c, YC_RESULTS_PLOT_W, YC_RESULTS_PLOT_H, WHITE);
+    st = yc_canvas_init(&c, seg ? YC_RESULTS_PLOT_SEG_W : YC_RESULTS_PLOT_W, YC_RESULTS_PLOT_H,
+                        WHITE);
     if (st) {
         free(x);
         yc_results_free(&r);
         return yc_error_context(st, "%s", out_path);
     }
     const yc_rgb line_col = tab10(0), smooth_col = tab10(1);
-    const int cw = YC_RESULTS_PLOT_W / 5, ch = YC_RESULTS_PLOT_H / 2;
+    const int cw = (seg ? YC_RESULTS_PLOT_SEG_W : YC_RESULTS_PLOT_W) / per_row;
+    const int ch = YC_RESULTS_PLOT_H / 2;
     for (int i = 0; i < n; i++)
         x[i] = r.values[(size_t)i * r.n_cols + ex];
-    for (int k = 0; k < 10; k++) {
+    for (int k = 0; k < npanels; k++) {
         double ylo = INFINITY, yhi = -INFINITY, xlo = INFINITY, xhi = -INFINITY;
         for (int i = 0; i < n; i++) {
             y[i] = r.values[(size_t)i * r.n_cols + idx[k]];
@@ -543,7 +558,8 @@ int yc_plot_results(const char *csv_path, const char *out_path)
             }
         }
         gaussian_smooth(y, sm, n, 3.0);
-        panel p = {(k % 5) * cw + 95, (k / 5) * ch + 50, cw - 120, ch - 100, 0, 1, 0, 1};
+        panel p = {(k % per_row) * cw + 95, (k / per_row) * ch + 50, cw - 120, ch - 100, 0, 1, 0,
+                   1};
         auto_range(xlo, xhi, &p.x0, &p.x1);
         auto_range(ylo, yhi, &p.y0, &p.y1);
         draw_axes(&c, &p, cols[k], NULL, NULL, 2);

@@ -57,8 +57,12 @@ int yc_plot_labels(const char *out_path, const float *labels, int n, const char 
 /* YOLOv5's plot_results: a 2 x 5 grid (train box/obj/cls loss, precision, recall; val box/obj/cls
  * loss, mAP@0.5, mAP@0.5:0.95) against epoch, each with its points and a Gaussian-smoothed dotted
  * line (sigma 3, as gaussian_filter1d).  Columns are found by name.  The image is
- * YC_RESULTS_PLOT_W x YC_RESULTS_PLOT_H. */
+ * YC_RESULTS_PLOT_W x YC_RESULTS_PLOT_H.  A segmentation run's file (a train/seg_loss column)
+ * gets plot_results_with_masks' 2 x 8 panels instead (train box/seg/obj/cls loss, box and mask
+ * precision and recall; val box/seg/obj/cls loss, box and mask mAP@0.5 and mAP@0.5:0.95), drawn
+ * as the others, YC_RESULTS_PLOT_SEG_W wide. */
 #define YC_RESULTS_PLOT_W 2000
+#define YC_RESULTS_PLOT_SEG_W 3200
 #define YC_RESULTS_PLOT_H 1000
 int yc_plot_results(const char *csv_path, const char *out_path);
 

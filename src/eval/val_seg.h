@@ -6,7 +6,9 @@
  *   inference   eval forward; the heads and Proto's output read back; each image's rows decoded
  *               with their nm raw mask coefficients (yc_detect_decode_nm), on the host;
  *   val loss    with loss parameters: yc_seg_loss_compute on the raw heads, Proto and the batch's
- *               overlap masks (box, seg, obj, cls summed over batches, divided by their number);
+ *               masks (overlap maps, or one per target without opt->mask_overlap, as
+ *               ComputeLoss(overlap=...)) (box, seg, obj, cls summed over batches, divided by
+ *               their number);
  *   NMS         non_max_suppression(..., nm) as val.py (multi-label, agnostic with single_cls),
  *               each detection keeping its row's coefficients (yc_nms_src);
  *   masks       process_mask (YC_MASK_PROTO: at the prototypes' size, cropped to the box), or
@@ -37,7 +39,8 @@
 
 /* yc_validate for a model with a Segment head (m->nm > 0), as described above; called by
  * yc_validate, whose arguments and result it takes.  lp: loss parameters with lp->nm = m->nm
- * (yc_seg_step_loss_params), or NULL; the loss needs overlap masks (opt->mask_overlap).
+ * (yc_seg_step_loss_params), or NULL; the loss reads the masks in the format opt->mask_overlap
+ * says.
  * YC_EUSAGE when the batches have no masks or options it cannot honour are set. */
 int yc_validate_seg(yc_model *m, yc_loader *loader, const yc_dataset *ds,
                     const char *const *names, const yc_val_options *opt,
