@@ -330,6 +330,22 @@ mut nan_gradients src/nn/step.c "test_golden test_cl test_golden_ref test_cl_ref
     $'    return yc_graph_backward(s->g);\n}' \
     $'    return yc_graph_backward(s->g) ? YC_ERR\n                                   : m->be->iface->buffer_memset(m->be, m->grad_buf, 0, 0xff,\n                                                                 m->param_elems * sizeof(float));\n}'
 
+# the segmentation loss (src/nn/loss_seg.c): without overlap, a target's mask read from its
+# image's slot instead of its own row's; a micro-batch's share of the mask loss counted against
+# its own batch instead of the whole batch
+mut seg_nooverlap_wrong_mask src/nn/loss_seg.c "test_segment" \
+    'const float *me = per_target ? mk + (size_t)s->t[e] * hw : mb;' \
+    'const float *me = per_target ? mk + (size_t)b * hw : mb;'
+mut seg_part_share src/nn/loss_seg.c "test_segment" \
+    'const double whole = part ? (double)part->batch : bs;' \
+    'const double whole = bs;'
+
+# --resume (src/train/train.c): a checkpoint of an interruption inside the first epoch (last
+# completed epoch -1, a batch to continue from) taken for a finished run's
+mut resume_first_epoch_refused src/train/train.c "test_seg_train" \
+    'if (meta.epoch == -1 && meta.next_batch == 0) {' \
+    'if (meta.epoch == -1) {'
+
 # data-parallel training (src/train/train.c): an interruption inside an accumulation cycle saves
 # rank 0's gradients alone; a resumed rank other than 0 keeps the saved sum (counted twice); the
 # ranks of a machine each take all its cores

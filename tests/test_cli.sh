@@ -236,10 +236,12 @@ check 0 info --cfg yolov5n-seg
 expect_output 'YOLOv5n-seg summary: 225 layers, 1991549 parameters, 1991549 gradients, 7.2 GFLOPs'
 expect_output_re '^ 24 +\[17, 20, 23\] +1 +234397  models.yolo.Segment +\[80, .*, 32, 64, \[64, 128, 256\]\]'
 expect_output 'masks: 32 prototypes at stride 4'
-check 2 plan --cfg yolov5n-seg
-expect_stderr 'YOLOv5n-seg is a segmentation model: yolocl plan works on detection models'
-check 2 train --data "$tmp/none.yaml" --cfg yolov5n-seg
-expect_stderr 'YOLOv5n-seg is a segmentation model: yolocl train works on detection models'
+check 0 plan --cfg yolov5n-seg --img 64 --batch 2
+expect_output 'segmentation heads and Proto on the host (training)'
+check 2 train --data "$tmp/none.yaml" --cfg yolov5n-seg --mask-ratio 0
+expect_stderr '--mask-ratio'
+check 2 train --data "$tmp/none.yaml" --cfg yolov5n-seg --evolve 2
+expect_stderr '--evolve is not supported for segmentation models'
 check 2 val --data "$tmp/none.yaml" --cfg yolov5n-seg --weights "$tmp/none.safetensors" --augment
 expect_stderr 'none.safetensors is a segmentation model: it is validated on whole images without --tile, --val-full, --augment, --save-hybrid and --task study'
 check 1 val --data "$tmp/none.yaml" --cfg yolov5n-seg --weights "$tmp/none.safetensors"

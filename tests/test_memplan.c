@@ -327,6 +327,71 @@ static size_t item_bytes(const yc_mem_report *r, const char *what)
     return 0;
 }
 
+/* A segmentation model (yolov5n-seg) counts what its run adds to a detection run's: the Proto
+ * output (in the activation arena), the host copies of its heads and Proto and of their
+ * gradients (its training step's), the masks in the training and validation loaders' batches at
+ * 1/mask_ratio of the image size (one map per image with overlap, masks_per_image without), and
+ * the mask loss's scratch; the items still add up to the peak, and a detection model of the same
+ * width counts none of them. */
+START_TEST(segmentation_counts_masks_and_proto)
+{
+    char path[1024];
+    yc_model_cfg *cfg = NULL;
+    yc_model *sm = NULL;
+    ck_assert(yc_model_cfg_find("yolov5n-seg", path, sizeof path) == YC_OK);
+    ck_assert_msg(yc_model_cfg_load(&cfg, path, 0) == YC_OK, "%s", yc_last_error());
+    ck_assert_msg(yc_model_new(&sm, cfg) == YC_OK, "%s", yc_last_error());
+    sm->be = be;
+    yc_run_shape rs = shape(BATCH);
+    rs.m = sm;
+    rs.val_batch = 2 * BATCH;
+    yc_mem_report r;
+    ck_assert_msg(yc_memplan(&rs, &r) == YC_OK, "%s", yc_last_error());
+    size_t sum = 0;
+    for (int i = 0; i < r.nitems; i++)
+        sum += r.items[i].bytes;
+    ck_assert_uint_eq(sum, r.peak_bytes);
+    /* heads: 3 levels of na * no channels, Proto nm at a quarter of the image */
+    size_t heads = 0;
+    for (int l = 0; l < 3; l++) {
+        size_t g = (size_t)IMG / (8u << l);
+        heads += (size_t)BATCH * (size_t)(sm->na * sm->no) * g * g;
+    }
+    const size_t q = IMG / 4, proto = (size_t)BATCH * (size_t)sm->nm * q * q;
+    ck_assert_uint_eq(item_bytes(&r, "segmentation heads and Proto on the host (training)"),
+                      2 * (heads + proto) * sizeof(float));
+    /* 2 workers + 1 slots of BATCH maps of (128 / 4)^2 floats; validation's 2 slots at 160 */
+    ck_assert_uint_eq(item_bytes(&r, "training loader masks"), 3 * BATCH * q * q * sizeof(float));
+    const size_t qv = (IMG + 32) / 4;
+    ck_assert_uint_eq(item_bytes(&r, "validation loader masks"),
+                      2 * 2 * BATCH * qv * qv * sizeof(float));
+    ck_assert_uint_gt(item_bytes(&r, "segmentation loss scratch"),
+                      (size_t)sm->nm * q * q * sizeof(double));
+    /* Proto's output is in the training graph's plan */
+    bool proto_block = false;
+    for (int i = 0; i < r.train_plan.nblocks; i++)
+        proto_block |= r.train_plan.blocks[i].name &&
+                       strstr(r.train_plan.blocks[i].name, "proto.cv3") != NULL;
+    ck_assert_msg(proto_block, "no Proto block in the training plan");
+    yc_mem_report_free(&r);
+    /* without overlap, a mask per target; mask ratio 2 quadruples them */
+    rs.masks_per_image = 5;
+    rs.mask_ratio = 2;
+    ck_assert_msg(yc_memplan(&rs, &r) == YC_OK, "%s", yc_last_error());
+    ck_assert_uint_eq(item_bytes(&r, "training loader masks"),
+                      3 * BATCH * 5 * 4 * q * q * sizeof(float));
+    yc_mem_report_free(&r);
+    /* a detection model counts none of it */
+    rs = shape(BATCH);
+    ck_assert_msg(yc_memplan(&rs, &r) == YC_OK, "%s", yc_last_error());
+    ck_assert_uint_eq(item_bytes(&r, "training loader masks"), 0);
+    ck_assert_uint_eq(item_bytes(&r, "segmentation heads and Proto on the host (training)"), 0);
+    yc_mem_report_free(&r);
+    sm->be = NULL;
+    yc_model_free(sm);
+}
+END_TEST
+
 /* Tiled training (issue 7): with tiles of 640 the loader buffers no longer grow with the largest
  * image: each thread counts a reader (a 4096 x 4096 image decoded whole, twice, and a band of 640
  * rows of the widest image plus a window) and the windows of its batch plus one. */
@@ -418,6 +483,7 @@ static Suite *suite(void)
     tcase_add_test(tc, report_items_add_up);
     tcase_add_test(tc, fp16_by_default_on_opencl_only);
     tcase_add_test(tc, tiles_bound_the_loader_buffers);
+    tcase_add_test(tc, segmentation_counts_masks_and_proto);
     tcase_add_test(tc, cache_and_costly_images_are_named_by_the_fit);
     suite_add_tcase(s, tc);
     return s;

@@ -265,8 +265,8 @@ START_TEST(results_seg_plot)
     ck_assert_msg(yc_plot_results_seg(csv, png) == YC_OK, "%s", yc_last_error());
     int w, h;
     uint8_t *rgb = decode(png, &w, &h);
-    ck_assert_int_eq(w, YC_RESULTS_SEG_PLOT_W);
-    ck_assert_int_eq(h, YC_RESULTS_SEG_PLOT_H);
+    ck_assert_int_eq(w, YC_RESULTS_PLOT_SEG_W);
+    ck_assert_int_eq(h, YC_RESULTS_PLOT_SEG_H);
     /* the red best markers: one a panel and one in the legend */
     size_t red = 0;
     for (size_t k = 0; k < (size_t)w * h; k++)

@@ -127,7 +127,8 @@ static const yc_option rows[] = {
     SAVED(YC_OPT_T_BOOL, 0, "val-full", NULL, "val_full",
           "with tiles: validate whole images, detected by slices\n"
           "merged as detect --slice (default: per tile)"),
-    SAVED(YC_OPT_T_STRING, 0, "project", "DIR", "project", "save to DIR/NAME (default runs/train)"),
+    SAVED(YC_OPT_T_STRING, 0, "project", "DIR", "project",
+          "save to DIR/NAME (default runs/train; segmentation\nmodels runs/train-seg)"),
     SAVED(YC_OPT_T_STRING, 0, "name", "NAME", "name",
           "run name (default exp; exp2, exp3... when taken)"),
     SAVED(YC_OPT_T_BOOL, 0, "exist-ok", NULL, "exist_ok", "reuse an existing DIR/NAME"),
@@ -139,6 +140,11 @@ static const yc_option rows[] = {
     SAVED(YC_OPT_T_PIXELS, 0, "max-pixels", "N|WxH", "max_pixels",
           "most pixels one image read may decode (default 2^30);\n"
           "larger images are skipped: train them with --tile"),
+    SAVED_NUM(YC_OPT_T_INT, 0, "mask-ratio", "N", "mask_ratio", 1, 64,
+              "segmentation models: masks at 1/N of the image size\n(default 4)"),
+    SAVED(YC_OPT_T_BOOL, 0, "no-overlap", NULL, "no_overlap",
+          "segmentation models: one mask per object instead of one\n"
+          "index map per image (slower, slightly higher mAP)"),
     {.type = YC_OPT_T_CALLBACK, .name = "evolve", .metavar = "[N]", .flags = YC_OPT_OPTIONAL_ARG,
      .fn = evolve,
      .help = "evolve the hyperparameters for N generations (bare: 300),\n"
@@ -152,8 +158,9 @@ static const yc_option rows[] = {
 static const yc_command_options spec = {
     .cmd = "train",
     .head = "Usage: yolocl train [--data D.yaml] [--cfg MODEL] [--weights W] [OPTION]...\n"
-            "Train a YOLOv5 model as Ultralytics' train.py does.  With no --data, train yolov5n on\n"
-            "the built-in demo dataset (20 epochs at 320; a few minutes on a laptop).\n"
+            "Train a YOLOv5 model as Ultralytics' train.py does (a segmentation model, --cfg\n"
+            "yolov5n-seg ..., as segment/train.py does).  With no --data, train yolov5n on the\n"
+            "built-in demo dataset (20 epochs at 320; a few minutes on a laptop).\n"
             "\n",
     .rows = rows,
     .help_col = 27,
@@ -262,8 +269,7 @@ static int finish_options(train_cli *c, const yc_opt_state *s)
 /* The task of the model --cfg names, or of --weights given alone (YC_TASK_DETECT when there is
  * none or it does not load:
  * train reports a bad config itself).  A classifier's run takes classify/train.py's defaults for
- * the options not given; a segmentation model is refused here, before the dataset is read and a
- * run directory made (with the error set). */
+ * the options not given, a segmentation model's segment/train.py's (--project runs/train-seg). */
 static yc_task cfg_task(train_cli *c, const yc_opt_state *s)
 {
     yc_train_opts *o = &c->o;
@@ -274,8 +280,7 @@ static yc_task cfg_task(train_cli *c, const yc_opt_state *s)
         /* --weights alone: a classifier's weights train a classifier (a .pt of classify/train.py
          * has no config: the state dict's shapes tell) */
         task = yc_cli_model_task(o->weights, NULL, "yolocl train");
-        if (task == YC_TASK_SEGMENT)
-            return task;
+        yc_error_clear(); /* its message for a segmentation model: train takes them */
     } else if (c->resume || !o->cfg || !o->cfg[0] || yc_model_cfg_find(o->cfg, path, sizeof path) ||
                yc_model_cfg_load(&cfg, path, 0)) {
         yc_error_clear();
@@ -286,9 +291,9 @@ static yc_task cfg_task(train_cli *c, const yc_opt_state *s)
     /* --cutoff makes a classifier of a detection config, as classify/train.py does */
     if (task == YC_TASK_DETECT && yc_opt_given(s, "cutoff"))
         task = YC_TASK_CLASSIFY;
-    if (task == YC_TASK_SEGMENT)
-        yc_model_cfg_require_detection(cfg, "yolocl train");
     yc_model_cfg_free(cfg);
+    if (task == YC_TASK_SEGMENT && !yc_opt_given(s, "project"))
+        o->project = "runs/train-seg";
     if (task == YC_TASK_CLASSIFY) {
         if (!yc_opt_given(s, "imgsz"))
             o->imgsz = o->data && o->data[0] ? YC_CLS_IMGSZ : YC_CLS_DEMO_IMGSZ;
@@ -311,8 +316,6 @@ int yc_cmd_train(int argc, char **argv)
     if ((st = finish_options(&c, &s)))
         return st;
     yc_task task = cfg_task(&c, &s);
-    if (task == YC_TASK_SEGMENT)
-        return yc_report_failure(YC_EUSAGE);
     if (task != YC_TASK_CLASSIFY && (yc_opt_given(&s, "cutoff") || yc_opt_given(&s, "dropout")))
         return yc_usage_error(s.spec->cmd, "--cutoff and --dropout apply to classifiers (a -cls "
                               "--cfg, or --cutoff with a detection --cfg)");
@@ -335,6 +338,11 @@ int yc_cmd_train(int argc, char **argv)
         if ((st = yc_classify_train(&c.o, &stopped)))
             return yc_report_failure(st);
         return stopped ? 130 : YC_EXIT_OK;
+    }
+    if (c.evolve > 0 && task == YC_TASK_SEGMENT) {
+        yc_dist_finalize();
+        return yc_usage_error(s.spec->cmd, "--evolve is not supported for segmentation models "
+                              "yet (evolve.csv has train.py's detection columns)");
     }
     if (c.evolve > 0) {
         st = run_evolve(&c, &s);

@@ -619,6 +619,11 @@ int yc_plot_results(const char *csv_path, const char *out_path)
     int st = yc_results_read(csv_path, &r);
     if (st)
         return st;
+    /* a segmentation run's file (segment/train.py's columns): plot_results_with_masks */
+    if (yc_results_column(&r, "train/seg_loss") >= 0) {
+        yc_results_free(&r);
+        return yc_plot_results_seg(csv_path, out_path);
+    }
     if (r.n_rows < 1) {
         yc_results_free(&r);
         return yc_error_status(YC_EFORMAT, "%s: no epochs (only a header line)", csv_path);
@@ -765,14 +770,14 @@ int yc_plot_results_seg(const char *csv_path, const char *out_path)
     }
     double *y = x + n, *px = y + n;
     yc_canvas c;
-    st = yc_canvas_init(&c, YC_RESULTS_SEG_PLOT_W, YC_RESULTS_SEG_PLOT_H, WHITE);
+    st = yc_canvas_init(&c, YC_RESULTS_PLOT_SEG_W, YC_RESULTS_PLOT_SEG_H, WHITE);
     if (st) {
         free(x);
         yc_results_free(&r);
         return yc_error_context(st, "%s", out_path);
     }
     const yc_rgb line_col = tab10(0), best_col = {255, 0, 0};
-    const int cw = YC_RESULTS_SEG_PLOT_W / 8, ch = YC_RESULTS_SEG_PLOT_H / 2;
+    const int cw = YC_RESULTS_PLOT_SEG_W / 8, ch = YC_RESULTS_PLOT_SEG_H / 2;
     for (int i = 0; i < n; i++)
         x[i] = r.values[(size_t)i * r.n_cols + ex];
     for (int k = 0; k < 16; k++) {

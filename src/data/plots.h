@@ -92,7 +92,8 @@ int yc_plot_labels(const char *out_path, const float *labels, int n, const char 
 /* YOLOv5's plot_results: a 2 x 5 grid (train box/obj/cls loss, precision, recall; val box/obj/cls
  * loss, mAP@0.5, mAP@0.5:0.95) against epoch, each with its points and a Gaussian-smoothed dotted
  * line (sigma 3, as gaussian_filter1d).  Columns are found by name.  The image is
- * YC_RESULTS_PLOT_W x YC_RESULTS_PLOT_H. */
+ * YC_RESULTS_PLOT_W x YC_RESULTS_PLOT_H.  A segmentation run's file (a train/seg_loss column)
+ * is drawn by yc_plot_results_seg instead, as segment/train.py does. */
 #define YC_RESULTS_PLOT_W 2000
 #define YC_RESULTS_PLOT_H 1000
 int yc_plot_results(const char *csv_path, const char *out_path);
@@ -104,10 +105,10 @@ int yc_plot_results(const char *csv_path, const char *out_path);
  * maximum of 0.9 mAP50-95(B) + 0.1 mAP50(B) + 0.9 mAP50-95(M) + 0.1 mAP50(M), drawn at x = its
  * row index as YOLOv5 does) and a title of the column name over the best row's value rounded to
  * 5 decimals; the legend ("results", "best:N") on the second panel.  Columns are found by name;
- * YC_EFORMAT when one is missing.  The image is YC_RESULTS_SEG_PLOT_W x YC_RESULTS_SEG_PLOT_H
+ * YC_EFORMAT when one is missing.  The image is YC_RESULTS_PLOT_SEG_W x YC_RESULTS_PLOT_SEG_H
  * (figsize 18 x 6 at dpi 200). */
-#define YC_RESULTS_SEG_PLOT_W 3600
-#define YC_RESULTS_SEG_PLOT_H 1200
+#define YC_RESULTS_PLOT_SEG_W 3600
+#define YC_RESULTS_PLOT_SEG_H 1200
 int yc_plot_results_seg(const char *csv_path, const char *out_path);
 
 /* A family of curves on a shared x axis (PR, F1, P and R curves of val). */

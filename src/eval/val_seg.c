@@ -184,8 +184,9 @@ static int detect_image(seg_state *s, int i, const yc_nms_params *np, int *nd)
     return st;
 }
 
-/* The validation loss of the batch (box, seg, obj, cls added to loss[0..3]). */
-static int batch_loss(seg_state *s, const yc_batch *b, double loss[4])
+/* The validation loss of the batch (box, seg, obj, cls added to loss[0..3]); its masks are
+ * overlap maps, or one per target without overlap (loss_seg.h). */
+static int batch_loss(seg_state *s, const yc_batch *b, bool overlap, double loss[4])
 {
     yc_model *m = s->m;
     yc_loss_head lh[YC_MAX_LEVELS];
@@ -195,7 +196,7 @@ static int batch_loss(seg_state *s, const yc_batch *b, double loss[4])
                                .img_stride = yc_tensor_image_elems(t)};
     }
     yc_seg_proto pr = {.p = s->proto, .grad = NULL, .h = s->ph, .w = s->pw};
-    yc_seg_masks mk = {.m = b->masks, .h = b->mask_h, .w = b->mask_w};
+    yc_seg_masks mk = {.m = b->masks, .h = b->mask_h, .w = b->mask_w, .per_target = !overlap};
     yc_seg_loss_result lr;
     int st = yc_seg_loss_compute(s->loss, b->n, lh, &pr, b->targets, b->nt, &mk, &lr);
     if (st)
@@ -389,10 +390,10 @@ static int validate(seg_state *s, yc_loader *loader, const yc_dataset *ds,
     if (opt->augment || opt->save_hybrid)
         return yc_error_status(YC_EUSAGE, "segmentation models are validated without "
                                "--augment and --save-hybrid");
-    if (lp && (lp->nm != m->nm || !opt->mask_overlap))
+    if (lp && lp->nm != m->nm)
         return yc_error_status(YC_EUSAGE, "the validation loss of a segmentation model needs "
-                               "its loss parameters with nm = %d (yc_seg_step_loss_params) and "
-                               "overlap masks", m->nm);
+                               "its loss parameters with nm = %d (yc_seg_step_loss_params)",
+                               m->nm);
     if ((st = yc_val_sink_new(&s->sink, nc, opt)) || (st = yc_val_stats_init(&s->mstats, nc)))
         return st;
     s->have_mstats = true;
@@ -438,7 +439,7 @@ static int validate(seg_state *s, yc_loader *loader, const yc_dataset *ds,
                                    "polygon labels, loaded with masks)");
         if ((st = forward(s, opt, b, &t_pre, &t_inf)))
             return st;
-        if (s->loss && (st = batch_loss(s, b, loss)))
+        if (s->loss && (st = batch_loss(s, b, opt->mask_overlap, loss)))
             return st;
         if (b->nt > s->labels_cap) {
             float *l = yc_realloc(s->labels, (size_t)b->nt * 5 * sizeof *l, "labels");

@@ -6,7 +6,9 @@
  *   inference   eval forward; the heads and Proto's output read back; each image's rows decoded
  *               with their nm raw mask coefficients (yc_detect_decode_nm), on the host;
  *   val loss    with loss parameters: yc_seg_loss_compute on the raw heads, Proto and the batch's
- *               overlap masks (box, seg, obj, cls summed over batches, divided by their number);
+ *               masks (overlap maps, or one per target without opt->mask_overlap, as
+ *               ComputeLoss(overlap=...)) (box, seg, obj, cls summed over batches, divided by
+ *               their number);
  *   NMS         non_max_suppression(..., nm) as val.py (multi-label, agnostic with single_cls),
  *               each detection keeping its row's coefficients (yc_nms_src);
  *   masks       process_mask (YC_MASK_PROTO: at the prototypes' size, cropped to the box), or
@@ -22,12 +24,21 @@
  *   Class Images Instances Box(P R mAP50 mAP50-95) Mask(P R mAP50 mAP50-95)
  * ('%22s' + '%11i' * 2 + '%11.3g' * 8), per class as val.py prints it.
  *
- * Differences from segment/val.py, all in what is saved, none in the numbers: the JSON has the
- * boxes without the RLE "segmentation" of each mask (pycocotools' encoder is not reproduced); the
- * curves are those of the boxes under detection's names (PR_curve.png, ...), without the Mask*
- * curves; the val_batch{0,1,2}_labels/_pred.jpg mosaics (15 detections an image, as
- * segment/val.py) have the boxes without the masks; test-time augmentation (augment) and
- * save_hybrid are refused. */
+ * Saved, as segment/val.py saves them:
+ *   plots       ap_per_class_box_and_mask's curves, BoxPR_curve.png, BoxF1_curve.png,
+ *               BoxP_curve.png, BoxR_curve.png and MaskPR_curve.png ... MaskR_curve.png (only when
+ *               some mask is correct), the boxes' confusion_matrix.png, and
+ *               val_batch{0,1,2}_labels.jpg / _pred.jpg as plot_images_and_masks draws them: the
+ *               labels with their ground truth masks, the first 15 detections of each image with
+ *               their masks at process_mask's size (plots.h yc_plot_batch_masks);
+ *   save_json   each detection's entry gets "segmentation": its process_mask_upsample mask brought
+ *               to the original image (scale_image: the letterbox cropped off, cv2.resize
+ *               bilinear, inside where >= 0.5) and COCO-RLE encoded as pycocotools' mask.encode
+ *               (coco_rle.h).
+ * Test-time augmentation (augment) and save_hybrid are refused.  Differences in the mosaics:
+ * YOLOv5 tells overlap masks from per-target ones by their largest value (> 1); yolocl from
+ * opt->mask_overlap, and resizes a mask to its tile with a float bilinear weight and a 0.5
+ * threshold where cv2 uses 11-bit fixed-point weights (a pixel on a mask's edge may differ). */
 #ifndef YC_VAL_SEG_H
 #define YC_VAL_SEG_H
 
@@ -37,7 +48,8 @@
 
 /* yc_validate for a model with a Segment head (m->nm > 0), as described above; called by
  * yc_validate, whose arguments and result it takes.  lp: loss parameters with lp->nm = m->nm
- * (yc_seg_step_loss_params), or NULL; the loss needs overlap masks (opt->mask_overlap).
+ * (yc_seg_step_loss_params), or NULL; the loss reads the masks in the format opt->mask_overlap
+ * says.
  * YC_EUSAGE when the batches have no masks or options it cannot honour are set. */
 int yc_validate_seg(yc_model *m, yc_loader *loader, const yc_dataset *ds,
                     const char *const *names, const yc_val_options *opt,

@@ -1,8 +1,8 @@
 /* YOLOv5 v7.0's segmentation loss on the host (see loss_seg.h; docs/YOLOV5.md 2.6).
  *
  * The detection terms are loss.c's (yc_loss_compute with lp.nm set: it zeroes the gradient of the
- * mask coefficients); this file adds the mask term of utils/segment/loss.py with overlap=True,
- * single_mask_loss and crop_mask of utils/segment/general.py:
+ * mask coefficients); this file adds the mask term of utils/segment/loss.py with overlap=True or
+ * False, single_mask_loss and crop_mask of utils/segment/general.py:
  *
  *   build_targets also gives each assignment its target's 1-based index within its image (tidx:
  *   the rows of image 0, then image 1, ... numbered 1, 2, ...) and the target's normalised box
@@ -10,7 +10,8 @@
  *   mxyxy = xywh2xyxy(xywhn * (W, H, W, H)); marea = w_n * h_n;
  *   per image b with assignments J at level l:
  *     pred  = coefficients[J] (|J| x nm) @ proto[b] (nm x H*W)
- *     gt    = (masks[b] == tidx[J])
+ *     gt    = (masks[b] == tidx[J])       overlap: tidx = 1-based index within the image
+ *     gt    = masks[tidx[J]]              no overlap: tidx = the target row (0-based)
  *     term  = mean over H*W of crop(BCEWithLogits(pred, gt), mxyxy[J]) / marea[J]   (|J| values)
  *     lseg += mean(term)
  *   lseg *= box_gain / bs.
@@ -136,7 +137,8 @@ static inline double bce_logits(double z, double y, double *d)
 
 /* One assignment's mask term: the sum over its crop [x0, x1) x [y0, y1) of the BCE of the
  * logits coef @ proto (proto: the image's nm x h*w prototypes) against mask == tid (mask: the
- * image's h*w map).  With wgt > 0 the gradient wgt * d is added to dcoef (nm) and pg (nm x h*w). */
+ * image's h*w map), or against the mask's values as they are when tid < 0 (a target's own mask,
+ * no overlap).  With wgt > 0 the gradient wgt * d is added to dcoef (nm) and pg (nm x h*w). */
 static double mask_term(yc_seg_loss_ctx *ctx, const float *proto, const float *mask, int w,
                         size_t hw, int nm, float tid, int x0, int x1, int y0, int y1, double wgt,
                         double *dcoef, double *pg)
@@ -156,8 +158,12 @@ static double mask_term(yc_seg_loss_ctx *ctx, const float *proto, const float *m
                 z[i] += ck * (double)pk[i];
         }
         const float *mr = mask + row;
-        for (int i = 0; i < cw; i++)
-            sum += bce_logits(z[i], mr[i] == tid ? 1.0 : 0.0, &dz[i]);
+        if (tid < 0)
+            for (int i = 0; i < cw; i++)
+                sum += bce_logits(z[i], (double)mr[i], &dz[i]);
+        else
+            for (int i = 0; i < cw; i++)
+                sum += bce_logits(z[i], mr[i] == tid ? 1.0 : 0.0, &dz[i]);
         if (!(wgt > 0))
             continue;
         for (int i = 0; i < cw; i++)
@@ -176,9 +182,22 @@ static double mask_term(yc_seg_loss_ctx *ctx, const float *proto, const float *m
     return sum;
 }
 
+yc_loss_ctx *yc_seg_loss_det(yc_seg_loss_ctx *ctx)
+{
+    return ctx->det;
+}
+
 int yc_seg_loss_compute(yc_seg_loss_ctx *ctx, int batch, const yc_loss_head *heads,
                         const yc_seg_proto *proto, const float *targets, int nt,
                         const yc_seg_masks *masks, yc_seg_loss_result *result)
+{
+    return yc_seg_loss_compute_part(ctx, batch, heads, proto, targets, nt, masks, NULL, result);
+}
+
+int yc_seg_loss_compute_part(yc_seg_loss_ctx *ctx, int batch, const yc_loss_head *heads,
+                             const yc_seg_proto *proto, const float *targets, int nt,
+                             const yc_seg_masks *masks, const yc_loss_part *part,
+                             yc_seg_loss_result *result)
 {
     const yc_loss_params *lp = &ctx->lp;
     const int nl = lp->nl, nc = lp->nc, nm = lp->nm;
@@ -205,6 +224,9 @@ int yc_seg_loss_compute(yc_seg_loss_ctx *ctx, int batch, const yc_loss_head *hea
         total += (size_t)sets[l]->n;
     if (total > 0 && (!masks || !masks->m || masks->h < 1 || masks->w < 1))
         return yc_error_status(YC_EFORMAT, "segmentation loss: targets without masks");
+    const bool per_target = masks && masks->per_target;
+    /* the maps: one per image (overlap) or one per target row */
+    const int nmaps = per_target ? nt : batch;
 
     if ((st = reserve((void **)&ctx->tidx, &ctx->tidx_cap, (size_t)nt + 1, sizeof(int),
                       "segmentation loss")) ||
@@ -229,9 +251,10 @@ int yc_seg_loss_compute(yc_seg_loss_ctx *ctx, int batch, const yc_loss_head *hea
 
     /* tidx: build_targets' ti, torch.arange(num_i) + 1 per image concatenated over the images,
      * read by row position (the same as each row's rank within its image when the rows are
-     * sorted by image, as the data loader's are) */
+     * sorted by image, as the data loader's are); without overlap each row's own mask (the
+     * target value -1 tells mask_term to take the mask's values) */
     int pos = 0;
-    for (int b = 0; b < batch; b++) {
+    for (int b = 0; b < batch && !per_target; b++) {
         int num = 0;
         for (int t = 0; t < nt; t++)
             num += (int)targets[(size_t)t * 6] == b;
@@ -242,10 +265,10 @@ int yc_seg_loss_compute(yc_seg_loss_ctx *ctx, int batch, const yc_loss_head *hea
     /* masks at the prototypes' size (F.interpolate(masks[None], (H, W), mode="nearest")) */
     const float *mk = masks ? masks->m : NULL;
     if (mk && (masks->h != H || masks->w != W)) {
-        if ((st = reserve((void **)&ctx->mask, &ctx->mask_cap, (size_t)batch * hw, sizeof(float),
-                          "segmentation masks")))
+        if ((st = reserve((void **)&ctx->mask, &ctx->mask_cap, (size_t)nmaps * hw + 1,
+                          sizeof(float), "segmentation masks")))
             return st;
-        for (int b = 0; b < batch; b++)
+        for (int b = 0; b < nmaps; b++)
             for (int y = 0; y < H; y++) {
                 const float *src = mk + ((size_t)b * (size_t)masks->h +
                                          (size_t)nearest_src(y, masks->h, H)) * (size_t)masks->w;
@@ -268,7 +291,7 @@ int yc_seg_loss_compute(yc_seg_loss_ctx *ctx, int batch, const yc_loss_head *hea
     double lseg = 0;
     for (int b = 0; b < batch; b++) {
         const float *pb = proto->p + (size_t)b * (size_t)nm * hw;
-        const float *mb = mk ? mk + (size_t)b * hw : NULL;
+        const float *mb = mk && !per_target ? mk + (size_t)b * hw : NULL;
         if (want_grad)
             memset(ctx->pg, 0, (size_t)nm * hw * sizeof *ctx->pg);
         size_t first = 0; /* the level's first assignment in dcoef */
@@ -301,9 +324,10 @@ int yc_seg_loss_compute(yc_seg_loss_ctx *ctx, int batch, const yc_loss_head *hea
                 /* the term's weight in the total: box_gain / (|J| * H*W * marea) */
                 const double scale = 1.0 / ((double)cnt * (double)hw * (double)area);
                 const double wgt = want_grad ? gain * scale : 0.0;
+                const float *me = per_target ? mk + (size_t)s->t[e] * hw : mb;
+                const float tid = per_target ? -1.0f : (float)ctx->tidx[s->t[e]];
                 if (x1 > x0 && y1 > y0)
-                    sum += scale * mask_term(ctx, pb, mb, W, hw, nm, (float)ctx->tidx[s->t[e]],
-                                             x0, x1, y0, y1, wgt,
+                    sum += scale * mask_term(ctx, pb, me, W, hw, nm, tid, x0, x1, y0, y1, wgt,
                                              ctx->dcoef + (first + (size_t)e) * (size_t)nm,
                                              ctx->pg);
             }
@@ -319,7 +343,7 @@ int yc_seg_loss_compute(yc_seg_loss_ctx *ctx, int batch, const yc_loss_head *hea
     /* the detection terms: they read every head value before writing its gradient, and zero the
      * coefficients' gradients, to which the mask term's are added after */
     yc_loss_result dr;
-    if ((st = yc_loss_compute(ctx->det, batch, heads, targets, nt, &dr)))
+    if ((st = yc_loss_compute_part(ctx->det, batch, heads, targets, nt, part, &dr)))
         return st;
     size_t first = 0;
     for (int l = 0; l < nl; first += (size_t)sets[l]->n, l++) {
@@ -342,8 +366,11 @@ int yc_seg_loss_compute(yc_seg_loss_ctx *ctx, int batch, const yc_loss_head *hea
         result->box = dr.box;
         result->obj = dr.obj;
         result->cls = dr.cls;
-        result->seg = gain / bs * lseg;
-        result->total = bs * (dr.box + dr.obj + dr.cls + result->seg);
+        /* a part's share: gain / whole batch * its own sum; the total's mask part is gain times
+         * the sum either way */
+        const double whole = part ? (double)part->batch : bs;
+        result->seg = gain / whole * lseg;
+        result->total = dr.total + gain * lseg;
     }
     return YC_OK;
 }

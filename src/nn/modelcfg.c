@@ -869,9 +869,8 @@ int yc_model_cfg_require_detection(const yc_model_cfg *cfg, const char *what)
         return YC_OK;
     if (cfg->task == YC_TASK_SEGMENT)
         return yc_error_status(YC_EUSAGE, "%s is a segmentation model: %s works on detection "
-                               "models (yolocl builds segmentation models and runs their training "
-                               "step, but does not train, validate or run them yet)", cfg->name,
-                               what);
+                               "models (segmentation models are trained by yolocl train and run "
+                               "by yolocl val and yolocl detect)", cfg->name, what);
     return yc_error_status(YC_EUSAGE, "%s is a classification model: %s works on detection "
                            "models (classifiers are trained by yolocl train and run by yolocl val "
                            "and yolocl detect)", cfg->name, what);

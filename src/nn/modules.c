@@ -385,6 +385,9 @@ static int forward_proto(yc_graph *g, const char *prefix, int x, const yc_layer_
     yc_graph_fmt_name(sub, sizeof sub, "%s.proto.cv3", prefix);
     if ((status = forward_conv(g, sub, b, l->nm, 1, 1, 0, &out)))
         return status;
+    /* FP32 even with FP16 storage, as the Detect levels' outputs: the loss reads it and writes
+     * its gradient over it, and gradients are FP32 */
+    g->v[out]->t.type = YC_F32;
     g->heads[l->nfrom] = out;
     return YC_OK;
 }

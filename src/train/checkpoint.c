@@ -298,9 +298,13 @@ int yc_checkpoint_save(const char *path, const yc_model *ema, const yc_model *mo
     META("hyp", meta->hyp_json);
     META("cwd", meta->cwd);
     if (meta->epoch_batches > 0) {
-        char losses[128];
-        snprintf(losses, sizeof losses, "[%.17g, %.17g, %.17g]", meta->epoch_loss[0],
-                 meta->epoch_loss[1], meta->epoch_loss[2]);
+        char losses[160];
+        if (meta->epoch_nloss == 4)
+            snprintf(losses, sizeof losses, "[%.17g, %.17g, %.17g, %.17g]", meta->epoch_loss[0],
+                     meta->epoch_loss[1], meta->epoch_loss[2], meta->epoch_loss[3]);
+        else
+            snprintf(losses, sizeof losses, "[%.17g, %.17g, %.17g]", meta->epoch_loss[0],
+                     meta->epoch_loss[1], meta->epoch_loss[2]);
         META("epoch_loss", losses);
         snprintf(num, sizeof num, "%d", meta->epoch_batches);
         META("epoch_batches", num);
@@ -392,12 +396,21 @@ int yc_checkpoint_read_meta(const char *path, yc_ckpt_meta *meta)
     meta->next_batch = (int)next_batch;
     meta->epoch_batches = (int)epoch_batches;
     const char *v = yc_st_meta(f, "epoch_loss");
+    /* three numbers (detection) or four (segmentation), nothing after the bracket */
+    int used = 0;
+    double *el = meta->epoch_loss;
+    if (v && sscanf(v, " [%lf , %lf , %lf , %lf ]%n", &el[0], &el[1], &el[2], &el[3], &used) == 4 &&
+        used > 0 && !v[used])
+        meta->epoch_nloss = 4;
+    else if (v && (used = 0, sscanf(v, " [%lf , %lf , %lf ]%n", &el[0], &el[1], &el[2],
+                                    &used)) == 3 && used > 0 && !v[used])
+        meta->epoch_nloss = 3;
     if (epoch_batches > 0 &&
-        (!v || sscanf(v, "[%lf , %lf , %lf ]", &meta->epoch_loss[0], &meta->epoch_loss[1],
-                      &meta->epoch_loss[2]) != 3 ||
-         !isfinite(meta->epoch_loss[0] + meta->epoch_loss[1] + meta->epoch_loss[2]))) {
+        (!meta->epoch_nloss || !isfinite(el[0] + el[1] + el[2] +
+                                         (meta->epoch_nloss == 4 ? el[3] : 0.0)))) {
         st = yc_error_status(YC_EFORMAT, "%s: checkpoint metadata 'epoch_loss' is '%.60s', not "
-                             "three finite numbers [box, obj, cls]", path, v ? v : "(missing)");
+                             "three finite numbers [box, obj, cls] (four for a segmentation "
+                             "model: [box, seg, obj, cls])", path, v ? v : "(missing)");
         yc_st_close(f);
         return st;
     }

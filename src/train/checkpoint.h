@@ -15,7 +15,8 @@
  *                                             the run's options), hyp (JSON), cwd (the run's
  *                                             working directory), date; inside an interrupted
  *                                             epoch also epoch_loss (the running means of box,
- *                                             obj and cls, JSON) and epoch_batches
+ *                                             obj and cls, JSON; of a segmentation model box,
+ *                                             seg, obj and cls) and epoch_batches
  *
  * A final checkpoint (YOLOv5's strip_optimizer) keeps only the EMA weights and the model
  * metadata, with epoch -1. */
@@ -26,7 +27,8 @@
 #include "optim.h"
 
 typedef struct yc_ckpt_meta {
-    /* last completed epoch (-1 in a final checkpoint) */
+    /* last completed epoch (-1 in a final checkpoint; also -1, with next_batch > 0, after an
+     * interruption inside the first epoch) */
     int epoch;
     /* the batch of epoch + 1 to continue from: 0, or where an interrupted epoch stopped (the
      * batch after its last optimizer step) */
@@ -48,8 +50,10 @@ typedef struct yc_ckpt_meta {
      * relative to (owned; may be NULL) */
     char *cwd;
     /* an interrupted epoch's training losses up to next_batch: the running means of box, obj and
-     * cls over its first epoch_batches batches (0: none) */
-    double epoch_loss[3];
+     * cls (epoch_nloss 3), or of a segmentation model's box, seg, obj and cls (epoch_nloss 4),
+     * over its first epoch_batches batches (0: none) */
+    double epoch_loss[4];
+    int epoch_nloss;
     int epoch_batches;
     /* the model's gradients are saved with it (resume.grad.*): batches after the last optimizer
      * step have added to them */

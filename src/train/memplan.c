@@ -50,8 +50,9 @@ static int plan_graph(yc_model *m, int batch, int h, int w, const yc_graph_optio
     }
     memcpy(out->blocks, p->blocks, (size_t)p->nblocks * sizeof *out->blocks);
     *ws = m->be ? yc_graph_workspace_bytes(g) : 0;
+    /* the levels' outputs, and a segmentation model's Proto output (head nl) */
     *heads = 0;
-    for (int l = 0; l < m->nl; l++)
+    for (int l = 0; l < m->nl + (m->nm > 0); l++)
         *heads += yc_tensor_elems(yc_graph_head(g, l)) * sizeof(float);
     if (keep) {
         *keep = g;
@@ -143,6 +144,27 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
         tile_store = ((size_t)loader_batch + 1) * t2;
         tile_store_val = ((size_t)rs->val_batch + 1) * t2;
     }
+    /* segmentation: the masks of a batch (floats of (s / ratio)^2 each), per image or per target */
+    bool seg = m->nm > 0;
+    size_t ratio = (size_t)(rs->mask_ratio > 0 ? rs->mask_ratio : 4);
+    size_t per_image = (size_t)(rs->masks_per_image > 0 ? rs->masks_per_image : 1);
+    size_t mask_train = seg ? ((size_t)s / ratio) * ((size_t)s / ratio) * sizeof(float) : 0;
+    size_t mask_val = seg ? ((size_t)sv / ratio) * ((size_t)sv / ratio) * sizeof(float) : 0;
+    if (rs->train && seg) {
+        add(r, "training loader masks", (workers + 1) * (size_t)loader_batch * per_image *
+                                            mask_train, false);
+        /* per thread: the masks of the sample being built (and a mixup partner's) */
+        add(r, "training loader mask buffers", workers * 2 * per_image * mask_train, false);
+        /* segment_step.h: the heads, Proto and their gradients copied to the host, whatever the
+         * device; the loss's scratch (loss_seg.c): one image's Proto gradient in double, the
+         * masks resized to the prototypes' size, a row of logits */
+        size_t proto_hw = ((size_t)s / 4) * ((size_t)s / 4);
+        add(r, "segmentation heads and Proto on the host (training)", 2 * train_heads, false);
+        add(r, "segmentation loss scratch",
+            (size_t)m->nm * proto_hw * sizeof(double) +
+                (size_t)rs->batch * per_image * proto_hw * sizeof(float) +
+                4 * (size_t)s * sizeof(double), false);
+    }
     if (rs->train) {
         add(r, "training loader ring", (workers + 1) * (size_t)loader_batch * 3 * s2, false);
         /* per thread: mosaic canvas 2s x 2s, tile, warped sample, mixup image, decode */
@@ -155,6 +177,7 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
     } else if (rs->val_batch > 0) {
         /* the trainer's validation loader has one thread: two slots */
         add(r, "validation loader ring", 2 * (size_t)rs->val_batch * 3 * sv2, false);
+        add(r, "validation loader masks", 2 * (size_t)rs->val_batch * per_image * mask_val, false);
         add(r, "validation loader buffers", 6 * sv2 + decode, false);
         add(r, "validation tile windows", tile_store_val, false);
         /* per thread decoded rows for NMS; kept detections of a batch */
@@ -179,9 +202,11 @@ int yc_memplan(const yc_run_shape *rs, yc_mem_report *r)
             add(r, "input upload slots (pinned)", 2 * slot, false);
         }
         /* the heads: copied to the host where the loss runs there */
+        /* (a segmentation step's head copies are counted above) */
         if (rs->train)
             add(r, "input and head staging (training)",
-                (u8 ? 0 : in_train * sizeof(float)) + (device_loss ? 0 : 2 * train_heads), false);
+                (u8 ? 0 : in_train * sizeof(float)) +
+                    (device_loss || seg ? 0 : 2 * train_heads), false);
         /* validation reads the heads back whole where the device does not filter them, or when
          * more rows pass the threshold than it keeps room for */
         if (val_batches)

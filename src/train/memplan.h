@@ -57,9 +57,16 @@ typedef struct yc_run_shape {
     size_t val_full_bytes;
     /* memory the process holds already (libraries, the dataset index): counted in the peak */
     size_t baseline;
+    /* segmentation models (m->nm > 0): the masks' downsampling from the image size (--mask-ratio;
+     * 0 counts as 4, segment/train.py's default) and the masks a batch holds per image (1: the
+     * overlap format's one index map; without overlap one per target, so the most targets an
+     * image of the batch may have; 0 counts as 1).  Counted: the Proto output and its gradient
+     * (in the graphs), the host copies of the heads and Proto the segmentation step makes and
+     * their gradients, the masks in the loaders' batches, and the loss's scratch */
+    int mask_ratio, masks_per_image;
 } yc_run_shape;
 
-#define YC_MEM_MAX_ITEMS 32
+#define YC_MEM_MAX_ITEMS 40
 
 typedef struct yc_mem_item {
     /* what it is ("parameters", "activation arena", "training loader ring") */

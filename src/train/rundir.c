@@ -18,6 +18,16 @@ const char *const yc_results_columns[YC_RESULTS_NCOLS] = {
     "x/lr2",
 };
 
+const char *const yc_seg_results_columns[YC_SEG_RESULTS_NCOLS] = {
+    "train/box_loss",          "train/seg_loss",       "train/obj_loss",
+    "train/cls_loss",          "metrics/precision(B)", "metrics/recall(B)",
+    "metrics/mAP_0.5(B)",      "metrics/mAP_0.5:0.95(B)", "metrics/precision(M)",
+    "metrics/recall(M)",       "metrics/mAP_0.5(M)",   "metrics/mAP_0.5:0.95(M)",
+    "val/box_loss",            "val/seg_loss",         "val/obj_loss",
+    "val/cls_loss",            "x/lr0",                "x/lr1",
+    "x/lr2",
+};
+
 int yc_run_dir(const char *project, const char *name, bool exist_ok, const char *sub, char *out,
                size_t len)
 {
@@ -48,7 +58,10 @@ int yc_run_dir(const char *project, const char *name, bool exist_ok, const char 
     return st;
 }
 
-int yc_results_append(const char *path, int epoch, const double values[YC_RESULTS_NCOLS])
+/* One row of `ncols` columns (and the header before it in a new or empty file), fields `width`
+ * wide. */
+static int append_row(const char *path, int width, int ncols, const char *const *columns,
+                      int epoch, const double *values)
 {
     FILE *f = fopen(path, "a");
     if (!f)
@@ -61,19 +74,30 @@ int yc_results_append(const char *path, int epoch, const double values[YC_RESULT
         return yc_error_status(YC_EIO, "cannot stat %s: %s", path, strerror(e));
     }
     if (sb.st_size == 0) {
-        fprintf(f, "%20s", "epoch");
-        for (int i = 0; i < YC_RESULTS_NCOLS; i++)
-            fprintf(f, ",%20s", yc_results_columns[i]);
+        fprintf(f, "%*s", width, "epoch");
+        for (int i = 0; i < ncols; i++)
+            fprintf(f, ",%*s", width, columns[i]);
         fputc('\n', f);
     }
-    fprintf(f, "%20.5g", (double)epoch);
-    for (int i = 0; i < YC_RESULTS_NCOLS; i++)
-        fprintf(f, ",%20.5g", values[i]);
+    fprintf(f, "%*.5g", width, (double)epoch);
+    for (int i = 0; i < ncols; i++)
+        fprintf(f, ",%*.5g", width, values[i]);
     fputc('\n', f);
     int st = fflush(f) || ferror(f) || fsync(fileno(f)) ? YC_EIO : YC_OK;
     if (fclose(f) != 0)
         st = YC_EIO;
     return st ? yc_error_status(st, "cannot write %s: %s", path, strerror(errno)) : YC_OK;
+}
+
+int yc_results_append(const char *path, int epoch, const double values[YC_RESULTS_NCOLS])
+{
+    return append_row(path, 20, YC_RESULTS_NCOLS, yc_results_columns, epoch, values);
+}
+
+int yc_seg_results_append(const char *path, int epoch,
+                          const double values[YC_SEG_RESULTS_NCOLS])
+{
+    return append_row(path, 23, YC_SEG_RESULTS_NCOLS, yc_seg_results_columns, epoch, values);
 }
 
 int yc_results_truncate(const char *path, int epochs)

@@ -19,6 +19,16 @@ extern const char *const yc_results_columns[YC_RESULTS_NCOLS];
  * '%20s', values '%20.5g', comma-separated; flushed and fsynced. */
 int yc_results_append(const char *path, int epoch, const double values[YC_RESULTS_NCOLS]);
 
+/* segment/train.py's results.csv columns after "epoch" (utils/segment/metrics.py's KEYS): box
+ * (B) and mask (M) metrics, and four losses. */
+#define YC_SEG_RESULTS_NCOLS 19
+extern const char *const yc_seg_results_columns[YC_SEG_RESULTS_NCOLS];
+
+/* The same for a segmentation run, as its GenericLogger writes it: header fields '%23s', values
+ * '%23.5g'. */
+int yc_seg_results_append(const char *path, int epoch,
+                          const double values[YC_SEG_RESULTS_NCOLS]);
+
 /* Keeps only the rows of epochs < `epochs` (used when resuming after an interruption that
  * happened after a row was written but before its checkpoint), and drops a last line that lacks
  * its newline (a write cut short by a full disk or a crash). */

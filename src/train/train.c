@@ -33,6 +33,7 @@
 #include "model.h"
 #include "rng.h"
 #include "rundir.h"
+#include "segment_step.h"
 #include "step.h"
 #include "util.h"
 #include "val.h"
@@ -127,6 +128,15 @@ typedef struct trainer {
     /* loaders and training graphs per batch shape (most recently used first) */
     yc_loader *train_loader, *val_loader;
     yc_step *steps[STEP_CACHE];
+    /* a segmentation model (its last layer is Segment): segment/train.py's run, with these
+     * steps in place of `steps`, four losses (box, seg, obj, cls) in place of three, and the
+     * masks of a micro-batch's targets (no overlap) gathered here */
+    bool seg;
+    yc_seg_step *seg_steps[STEP_CACHE];
+    float *mmasks;
+    size_t mmasks_cap;
+    /* the losses logged: 3 (box, obj, cls) or, segmenting, 4 (box, seg, obj, cls) */
+    int nloss;
     float *input;
     size_t input_cap;
     /* progress */
@@ -137,12 +147,12 @@ typedef struct trainer {
     /* --resume: the checkpoint continued from ("" for a new run), and the running means of the
      * interrupted epoch's losses over its first resume_batches batches */
     char resume_path[2300];
-    double resume_loss[3];
+    double resume_loss[4];
     int resume_batches;
     /* what an interruption saves with the state: the running means of the epoch's losses over
      * its first epoch_batches batches, and whether gradients were added since the last
      * optimizer step */
-    double epoch_loss[3];
+    double epoch_loss[4];
     int epoch_batches;
     bool epoch_grads;
     /* the resumed checkpoint holds gradients: the resumed epoch starts with them */
@@ -165,8 +175,11 @@ typedef struct trainer {
 
 static void trainer_free(trainer *t)
 {
-    for (int i = 0; i < STEP_CACHE; i++)
+    for (int i = 0; i < STEP_CACHE; i++) {
         yc_step_free(t->steps[i]);
+        yc_seg_step_free(t->seg_steps[i]);
+    }
+    free(t->mmasks);
     yc_loader_free(t->train_loader);
     yc_loader_free(t->val_loader);
     if (t->have_arena)
@@ -301,7 +314,9 @@ static int write_yaml_from_json(const char *path, const char *json)
 }
 
 /* Finds the checkpoint to resume: a file, a run directory, or the most recently written
- * PROJECT/<run>/weights/last.safetensors (YOLOv5's get_latest_run). */
+ * PROJECT/<run>/weights/last.safetensors (YOLOv5's get_latest_run); with the default project,
+ * runs/train, also runs/train-seg's (segment/train.py's project), as get_latest_run finds the
+ * last checkpoint of either. */
 static int find_resume(const char *spec, const char *project, char *out, size_t len)
 {
     if (spec[0] && yc_file_exists(spec)) {
@@ -319,7 +334,11 @@ static int find_resume(const char *spec, const char *project, char *out, size_t 
     snprintf(pattern, sizeof pattern, "%s/*/weights/last.safetensors", project);
     glob_t g;
     memset(&g, 0, sizeof g);
-    if (glob(pattern, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
+    int found = glob(pattern, 0, NULL, &g);
+    if (strcmp(project, "runs/train") == 0)
+        found &= glob("runs/train-seg/*/weights/last.safetensors", found ? 0 : GLOB_APPEND, NULL,
+                      &g);
+    if (found != 0 || g.gl_pathc == 0) {
         globfree(&g);
         return yc_error_status(YC_EIO, "--resume: no %s to resume", pattern);
     }
@@ -385,13 +404,45 @@ static int setup_tiles(trainer *t)
 
 /* ---- setup ------------------------------------------------------------------------------------ */
 
+/* The task of the run's model, from --cfg or else the --weights' config, without a device
+ * (YC_TASK_DETECT when neither can be read: setup_model reports why). */
+static yc_task run_task(const yc_train_opts *o)
+{
+    yc_weights *w = NULL;
+    yc_model_cfg *cfg = NULL;
+    bool from_weights = !(o->cfg && o->cfg[0]) && o->weights && o->weights[0];
+    int st = from_weights ? yc_weights_read(o->weights, &w) : YC_OK;
+    if (!st)
+        st = yc_model_cfg_open(o->cfg, w, 0, &cfg, NULL, 0);
+    yc_weights_free(w);
+    yc_task task = st ? YC_TASK_DETECT : cfg->task;
+    if (st)
+        yc_error_clear();
+    yc_model_cfg_free(cfg);
+    return task;
+}
+
 static int setup_data(trainer *t)
 {
     const yc_train_opts *o = &t->o;
     char demo_yaml[2048];
     const char *data = o->data;
     int st;
-    if (!data || !data[0]) {
+    if ((!data || !data[0]) && run_task(o) == YC_TASK_SEGMENT) {
+        /* a segmentation model: the demo's polygon labels (demo.h) */
+        char *yaml = NULL;
+        if ((st = yc_demo_ensure_task(YC_DEMO_SEGMENT, &yaml)))
+            return st;
+        snprintf(demo_yaml, sizeof demo_yaml, "%s", yaml);
+        free(yaml);
+        yc_info("data: the built-in demo segmentation dataset (%s; `yolocl demo-data --task "
+                "segment DIR` writes a copy)\n", demo_yaml);
+        data = demo_yaml;
+        free(t->kept.data);
+        if (!(t->kept.data = yc_strdup(demo_yaml, "options")))
+            return YC_ENOMEM;
+        t->o.data = t->kept.data;
+    } else if (!data || !data[0]) {
         char *dir = yc_demo_default_dir();
         if (!dir)
             return YC_ENOMEM;
@@ -442,6 +493,24 @@ static int setup_data(trainer *t)
     return YC_OK;
 }
 
+/* What segment/train.py cannot do, or yolocl does not do for segmentation models: refused before
+ * anything is read or allocated. */
+static int seg_options_check(trainer *t)
+{
+    const yc_train_opts *o = &t->o;
+    if (o->quad)
+        return yc_error_status(YC_EUNSUPPORTED, "--quad is not supported for segmentation models "
+                               "(segment/train.py's loader has no quad collate for masks): train "
+                               "without --quad");
+    if (o->tile > 0 || o->val_full)
+        return yc_error_status(YC_EUNSUPPORTED, "tiled training (--tile, --val-full) is not "
+                               "supported for segmentation models: train on whole images "
+                               "(--tile 0)");
+    if (o->mask_ratio < 1)
+        return yc_error_status(YC_EUSAGE, "--mask-ratio %d: must be at least 1", o->mask_ratio);
+    return YC_OK;
+}
+
 /* The model: config from --cfg or the weights; nc from the dataset; YOLOv5's init; the weights'
  * matching tensors transferred (intersect_dicts). */
 static int setup_model(trainer *t, bool resuming)
@@ -462,8 +531,14 @@ static int setup_model(trainer *t, bool resuming)
     }
     if (!st)
         st = yc_model_new(&t->m, cfg);
-    if (!st)
+    /* detection and segmentation models; a classifier trains through classify_train.h */
+    if (!st && t->m->cfg->task != YC_TASK_SEGMENT)
         st = yc_model_require_detection(t->m, "yolocl train");
+    if (!st && t->m->cfg->task == YC_TASK_SEGMENT) {
+        t->seg = true;
+        st = seg_options_check(t);
+    }
+    t->nloss = t->seg ? 4 : 3;
     if (!st)
         st = yc_device_open(t->device[0] ? t->device : o->device, o->threads, t->rank == 0,
                             &t->be);
@@ -609,6 +684,28 @@ static int step_for(trainer *t, int b, int h, int w, yc_step **out)
     return st;
 }
 
+/* The segmentation step for this batch shape (cached as step_for's). */
+static int seg_step_for(trainer *t, int b, int h, int w, yc_seg_step **out)
+{
+    for (int i = 0; i < STEP_CACHE; i++) {
+        yc_seg_step *s = t->seg_steps[i];
+        if (s && s->batch == b && s->h == h && s->w == w) {
+            for (int j = i; j > 0; j--)
+                t->seg_steps[j] = t->seg_steps[j - 1];
+            t->seg_steps[0] = s;
+            *out = s;
+            return YC_OK;
+        }
+    }
+    yc_seg_step_free(t->seg_steps[STEP_CACHE - 1]);
+    for (int j = STEP_CACHE - 1; j > 0; j--)
+        t->seg_steps[j] = t->seg_steps[j - 1];
+    t->seg_steps[0] = NULL;
+    int st = yc_seg_step_new_in(&t->seg_steps[0], t->m, b, h, w, &t->lp, &t->go, &t->arena);
+    *out = t->seg_steps[0];
+    return st;
+}
+
 /* Multi-scale: uint8 CHW -> float / 255, then the bilinear resize to h x w. */
 static int batch_input(trainer *t, const yc_batch *b, int h, int w)
 {
@@ -633,8 +730,13 @@ static int batch_input(trainer *t, const yc_batch *b, int h, int w)
 /* ---- validation and checkpoints -------------------------------------------------------------- */
 
 typedef struct epoch_results {
-    /* P, R, mAP@0.5, mAP@0.5:0.95, val box, obj, cls losses */
-    double r[7];
+    /* detection: P, R, mAP@0.5, mAP@0.5:0.95, val box, obj, cls losses (7 values);
+     * segmentation: the box P, R, mAP@0.5, mAP@0.5:0.95, the mask ones, val box, seg, obj, cls
+     * losses (12 values, segment/val.py's order) */
+    double r[12];
+    /* the fitness best.safetensors is chosen by: detection's 0.1 mAP@0.5 + 0.9 mAP@0.5:0.95,
+     * segmentation's the same of boxes plus masks (utils/segment/metrics.py) */
+    double fitness;
 } epoch_results;
 
 static int validate(trainer *t, yc_model *model, bool final, epoch_results *res, double *maps)
@@ -650,6 +752,7 @@ static int validate(trainer *t, yc_model *model, bool final, epoch_results *res,
     vo.plots = final && !t->o.noplots;
     vo.save_dir = vo.plots ? t->save_dir : NULL;
     vo.arena = &t->arena;
+    vo.mask_overlap = !t->o.no_overlap;
     if (final && t->nc == 80 && strcmp(t->names[0], "person") == 0)
         vo.iou_thres = 0.65; /* YOLOv5 re-validates COCO's best weights at 0.65 */
     yc_val_result vr;
@@ -669,16 +772,36 @@ static int validate(trainer *t, yc_model *model, bool final, epoch_results *res,
     }
     if (st)
         return yc_error_context(st, "validation");
+    if (t->seg && !vr.seg) {
+        yc_val_result_free(&vr);
+        return yc_error_status(YC_ERR, "validation: the segmentation model was validated as a "
+                               "detection model (no mask metrics)");
+    }
+    memset(res, 0, sizeof *res);
     res->r[0] = vr.metrics.mp;
     res->r[1] = vr.metrics.mr;
     res->r[2] = vr.metrics.map50;
     res->r[3] = vr.metrics.map;
-    res->r[4] = vr.loss[0];
-    res->r[5] = vr.loss[1];
-    res->r[6] = vr.loss[2];
-    if (maps)
-        for (int c = 0; c < t->nc; c++)
-            maps[c] = vr.metrics.maps ? vr.metrics.maps[c] : vr.metrics.map;
+    int k = 4;
+    if (t->seg) {
+        res->r[k++] = vr.mask_metrics.mp;
+        res->r[k++] = vr.mask_metrics.mr;
+        res->r[k++] = vr.mask_metrics.map50;
+        res->r[k++] = vr.mask_metrics.map;
+    }
+    res->r[k++] = vr.loss[0];
+    if (t->seg)
+        res->r[k++] = vr.loss_seg;
+    res->r[k++] = vr.loss[1];
+    res->r[k++] = vr.loss[2];
+    res->fitness = t->seg ? yc_val_seg_fitness(&vr) : 0.1 * res->r[2] + 0.9 * res->r[3];
+    /* per-class mAPs for --image-weights: segment/val.py returns the sum of the box and the mask
+     * ones */
+    for (int c = 0; maps && c < t->nc; c++) {
+        maps[c] = vr.metrics.maps ? vr.metrics.maps[c] : vr.metrics.map;
+        if (t->seg)
+            maps[c] += vr.mask_metrics.maps ? vr.mask_metrics.maps[c] : vr.mask_metrics.map;
+    }
     yc_val_result_free(&vr);
     return YC_OK;
 }
@@ -693,6 +816,7 @@ static int save_checkpoint(trainer *t, const char *path, int epoch, int next_bat
     meta.cwd = t->cwd[0] ? t->cwd : NULL;
     if (!final && next_batch > 0) {
         memcpy(meta.epoch_loss, t->epoch_loss, sizeof meta.epoch_loss);
+        meta.epoch_nloss = t->nloss;
         meta.epoch_batches = t->epoch_batches;
         meta.grads = t->epoch_grads;
     }
@@ -764,7 +888,8 @@ static int save_epoch(trainer *t, int epoch, double fi)
     return training_stopped(t, st, YC_FIX_NAN, false);
 }
 
-/* train_batch{ni}.jpg: the augmented batch with its labels. */
+/* train_batch{ni}.jpg: the augmented batch with its labels (and a segmentation batch's
+ * masks). */
 static int plot_batch(trainer *t, const yc_batch *b, long ni)
 {
     int n = b->n < 16 ? b->n : 16;
@@ -796,7 +921,11 @@ static int plot_batch(trainer *t, const yc_batch *b, long ni)
     }
     char path[2400];
     snprintf(path, sizeof path, "%s/train_batch%ld.jpg", t->save_dir, ni);
-    int st = yc_plot_batch(path, im, n, boxes, nbox, (const char *const *)t->names, t->nc);
+    /* segment/train.py: plot_images_and_masks, the batch's masks over its labels */
+    int st = t->seg ? yc_plot_batch_seg_labels(path, b, t->train_view, !t->o.no_overlap, false,
+                                               (const char *const *)t->names, t->nc)
+                    : yc_plot_batch(path, im, n, boxes, nbox, (const char *const *)t->names,
+                                    t->nc);
     free(boxes);
     return st;
 }
@@ -849,14 +978,21 @@ static int image_weights_indices(trainer *t, const double *maps, int epoch, int 
 
 /* ---- progress -------------------------------------------------------------------------------- */
 
-static void print_header(void)
+/* train.py's header; segment/train.py's has seg_loss after box_loss. */
+static void print_header(bool seg)
 {
-    yc_info("\n%11s%11s%11s%11s%11s%11s%11s\n", "Epoch", "mem", "box_loss", "obj_loss", "cls_loss",
-            "Instances", "Size");
+    if (seg)
+        yc_info("\n%11s%11s%11s%11s%11s%11s%11s%11s\n", "Epoch", "mem", "box_loss", "seg_loss",
+                "obj_loss", "cls_loss", "Instances", "Size");
+    else
+        yc_info("\n%11s%11s%11s%11s%11s%11s%11s\n", "Epoch", "mem", "box_loss", "obj_loss",
+                "cls_loss", "Instances", "Size");
 }
 
-static void print_progress(int epoch, int epochs, const double mloss[3], int instances, int size,
-                           int i, int nb, double seconds, int images, bool tty, bool done)
+/* The progress line: the nloss running means (3, or 4 segmenting) as '%11.4g' each. */
+static void print_progress(int epoch, int epochs, const double *mloss, int nloss, int instances,
+                           int size, int i, int nb, double seconds, int images, bool tty,
+                           bool done)
 {
     char ep[32], mem[32];
     snprintf(ep, sizeof ep, "%d/%d", epoch, epochs - 1);
@@ -865,8 +1001,10 @@ static void print_progress(int epoch, int epochs, const double mloss[3], int ins
     double eta = rate > 0 ? (double)(nb - i - 1) * (images / (double)(i + 1)) / rate : 0;
     if (yc_verbosity < 1)
         return;
-    printf("%s%11s%11s%11.4g%11.4g%11.4g%11d%11d: %3d%% %d/%d, %.2f img/s, %s %.0fs%s",
-           tty ? "\r" : "", ep, mem, mloss[0], mloss[1], mloss[2], instances, size,
+    printf("%s%11s%11s", tty ? "\r" : "", ep, mem);
+    for (int k = 0; k < nloss; k++)
+        printf("%11.4g", mloss[k]);
+    printf("%11d%11d: %3d%% %d/%d, %.2f img/s, %s %.0fs%s", instances, size,
            (i + 1) * 100 / nb, i + 1, nb, rate, done ? "elapsed" : "ETA", done ? seconds : eta,
            tty && !done ? "" : "\n");
     fflush(stdout);
@@ -911,7 +1049,15 @@ static int fit_memory(trainer *t)
     yc_run_shape rs = {.m = t->m, .train = true, .batch = t->rank_batch, .val_batch = 0,
                        .imgsz = img, .optimizer = o->optimizer, .workers = workers,
                        .max_image_w = max_w, .max_image_h = max_h, .tile = o->tile,
-                       .baseline = t->baseline_rss, .recompute = o->recompute};
+                       .baseline = t->baseline_rss, .recompute = o->recompute,
+                       .mask_ratio = o->mask_ratio, .masks_per_image = 1};
+    if (t->seg && o->no_overlap) {
+        /* one mask per target: a mosaic holds the targets of four images */
+        uint32_t most = 1;
+        for (size_t i = 0; i < t->train_ds.n; i++)
+            most = t->train_ds.samples[i].n_boxes > most ? t->train_ds.samples[i].n_boxes : most;
+        rs.masks_per_image = (int)(4 * most < 100000 ? 4 * most : 100000);
+    }
     rs.val_batch = val ? 2 : 0; /* yc_memfit doubles the micro-batch for validation */
     yc_read_limits lim = {.max_pixels = o->max_pixels};
     costliest_read(&t->train_ds, img, &lim, &rs);
@@ -1052,6 +1198,70 @@ static int train_batch(trainer *t, const yc_batch *b, int h, int w, yc_loss_resu
     return st;
 }
 
+/* train_batch for a segmentation model: the batch's masks go to the loss with its targets
+ * (multi-scale resizes the images only: the loss resizes the masks to the prototypes, as
+ * segment/train.py's does).  The step waits for the device, so *res is known on return. */
+static int seg_train_batch(trainer *t, const yc_batch *b, int h, int w, yc_seg_loss_result *res)
+{
+    if (b->nt > 0 && !b->masks)
+        return yc_error_status(YC_EFORMAT, "%s: the training batches have no masks: a "
+                               "segmentation model trains on polygon labels (class x1 y1 x2 y2 "
+                               "...), not boxes", t->o.data);
+    yc_seg_masks all = {.m = b->masks, .h = b->mask_h, .w = b->mask_w,
+                        .per_target = t->o.no_overlap};
+    bool resized = h != b->h || w != b->w;
+    int st = resized ? batch_input(t, b, h, w) : YC_OK;
+    int micro = t->micro_batch > 0 && t->micro_batch < b->n ? t->micro_batch : b->n;
+    yc_seg_step *s = NULL;
+    if (st || (st = seg_step_for(t, micro, h, w, &s)))
+        return st;
+    if (micro == b->n)
+        return resized ? yc_seg_step_run(s, t->input, b->targets, b->nt, &all, res)
+                       : yc_seg_step_run_u8(s, b->images, b->targets, b->nt, &all, res);
+    yc_loss_part part;
+    if ((st = yc_seg_step_batch_part(s, b->n, b->targets, b->nt, &part)))
+        return st;
+    if ((size_t)b->nt * 6 > t->mtargets_cap) {
+        float *p = yc_realloc(t->mtargets, (size_t)b->nt * 6 * sizeof *p, "micro-batch targets");
+        if (!p)
+            return YC_ENOMEM;
+        t->mtargets = p;
+        t->mtargets_cap = (size_t)b->nt * 6;
+    }
+    size_t mask_elems = all.per_target ? (size_t)b->nt * (size_t)b->mask_h * (size_t)b->mask_w : 0;
+    if (mask_elems > t->mmasks_cap) {
+        float *p = yc_realloc(t->mmasks, mask_elems * sizeof *p, "micro-batch masks");
+        if (!p)
+            return YC_ENOMEM;
+        t->mmasks = p;
+        t->mmasks_cap = mask_elems;
+    }
+    memset(res, 0, sizeof *res);
+    for (int first = 0; first < b->n && !st; first += micro) {
+        int n = b->n - first < micro ? b->n - first : micro;
+        int nt = yc_micro_targets(b->targets, b->nt, first, n, t->mtargets);
+        yc_seg_masks mm;
+        yc_seg_micro_masks(&all, b->targets, b->nt, first, n, t->mmasks, &mm);
+        if ((st = seg_step_for(t, n, h, w, &s)))
+            break;
+        yc_seg_loss_result r;
+        s->part = &part;
+        if (resized)
+            st = yc_seg_step_run(s, t->input + (size_t)first * 3 * (size_t)h * (size_t)w,
+                                 t->mtargets, nt, &mm, &r);
+        else
+            st = yc_seg_step_run_u8(s, b->images + (size_t)first * 3 * (size_t)b->h *
+                                           (size_t)b->w, t->mtargets, nt, &mm, &r);
+        s->part = NULL;
+        res->total += r.total;
+        res->box += r.box;
+        res->seg += r.seg;
+        res->obj += r.obj;
+        res->cls += r.cls;
+    }
+    return st;
+}
+
 /* EarlyStopping (v7.0): best epoch moves on fitness >= best; stop after `patience` epochs. */
 typedef struct stopper {
     double best_fitness;
@@ -1103,7 +1313,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
         free(indices);
         return YC_ENOMEM;
     }
-    epoch_results results = {{0}};
+    epoch_results results = {{0}, 0};
     stopper stop = {0.0, t->start_epoch, o->patience, false};
     bool tty = isatty(fileno(stdout));
     int st = YC_OK;
@@ -1126,14 +1336,14 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
         if (!(first > 0 && t->resume_grads) && (st = yc_model_zero_grad(m)))
             break;
         /* running means of the epoch's losses; a resumed epoch continues those saved with it */
-        double mloss[3] = {0, 0, 0};
+        double mloss[4] = {0, 0, 0, 0};
         int seen_batches = 0, images = 0;
         if (first > 0 && t->resume_batches > 0) {
             memcpy(mloss, t->resume_loss, sizeof mloss);
             seen_batches = t->resume_batches;
         }
         double t0 = yc_now();
-        print_header();
+        print_header(t->seg);
         for (int i = first; i < nb && !st; i++) {
             const yc_batch *b = NULL;
             if ((st = yc_loader_next(t->train_loader, &b)))
@@ -1166,10 +1376,12 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
              * the gradient applied is the sum of the ranks' gradients.  The EMA runs on rank 0
              * alone, which alone validates and saves it (YOLOv5: `ema = ModelEMA(model) if RANK
              * in {-1, 0}`). */
-            yc_loss_result res;
-            yc_step *pending;
+            yc_loss_result res = {0};
+            yc_seg_loss_result sres = {0};
+            yc_step *pending = NULL;
             bool step_now = ni - last_opt_step >= accumulate;
-            if ((st = train_batch(t, b, h, w, &res, &pending)) ||
+            if ((st = t->seg ? seg_train_batch(t, b, h, w, &sres)
+                             : train_batch(t, b, h, w, &res, &pending)) ||
                 (step_now && ((t->world > 1 && (st = yc_dist_allreduce_grads(m))) ||
                               (o->quad && (st = quad_scale_grads(m))) ||
                               (st = yc_optim_step(t->opt, MAX_GRAD_NORM)) ||
@@ -1179,14 +1391,20 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 break;
             if (pending)
                 yc_step_result(pending, &res);
+            /* the logged losses in their order: box, obj, cls; segmenting box, seg, obj, cls */
+            double items[4] = {res.box, res.obj, res.cls, 0};
+            if (t->seg) {
+                res.total = sres.total;
+                items[0] = sres.box, items[1] = sres.seg, items[2] = sres.obj;
+                items[3] = sres.cls;
+            }
             if (!isfinite(res.total)) {
                 yc_error_status(YC_ERR, "the loss is %g at epoch %d, batch %d (step %ld)",
                                 res.total, epoch, i, ni);
                 st = training_stopped(t, YC_ERR, YC_FIX_NAN, false);
                 break;
             }
-            double items[3] = {res.box, res.obj, res.cls};
-            for (int k = 0; k < 3; k++)
+            for (int k = 0; k < t->nloss; k++)
                 mloss[k] = (mloss[k] * seen_batches + items[k]) / (seen_batches + 1);
             seen_batches++;
             /* the images of every rank (their shards are equal: DistributedSampler pads) */
@@ -1200,7 +1418,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 last_opt_step = ni;
                 t->last_opt_step = ni;
             }
-            print_progress(epoch, t->epochs, mloss, b->nt, b->w > b->h ? b->w : b->h, i, nb,
+            print_progress(epoch, t->epochs, mloss, t->nloss, b->nt, b->w > b->h ? b->w : b->h, i, nb,
                            yc_now() - t0, images, tty, false);
             if (o->progress)
                 o->progress(o->progress_ctx, epoch, i, res.total);
@@ -1229,7 +1447,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
         }
         if (st || *interrupted)
             break;
-        print_progress(epoch, t->epochs, mloss, 0, o->imgsz, nb - 1, nb, yc_now() - t0, images,
+        print_progress(epoch, t->epochs, mloss, t->nloss, 0, o->imgsz, nb - 1, nb, yc_now() - t0, images,
                        tty, true);
         /* lrs of the last batch, before the scheduler step (results.csv x/lr0..2) */
         double lr[3] = {t->opt->lr[0], t->opt->lr[1], t->opt->lr[2]};
@@ -1242,15 +1460,21 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                 if ((st = validate(t, t->ema->ema, false, &results, maps)))
                     break;
             }
-            double fi = 0.1 * results.r[2] + 0.9 * results.r[3];
+            double fi = results.fitness;
             early = stopper_update(&stop, epoch, fi);
             if (fi > t->best_fitness)
                 t->best_fitness = fi;
-            double row[YC_RESULTS_NCOLS] = {mloss[0],     mloss[1],     mloss[2],     results.r[0],
-                                            results.r[1], results.r[2], results.r[3], results.r[4],
-                                            results.r[5], results.r[6], lr[0],        lr[1],
-                                            lr[2]};
-            if ((st = yc_results_append(t->csv, epoch, row))) {
+            /* the losses, the validation's values, the learning rates */
+            double row[YC_SEG_RESULTS_NCOLS];
+            int ncols = 0;
+            for (int k = 0; k < t->nloss; k++)
+                row[ncols++] = mloss[k];
+            for (int k = 0; k < (t->seg ? 12 : 7); k++)
+                row[ncols++] = results.r[k];
+            for (int k = 0; k < 3; k++)
+                row[ncols++] = lr[k];
+            if ((st = t->seg ? yc_seg_results_append(t->csv, epoch, row)
+                             : yc_results_append(t->csv, epoch, row))) {
                 st = training_stopped(t, st, YC_FIX_DISK, true);
                 break;
             }
@@ -1501,7 +1725,9 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
             (t->world > 1 && (st = yc_dist_bcast(resume_path, sizeof resume_path, 0))) ||
             (st = yc_checkpoint_read_meta(resume_path, &meta)))
             goto done;
-        if (meta.epoch == -1) {
+        /* epoch -1 is a final checkpoint's, or an interruption's inside the first epoch (the
+         * last completed epoch: none), which has a batch to continue from */
+        if (meta.epoch == -1 && meta.next_batch == 0) {
             st = yc_error_status(YC_EUSAGE, "%s is a finished run's checkpoint: nothing to "
                                  "resume (fine-tune from it with --weights)", resume_path);
             goto done;
@@ -1642,7 +1868,9 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                             .tiles = t->o.tile > 0 ? &t->train_tiles : NULL,
                             .tiles_per_epoch = t->o.tiles_per_epoch,
                             .limits = {.max_pixels = t->o.max_pixels},
-                            .cache = (yc_cache_kind)t->o.cache, .quad = t->o.quad};
+                            .cache = (yc_cache_kind)t->o.cache, .quad = t->o.quad,
+                            .masks = t->seg, .mask_ratio = t->o.mask_ratio,
+                            .no_overlap = t->o.no_overlap};
     if (t->o.rect && t->o.image_weights) {
         yc_warn("--rect is incompatible with --image-weights: rect disabled");
         lo.rect = false;
@@ -1676,7 +1904,9 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
                                 .seed = (uint64_t)t->o.seed,
                                 .tiles = t->o.tile > 0 ? &t->val_tiles : NULL,
                                 .limits = {.max_pixels = t->o.max_pixels},
-                                .cache = (yc_cache_kind)t->o.cache, .quad = t->o.quad};
+                                .cache = (yc_cache_kind)t->o.cache, .quad = t->o.quad,
+                                .masks = t->seg, .mask_ratio = t->o.mask_ratio,
+                                .no_overlap = t->o.no_overlap};
         if ((st = yc_loader_new(&t->val_loader, &vo)))
             goto done;
         if (t->o.cache == YC_CACHE_DISK)
@@ -1700,7 +1930,10 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     /* every rank starts from rank 0's weights and anchors (AutoAnchor ran there) */
     if (t->world > 1 && (st = yc_dist_bcast_model(t->m)))
         goto done;
-    yc_step_loss_params(t->m, &t->hyp, t->o.imgsz, t->o.label_smoothing, &t->lp);
+    if (t->seg)
+        yc_seg_step_loss_params(t->m, &t->hyp, t->o.imgsz, t->o.label_smoothing, &t->lp);
+    else
+        yc_step_loss_params(t->m, &t->hyp, t->o.imgsz, t->o.label_smoothing, &t->lp);
     if (yc_wait_policy_chosen_spin())
         yc_info("OpenMP threads spin between ops (OMP_WAIT_POLICY=ACTIVE: %.1f GFLOPs per image at "
                 "%d outweigh the image loaders; OMP_WAIT_POLICY=PASSIVE keeps them asleep)\n",

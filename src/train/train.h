@@ -76,6 +76,11 @@ typedef struct yc_train_opts {
     /* --max-pixels: the most pixels one image read may decode (image_read.h; 0: 2^30); as given
      * now when resuming */
     size_t max_pixels;
+    /* segmentation models (segment/train.py): the masks' downsampling from the image size
+     * (--mask-ratio, default 4) and one mask per target instead of one index map per image
+     * (--no-overlap); ignored by detection models */
+    int mask_ratio;
+    bool no_overlap;
     /* classifiers (classify_train.h): --cutoff, the layer count a detection config is cut to
      * (ClassificationModel's cutoff; 0: YOLOv5's 10), and --dropout, Classify's dropout
      * probability in [0, 1) (default 0, YOLOv5's) */

@@ -32,6 +32,7 @@ void yc_train_opts_defaults(yc_train_opts *o)
     o->tile = -1;
     o->tile_overlap = -1;
     o->tile_min_area = -1;
+    o->mask_ratio = 4;
 }
 
 static const char *optim_name(int v)
@@ -128,6 +129,9 @@ const yc_field yc_train_fields[] = {
      .enum_parse = cache_parse},
     {.key = "max_pixels", .type = YC_FIELD_SIZE, .offset = OFF(max_pixels), .lo = 1,
      .hi = (double)((size_t)1 << 40)},
+    /* segmentation (absent from the checkpoints of runs before them: the defaults) */
+    INT_OR("mask_ratio", mask_ratio, 1, 64, 4),
+    {.key = "no_overlap", .type = YC_FIELD_BOOL, .offset = OFF(no_overlap), .flags = OPT},
     {.key = NULL, .type = YC_FIELD_END},
 };
 
