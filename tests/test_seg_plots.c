@@ -22,6 +22,7 @@
 #include "harness.h"
 #include "image.h"
 #include "loader.h"
+#include "mask_eval.h"
 #include "log.h"
 #include "plots.h"
 #include "segment_step.h"
@@ -144,6 +145,61 @@ START_TEST(rle_matches_reference)
     }
     ck_assert_int_eq(lines, 8);
     free(text);
+}
+END_TEST
+
+static uint8_t *from_hex(const char *hex, size_t n)
+{
+    uint8_t *b = malloc(n ? n : 1);
+    ck_assert_ptr_nonnull(b);
+    for (size_t k = 0; k < n; k++) {
+        unsigned v;
+        ck_assert_int_eq(sscanf(hex + 2 * k, "%2x", &v), 1);
+        b[k] = (uint8_t)v;
+    }
+    return b;
+}
+
+/* yc_resize_u8_linear against cv2.resize (tests/data/cv_resize_ref.txt, made by
+ * tests/data/make_cv_resize.py): every byte the same; and yc_scale_mask_u8's letterbox crop. */
+START_TEST(resize_matches_cv2)
+{
+    char *text = yc_harness_read(yc_harness_test_data("cv_resize_ref.txt"), NULL);
+    int lines = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        int h, w, oh, ow, off;
+        ck_assert_int_eq(sscanf(line, "%d %d %d %d %n", &h, &w, &oh, &ow, &off), 4);
+        const char *hex = line + off;
+        uint8_t *src = from_hex(hex, (size_t)h * w);
+        uint8_t *want = from_hex(hex + 2 * (size_t)h * w + 1, (size_t)oh * ow);
+        uint8_t *got = malloc((size_t)oh * ow);
+        ck_assert_ptr_nonnull(got);
+        ck_assert_int_eq(yc_resize_u8_linear(src, h, w, (size_t)w, got, oh, ow), YC_OK);
+        int bad = 0;
+        for (size_t k = 0; k < (size_t)oh * ow; k++)
+            bad += got[k] != want[k];
+        ck_assert_msg(bad == 0, "case %d (%dx%d -> %dx%d): %d of %d bytes differ from cv2",
+                      lines + 1, h, w, oh, ow, bad, oh * ow);
+        /* the same image inside a letterbox of 3 rows and 2.5 columns a side */
+        const int h1 = h + 6, w1 = w + 5;
+        uint8_t *box = calloc((size_t)h1 * w1, 1), *got2 = malloc((size_t)oh * ow);
+        ck_assert(box && got2);
+        for (int y = 0; y < h; y++)
+            memcpy(box + (size_t)(y + 3) * w1 + 2, src + (size_t)y * w, (size_t)w);
+        ck_assert_int_eq(yc_scale_mask_u8(box, h1, w1, 2.5, 3.0, oh, ow, got2), YC_OK);
+        ck_assert_int_eq(memcmp(got2, want, (size_t)oh * ow), 0);
+        free(box);
+        free(got2);
+        free(src);
+        free(want);
+        free(got);
+        lines++;
+    }
+    ck_assert_int_eq(lines, 9);
+    free(text);
+    uint8_t one = 1, out;
+    ck_assert_int_eq(yc_resize_u8_linear(&one, 1, 1, 1, &out, 0, 1), YC_EFORMAT);
 }
 END_TEST
 
@@ -443,6 +499,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, rle_hand_values);
     tcase_add_test(tc, rle_matches_reference);
+    tcase_add_test(tc, resize_matches_cv2);
     tcase_add_test(tc, mask_blend_pixels);
     tcase_add_test(tc, seg_labels_overlap_split);
     tcase_add_test(tc, results_seg_plot);

@@ -52,8 +52,7 @@ typedef struct seg_state {
     uint8_t *pm;
     size_t pm_cap;
     int pm_h, pm_w;
-    /* save_json: one mask at the original size (float, then bytes) and the detections' RLEs */
-    float *orig;
+    /* save_json: one mask at the original size and the detections' RLEs */
     uint8_t *orig8;
     size_t orig_cap;
     char **segs;
@@ -82,7 +81,6 @@ static void seg_state_free(seg_state *s)
     free(s->pdets);
     free(s->pndet);
     free(s->pm);
-    free(s->orig);
     free(s->orig8);
     free(s->segs);
     yc_seg_loss_free(s->loss);
@@ -241,28 +239,20 @@ static int image_gt(seg_state *s, const yc_batch *b, int i, bool overlap, int nl
 
 /* save_one_json's masks: each of the nd predicted masks (process_mask_upsample's, mh x mw at the
  * input size) brought to the original image by scale_image (the letterbox cropped off, resized
- * as cv2.resize INTER_LINEAR of the uint8 0/1 mask: inside where >= 0.5) and COCO-RLE encoded
- * into s->segs[0..nd-1] (freed by the caller). */
+ * by cv2.resize INTER_LINEAR of the uint8 mask: yc_scale_mask_u8) and COCO-RLE encoded into
+ * s->segs[0..nd-1] (freed by the caller). */
 static int json_masks(seg_state *s, const yc_val_info *info, int nd, int mh, int mw)
 {
     const size_t plane0 = (size_t)info->h0 * (size_t)info->w0;
-    int st = grow((void **)&s->orig, &s->orig_cap, plane0 ? plane0 : 1, sizeof(float),
+    int st = grow((void **)&s->orig8, &s->orig_cap, plane0 ? plane0 : 1, 1,
                   "masks at the original size");
-    if (st)
-        return st;
-    uint8_t *o8 = yc_realloc(s->orig8, plane0 ? plane0 : 1, "masks at the original size");
-    if (!o8)
-        return YC_ENOMEM;
-    s->orig8 = o8;
-    for (int d = 0; d < nd; d++) {
-        yc_scale_mask(s->pmasks + (size_t)d * mh * mw, mh, mw, info->lb.pad_w, info->lb.pad_h,
-                      info->h0, info->w0, s->orig);
-        for (size_t k = 0; k < plane0; k++)
-            o8[k] = s->orig[k] >= 0.5f;
-        if (!(s->segs[d] = yc_rle_json(o8, info->h0, info->w0)))
-            return yc_error_context(YC_ENOMEM, "the RLE of a predicted mask");
+    for (int d = 0; d < nd && !st; d++) {
+        st = yc_scale_mask_u8(s->pmasks + (size_t)d * mh * mw, mh, mw, info->lb.pad_w,
+                              info->lb.pad_h, info->h0, info->w0, s->orig8);
+        if (!st && !(s->segs[d] = yc_rle_json(s->orig8, info->h0, info->w0)))
+            st = yc_error_context(YC_ENOMEM, "the RLE of a predicted mask");
     }
-    return YC_OK;
+    return st;
 }
 
 /* Statistics of image i: box matching through the sink, mask matching into s->mstats. */

@@ -32,8 +32,8 @@
  *               labels with their ground truth masks, the first 15 detections of each image with
  *               their masks at process_mask's size (plots.h yc_plot_batch_masks);
  *   save_json   each detection's entry gets "segmentation": its process_mask_upsample mask brought
- *               to the original image (scale_image: the letterbox cropped off, cv2.resize
- *               bilinear, inside where >= 0.5) and COCO-RLE encoded as pycocotools' mask.encode
+ *               to the original image (scale_image: the letterbox cropped off, cv2.resize of the
+ *               uint8 mask, yc_scale_mask_u8) and COCO-RLE encoded as pycocotools' mask.encode
  *               (coco_rle.h).
  * Test-time augmentation (augment) and save_hybrid are refused.  Differences in the mosaics:
  * YOLOv5 tells overlap masks from per-target ones by their largest value (> 1); yolocl from

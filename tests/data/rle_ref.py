@@ -11,6 +11,7 @@ code's arithmetic shift.
 
 Each line: h w hex(row-major bits packed 4 per digit, most significant first, padded) string.
 Run: /usr/bin/python3 tests/data/rle_ref.py > tests/data/rle_ref.txt
+Imported, its encode() stands in for pycocotools.mask.encode (bench/seg_json_ref.py).
 """
 import numpy as np
 
@@ -73,5 +74,14 @@ def masks():
     yield tall
 
 
-for m in masks():
-    print(m.shape[0], m.shape[1], to_hex(m), rle_string(rle_counts(m)))
+def encode(masks_hwn):
+    """pycocotools.mask.encode's result for an h x w x n uint8 array: a list of
+    {"size": [h, w], "counts": bytes} (bench/seg_json_ref.py stands it in for pycocotools)."""
+    h, w, n = masks_hwn.shape
+    return [{"size": [h, w], "counts": rle_string(rle_counts(masks_hwn[:, :, i])).encode()}
+            for i in range(n)]
+
+
+if __name__ == "__main__":
+    for m in masks():
+        print(m.shape[0], m.shape[1], to_hex(m), rle_string(rle_counts(m)))
