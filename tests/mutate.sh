@@ -266,7 +266,7 @@ mut rle_row_major src/eval/coco_rle.c "test_seg_plots" \
 mut rle_delta_previous src/eval/coco_rle.c "test_seg_plots" \
     'x -= (long long)counts[i - 2];' \
     'x -= (long long)counts[i - 1];'
-mut resize_u8_scalar_rounding src/eval/mask_eval.c "test_seg_plots" \
+mut resize_u8_scalar_rounding src/data/masks.c "test_seg_plots" \
     'int v = ((((h0[x] >> 4) * b0) >> 16) + (((h1[x] >> 4) * b1) >> 16) + 2) >> 2;' \
     'int v = (h0[x] * b0 + h1[x] * b1 + (1 << 21)) >> 22;'
 mut seg_plot_blend_weights src/data/plots.c "test_seg_plots" \

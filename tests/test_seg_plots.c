@@ -23,6 +23,7 @@
 #include "image.h"
 #include "loader.h"
 #include "mask_eval.h"
+#include "masks.h"
 #include "log.h"
 #include "plots.h"
 #include "segment_step.h"

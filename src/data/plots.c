@@ -11,6 +11,7 @@
 
 #include "draw.h"
 #include "loader.h"
+#include "masks.h"
 #include "log.h"
 #include "results_csv.h"
 #include "util.h"
@@ -245,49 +246,33 @@ static const char *class_name(int cls, const char *const *names, int nc, char *b
     return buf;
 }
 
-/* Whether pixel (x, y) of a tw x th tile is inside mask mk: cv2.resize(mask, (tw, th)) with
- * INTER_LINEAR (half-pixel centres, clamped at the edges) of the 0/1 mask, then astype(bool):
- * inside where the interpolated value rounds to 1 or more (>= 0.5). */
-static bool mask_at(const yc_plot_mask *mk, int tw, int th, int x, int y)
-{
-    if (mk->w == tw && mk->h == th)
-        return mk->m[(size_t)y * mk->w + x] != 0;
-    double sy = (y + 0.5) * mk->h / th - 0.5, sx = (x + 0.5) * mk->w / tw - 0.5;
-    sy = sy < 0 ? 0 : sy;
-    sx = sx < 0 ? 0 : sx;
-    int y0 = (int)sy, x0 = (int)sx;
-    if (y0 > mk->h - 1)
-        y0 = mk->h - 1;
-    if (x0 > mk->w - 1)
-        x0 = mk->w - 1;
-    int y1 = y0 + 1 < mk->h ? y0 + 1 : y0, x1 = x0 + 1 < mk->w ? x0 + 1 : x0;
-    double fy = sy - y0, fx = sx - x0;
-    fy = fy > 1 ? 1 : fy;
-    fx = fx > 1 ? 1 : fx;
-#define MV(yy, xx) (mk->m[(size_t)(yy) * mk->w + (xx)] != 0)
-    double v = (MV(y0, x0) * (1 - fx) + MV(y0, x1) * fx) * (1 - fy) +
-               (MV(y1, x0) * (1 - fx) + MV(y1, x1) * fx) * fy;
-#undef MV
-    return v >= 0.5;
-}
-
-/* plot_images_and_masks' blend of one mask over its tile (origin ox, oy, tw x th pixels):
- * im[mask] = im[mask] * 0.4 + colour * 0.6 in float, truncated back to uint8 as numpy assigns. */
-static void blend_mask(yc_canvas *c, const yc_plot_mask *mk, int ox, int oy, int tw, int th,
-                       yc_rgb col)
+/* plot_images_and_masks' blend of one mask over its tile (origin ox, oy, tw x th pixels): the
+ * mask resized to the tile when its size differs (cv2.resize INTER_LINEAR of the uint8 mask,
+ * yc_resize_u8_linear, then astype(bool)), and im[mask] = im[mask] * 0.4 + colour * 0.6 in
+ * float, truncated back to uint8 as numpy assigns.  tmp holds tw * th bytes. */
+static int blend_mask(yc_canvas *c, const yc_plot_mask *mk, int ox, int oy, int tw, int th,
+                      yc_rgb col, uint8_t *tmp)
 {
     if (!mk->m || mk->w < 1 || mk->h < 1)
-        return;
+        return YC_OK;
+    const uint8_t *m = mk->m;
+    if (mk->w != tw || mk->h != th) {
+        int st = yc_resize_u8_linear(mk->m, mk->h, mk->w, (size_t)mk->w, tmp, th, tw);
+        if (st)
+            return st;
+        m = tmp;
+    }
     for (int y = 0; y < th; y++)
         for (int x = 0; x < tw; x++) {
             int px = ox + x, py = oy + y;
-            if (px >= c->w || py >= c->h || !mask_at(mk, tw, th, x, y))
+            if (px >= c->w || py >= c->h || !m[(size_t)y * tw + x])
                 continue;
             uint8_t *p = c->px + ((size_t)py * c->w + px) * 3;
             p[0] = (uint8_t)(p[0] * 0.4 + col.r * 0.6);
             p[1] = (uint8_t)(p[1] * 0.4 + col.g * 0.6);
             p[2] = (uint8_t)(p[2] * 0.4 + col.b * 0.6);
         }
+    return YC_OK;
 }
 
 int yc_plot_batch(const char *out_path, const yc_plot_image *images, int n,
@@ -335,6 +320,12 @@ int yc_plot_batch_masks(const char *out_path, const yc_plot_image *images, int n
     int st = yc_canvas_init(&c, ns * tw, ns * th, WHITE);
     if (st)
         return yc_error_context(st, "%s", out_path);
+    /* a mask resized to a tile */
+    uint8_t *tmp = NULL;
+    if (masks && !(tmp = yc_malloc((size_t)tw * th, "batch plot masks"))) {
+        yc_canvas_free(&c);
+        return YC_ENOMEM;
+    }
     int fs = (int)((th + tw) * ns * 0.01);
     int lw = (int)lround(fs / 10.0);
     lw = lw < 1 ? 1 : lw;
@@ -370,13 +361,15 @@ int yc_plot_batch_masks(const char *out_path, const yc_plot_image *images, int n
         }
         if (!masks)
             continue;
-        for (int j = 0; j < n_boxes; j++)
+        for (int j = 0; j < n_boxes && !st; j++)
             if (boxes[j].image == i && box_drawn(&boxes[j], n))
-                blend_mask(&c, &masks[j], tw * (i % ns), th * (i / ns), tw, th,
-                           yc_color_class(boxes[j].cls));
+                st = blend_mask(&c, &masks[j], tw * (i % ns), th * (i / ns), tw, th,
+                                yc_color_class(boxes[j].cls), tmp);
     }
-    st = yc_canvas_save(&c, out_path);
+    if (!st)
+        st = yc_canvas_save(&c, out_path);
     yc_canvas_free(&c);
+    free(tmp);
     return st;
 }
 

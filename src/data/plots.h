@@ -64,7 +64,7 @@ typedef struct yc_plot_mask {
 /* YOLOv5 v7.0 utils/segment/plots.py plot_images_and_masks: yc_plot_batch with masks[j] (one a
  * box, n_boxes entries; masks NULL draws none) drawn over image by image after its boxes: each
  * mask of a drawn box (ground truth, or a prediction above 0.25) is resized to the tile as
- * cv2.resize INTER_LINEAR then astype(bool) (inside where the bilinear value is >= 0.5) and
+ * cv2.resize INTER_LINEAR of the uint8 mask then astype(bool) (masks.h yc_resize_u8_linear) and
  * blended im * 0.4 + class colour * 0.6, truncated to uint8.  The caller splits overlap index
  * maps into one mask a box (index == the box's place among its image's targets + 1), as
  * plot_images_and_masks does. */

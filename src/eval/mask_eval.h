@@ -72,19 +72,8 @@ int yc_mask_iou(const float *gt, bool overlap, int nl, int gh, int gw, const uin
 void yc_scale_mask(const uint8_t *mask, int h1, int w1, double pad_w, double pad_h, int h0,
                    int w0, float *out);
 
-/* cv2.resize(src, (ow, oh)) with INTER_LINEAR of a uint8 h x w image (rows `stride` bytes
- * apart) into oh x ow bytes, bit for bit as OpenCV 4's fixed-point path computes it: weights
- * rounded to 1/2048, the columns clamped at the edges with a zero fraction, the rows clipped
- * with their weights kept, and the vertical sum truncated as its SIMD code does
- * (((r0 >> 4) * b0 >> 16) + ((r1 >> 4) * b1 >> 16) + 2) >> 2.  (A 0/1 mask resized this way is
- * not the float bilinear value thresholded at 0.5: about 5% of the pixels of a noisy mask at a
- * non-integer ratio differ.)  Checked against cv2 4.6 on random masks, up- and downscaled, by
- * tests/data/make_cv_resize.py.  YC_EFORMAT for empty sizes, YC_ENOMEM. */
-int yc_resize_u8_linear(const uint8_t *src, int h, int w, size_t stride, uint8_t *dst, int oh,
-                        int ow);
-
 /* scale_image for one uint8 mask as segment/val.py's save_json calls it: the letterbox cropped
- * off as yc_scale_mask does, then yc_resize_u8_linear to h0 x w0 (out: h0 * w0 bytes, 0/1 for
+ * off as yc_scale_mask does, then yc_resize_u8_linear (masks.h) to h0 x w0 (out: h0 * w0 bytes, 0/1 for
  * a 0/1 mask).  YC_ENOMEM. */
 int yc_scale_mask_u8(const uint8_t *mask, int h1, int w1, double pad_w, double pad_h, int h0,
                      int w0, uint8_t *out);

@@ -37,8 +37,8 @@
  *               (coco_rle.h).
  * Test-time augmentation (augment) and save_hybrid are refused.  Differences in the mosaics:
  * YOLOv5 tells overlap masks from per-target ones by their largest value (> 1); yolocl from
- * opt->mask_overlap, and resizes a mask to its tile with a float bilinear weight and a 0.5
- * threshold where cv2 uses 11-bit fixed-point weights (a pixel on a mask's edge may differ). */
+ * opt->mask_overlap (a batch whose masks are all 0/1 is one mask a target for YOLOv5 even in
+ * the overlap format, which fails its plot thread when the counts differ). */
 #ifndef YC_VAL_SEG_H
 #define YC_VAL_SEG_H
 
