@@ -6,7 +6,8 @@
 # the numbers; a SIGTERM to one rank must stop both and leave rank 0's resumable checkpoint (one
 # batch on, world_size 2); resuming that 2-rank run in one process must be refused naming both
 # numbers; a rank killed with SIGKILL must end the run with a message naming it, and a stopped
-# rank (SIGSTOP) must end it after YOLOCL_DIST_TIMEOUT seconds, each within a time bound.  The
+# rank (SIGSTOP) must end it after YOLOCL_DIST_TIMEOUT seconds, each within a time bound; a
+# segmentation model must train on 2 ranks as a detection model does.  The
 # checks of yolocl plan --ranks come first and need no MPI.  Skipped (77) without mpirun or in a
 # build without MPI.
 set -u
@@ -127,6 +128,21 @@ wait_epoch() {
         i=$((i + 1))
     done
 }
+# a segmentation model trains through the same path (segment/train.py's DDP): the tiny
+# yolov5n-seg on a small polygon demo, rank 0's results.csv with segment/train.py's 20 columns
+"$yolocl" demo-data --task segment "$tmp/segdemo" --train 8 --val 2 >/dev/null ||
+    fail "demo-data --task segment"
+# shellcheck disable=SC2086
+OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" train --data "$tmp/segdemo/demo.yaml" \
+    --cfg "$data/seg/tiny/yolov5n-seg-tiny.yaml" --device cpu --img 64 --noautoanchor --noplots \
+    --project "$tmp/runs" --name seg --epochs 2 --batch 4 >"$tmp/out" 2>"$tmp/err" </dev/null ||
+    fail "mpirun -np 2 yolocl train --cfg yolov5n-seg-tiny: status $?"
+[ "$(head -1 "$tmp/runs/seg/results.csv" | tr ',' '\n' | grep -c .)" = 20 ] &&
+    head -1 "$tmp/runs/seg/results.csv" | grep -q 'train/seg_loss' ||
+    fail "the segmentation run's results.csv has not segment/train.py's columns"
+rows=$(($(wc -l <"$tmp/runs/seg/results.csv") - 1))
+[ "$rows" = 2 ] || fail "the segmentation run's results.csv has $rows rows, not 2"
+grep -q '^data-parallel: 2 ranks' "$tmp/out" || fail "the segmentation run was not data-parallel"
 # a classifier (classify/train.py's DDP is not implemented): refused on every rank
 # shellcheck disable=SC2086
 OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" train --cfg yolov5n-cls \
