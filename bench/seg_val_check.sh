@@ -12,6 +12,11 @@
 #   2. segment/predict.py and `yolocl detect` with --save-txt --save-conf on the same images: the
 #      label files must hold the same lines (class and polygon points) but for the confidence,
 #      last on each line, which may differ in its 6th digit (float round-off of the forward).
+#   3. segment/val.py --save-json (bench/seg_json_ref.py: pycocotools' encoder stood in for by
+#      tests/data/rle_ref.py, pycocotools not being installed) and `yolocl val --save-json`: the
+#      entries paired in order must have the same image, class (or its COCO id), box and mask
+#      size, and at most 1e-4 of the mask pixels may differ (bench/seg_json_compare.py; a pixel
+#      whose logit is within round-off of 0 can come out either way).
 # Needs Debian's python3-torch (/usr/bin/python3), a YOLOv5 v7.0 checkout ($YOLOV5, default
 # /tmp/y5) and the shared reference material ($YOLOCL_SHARED_DIR, default ../shared).  Exit 0 when
 # both agree, 1 otherwise, 77 when something it needs is missing.
@@ -75,4 +80,13 @@ done
 ours=$(ls "$OUT/runs/yolocl-detect/labels" 2>/dev/null | wc -l)
 echo "detect: $files label files ($lines detections) from predict.py, $ours from yolocl; $differ differ in a class or a polygon point"
 [ "$differ" -eq 0 ] && [ "$ours" -eq "$files" ] || status=1
+
+echo "== segment/val.py --save-json and yolocl val --save-json"
+(cd "$Y5" && /usr/bin/python3 "$SRC/bench/seg_json_ref.py" "$OUT" "$IMGSZ") >"$OUT/json_py.log" 2>&1 ||
+    { tail -20 "$OUT/json_py.log"; exit 1; }
+"$YOLOCL" val --weights "$OUT/yolov5n-seg.pt" --data "$OUT/seg.yaml" --img "$IMGSZ" --batch 8 \
+    --save-json --project "$OUT/runs" --name yolocl-json --exist-ok >"$OUT/yolocl_json.log" 2>&1 ||
+    { cat "$OUT/yolocl_json.log"; exit 1; }
+/usr/bin/python3 "$SRC/bench/seg_json_compare.py" "$OUT/runs/json/yolov5n-seg_predictions.json" \
+    "$OUT/runs/yolocl-json/yolov5n-seg_predictions.json" || status=1
 exit $status

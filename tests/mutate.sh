@@ -259,6 +259,23 @@ mut seg_val_loss_order src/eval/val_seg.c "test_masks" \
     'res->loss_seg = nbatches ? loss[1] / nbatches : 0;' \
     'res->loss_seg = nbatches ? loss[2] / nbatches : 0;'
 
+# segmentation outputs: COCO RLE (src/eval/coco_rle.c), mask mosaics (src/data/plots.c)
+mut rle_row_major src/eval/coco_rle.c "test_seg_plots" \
+    'uint8_t v = mask[(size_t)y * w + x] != 0;' \
+    'uint8_t v = mask[(size_t)x * h + y] != 0;'
+mut rle_delta_previous src/eval/coco_rle.c "test_seg_plots" \
+    'x -= (long long)counts[i - 2];' \
+    'x -= (long long)counts[i - 1];'
+mut resize_u8_scalar_rounding src/data/masks.c "test_seg_plots" \
+    'int v = ((((h0[x] >> 4) * b0) >> 16) + (((h1[x] >> 4) * b1) >> 16) + 2) >> 2;' \
+    'int v = (h0[x] * b0 + h1[x] * b1 + (1 << 21)) >> 22;'
+mut seg_plot_blend_weights src/data/plots.c "test_seg_plots" \
+    'p[0] = (uint8_t)(p[0] * 0.4 + col.r * 0.6);' \
+    'p[0] = (uint8_t)(p[0] * 0.5 + col.r * 0.5);'
+mut seg_plot_overlap_index src/data/plots.c "test_seg_plots" \
+    'const float want = (float)(seen[i] + 1);' \
+    'const float want = (float)seen[i];'
+
 # memory planner (src/nn/plan.c, src/train/memplan.c)
 mut plan_overlapping_blocks src/nn/plan.c "test_memplan test_model test_golden" \
     'fl->r[best].offset += size;' \

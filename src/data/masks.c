@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "npsort.h"
+#include "util.h"
 
 /* OpenCV's fixed point for polygon edges: 16 fractional bits. */
 #define XY_SHIFT 16
@@ -406,5 +407,72 @@ int yc_polygons2masks_overlap(yc_mask_scratch *s, int h, int w, int ratio, const
     }
     for (int i = 0; order && i < np; i++)
         order[i] = (int)s->order[i];
+    return YC_OK;
+}
+
+/* cv2.resize INTER_LINEAR's coefficients along one axis (resize.cpp): the source coordinate
+ * (float)((d + 0.5) * scale - 0.5) with scale = 1 / (dsize / ssize) in double, its floor and
+ * fraction in float; along x (clamp) the fraction is 0 and the index the edge's outside the
+ * source, along y the two rows are clipped to the source separately, their weights kept; weights
+ * 1 - f and f times 2048, rounded to nearest even (saturate_cast<short>). */
+static void cv_linear_coefs(int ssize, int dsize, bool clamp, int *i0, int *i1, int *a0, int *a1)
+{
+    const double scale = 1.0 / ((double)dsize / ssize);
+    for (int d = 0; d < dsize; d++) {
+        float f = (float)((d + 0.5) * scale - 0.5);
+        int sx = (int)floorf(f);
+        f -= (float)sx;
+        if (clamp && sx < 0) {
+            f = 0;
+            sx = 0;
+        }
+        if (clamp && sx >= ssize - 1) {
+            f = 0;
+            sx = ssize - 1;
+        }
+        i0[d] = sx < 0 ? 0 : sx > ssize - 1 ? ssize - 1 : sx;
+        i1[d] = sx + 1 < 0 ? 0 : sx + 1 > ssize - 1 ? ssize - 1 : sx + 1;
+        a0[d] = (int)lrintf((1.0f - f) * 2048.0f);
+        a1[d] = (int)lrintf(f * 2048.0f);
+    }
+}
+
+int yc_resize_u8_linear(const uint8_t *src, int h, int w, size_t stride, uint8_t *dst, int oh,
+                        int ow)
+{
+    if (h < 1 || w < 1 || oh < 1 || ow < 1)
+        return yc_error_status(YC_EFORMAT, "resize of a %d x %d image to %d x %d", h, w, oh, ow);
+    int *xi = yc_malloc((size_t)ow * 4 * sizeof *xi, "mask resize");
+    int *yi = yc_malloc((size_t)oh * 4 * sizeof *yi, "mask resize");
+    int32_t *rows = yc_malloc((size_t)ow * 2 * sizeof *rows, "mask resize");
+    if (!xi || !yi || !rows) {
+        free(xi);
+        free(yi);
+        free(rows);
+        return YC_ENOMEM;
+    }
+    cv_linear_coefs(w, ow, true, xi, xi + ow, xi + 2 * ow, xi + 3 * ow);
+    cv_linear_coefs(h, oh, false, yi, yi + oh, yi + 2 * oh, yi + 3 * oh);
+    int32_t *h0 = rows, *h1 = rows + ow;
+    for (int y = 0; y < oh; y++) {
+        /* the horizontal pass of the two source rows (exact integers, weights x 2048) */
+        const uint8_t *r0 = src + (size_t)yi[y] * stride, *r1 = src + (size_t)yi[oh + y] * stride;
+        for (int x = 0; x < ow; x++) {
+            const int s0 = xi[x], s1 = xi[ow + x], a0 = xi[2 * ow + x], a1 = xi[3 * ow + x];
+            h0[x] = r0[s0] * a0 + r0[s1] * a1;
+            h1[x] = r1[s0] * a0 + r1[s1] * a1;
+        }
+        /* the vertical pass as VResizeLinearVec_32s8u computes it: each row >> 4, times its
+         * weight, >> 16 (v_mul_hi), summed, + 2, >> 2, saturated to uint8 */
+        const int b0 = yi[2 * oh + y], b1 = yi[3 * oh + y];
+        uint8_t *o = dst + (size_t)y * ow;
+        for (int x = 0; x < ow; x++) {
+            int v = ((((h0[x] >> 4) * b0) >> 16) + (((h1[x] >> 4) * b1) >> 16) + 2) >> 2;
+            o[x] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+        }
+    }
+    free(xi);
+    free(yi);
+    free(rows);
     return YC_OK;
 }

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "draw.h"
+#include "loader.h"
+#include "masks.h"
 #include "log.h"
 #include "results_csv.h"
 #include "util.h"
@@ -244,8 +246,55 @@ static const char *class_name(int cls, const char *const *names, int nc, char *b
     return buf;
 }
 
+/* plot_images_and_masks' blend of one mask over its tile (origin ox, oy, tw x th pixels): the
+ * mask resized to the tile when its size differs (cv2.resize INTER_LINEAR of the uint8 mask,
+ * yc_resize_u8_linear, then astype(bool)), and im[mask] = im[mask] * 0.4 + colour * 0.6 in
+ * float, truncated back to uint8 as numpy assigns.  tmp holds tw * th bytes. */
+static int blend_mask(yc_canvas *c, const yc_plot_mask *mk, int ox, int oy, int tw, int th,
+                      yc_rgb col, uint8_t *tmp)
+{
+    if (!mk->m || mk->w < 1 || mk->h < 1)
+        return YC_OK;
+    const uint8_t *m = mk->m;
+    if (mk->w != tw || mk->h != th) {
+        int st = yc_resize_u8_linear(mk->m, mk->h, mk->w, (size_t)mk->w, tmp, th, tw);
+        if (st)
+            return st;
+        m = tmp;
+    }
+    for (int y = 0; y < th; y++)
+        for (int x = 0; x < tw; x++) {
+            int px = ox + x, py = oy + y;
+            if (px >= c->w || py >= c->h || !m[(size_t)y * tw + x])
+                continue;
+            uint8_t *p = c->px + ((size_t)py * c->w + px) * 3;
+            p[0] = (uint8_t)(p[0] * 0.4 + col.r * 0.6);
+            p[1] = (uint8_t)(p[1] * 0.4 + col.g * 0.6);
+            p[2] = (uint8_t)(p[2] * 0.4 + col.b * 0.6);
+        }
+    return YC_OK;
+}
+
 int yc_plot_batch(const char *out_path, const yc_plot_image *images, int n,
                   const yc_plot_box *boxes, int n_boxes, const char *const *names, int nc)
+{
+    return yc_plot_batch_masks(out_path, images, n, boxes, n_boxes, NULL, names, nc);
+}
+
+/* Whether box b is drawn: a ground truth box, or a prediction above 0.25, with finite sane
+ * coordinates on one of the n images. */
+static bool box_drawn(const yc_plot_box *b, int n)
+{
+    if (b->image < 0 || b->image >= n || !isfinite(b->cx) || !isfinite(b->cy) ||
+        !isfinite(b->w) || !isfinite(b->h) || fabsf(b->cx) > 100 || fabsf(b->cy) > 100 ||
+        fabsf(b->w) > 100 || fabsf(b->h) > 100)
+        return false;
+    return b->conf < 0 || b->conf > 0.25f;
+}
+
+int yc_plot_batch_masks(const char *out_path, const yc_plot_image *images, int n,
+                        const yc_plot_box *boxes, int n_boxes, const yc_plot_mask *masks,
+                        const char *const *names, int nc)
 {
     if (n < 1)
         return yc_error_status(YC_EFORMAT, "%s: no images to plot", out_path);
@@ -271,6 +320,12 @@ int yc_plot_batch(const char *out_path, const yc_plot_image *images, int n,
     int st = yc_canvas_init(&c, ns * tw, ns * th, WHITE);
     if (st)
         return yc_error_context(st, "%s", out_path);
+    /* a mask resized to a tile */
+    uint8_t *tmp = NULL;
+    if (masks && !(tmp = yc_malloc((size_t)tw * th, "batch plot masks"))) {
+        yc_canvas_free(&c);
+        return YC_ENOMEM;
+    }
     int fs = (int)((th + tw) * ns * 0.01);
     int lw = (int)lround(fs / 10.0);
     lw = lw < 1 ? 1 : lw;
@@ -285,30 +340,90 @@ int yc_plot_batch(const char *out_path, const yc_plot_image *images, int n,
             yc_draw_text(&c, ox + 5, oy + 5, name, ts, (yc_rgb){220, 220, 220});
         }
     }
-    for (int j = 0; j < n_boxes; j++) {
-        const yc_plot_box *b = &boxes[j];
-        if (b->image < 0 || b->image >= n || !isfinite(b->cx) || !isfinite(b->cy) ||
-            !isfinite(b->w) || !isfinite(b->h) || fabsf(b->cx) > 100 || fabsf(b->cy) > 100 ||
-            fabsf(b->w) > 100 || fabsf(b->h) > 100)
+    /* image by image as plot_images_and_masks: the boxes and labels, then the masks over them */
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n_boxes; j++) {
+            const yc_plot_box *b = &boxes[j];
+            if (b->image != i || !box_drawn(b, n))
+                continue;
+            const yc_plot_image *im = &images[b->image];
+            double sw = im->w * scale, sh = im->h * scale;
+            int ox = tw * (b->image % ns), oy = th * (b->image / ns);
+            int x0 = ox + (int)((b->cx - b->w / 2) * sw), y0 = oy + (int)((b->cy - b->h / 2) * sh);
+            int x1 = ox + (int)((b->cx + b->w / 2) * sw), y1 = oy + (int)((b->cy + b->h / 2) * sh);
+            char buf[32], label[96];
+            const char *nm = class_name(b->cls, names, nc, buf, sizeof buf);
+            if (b->conf < 0)
+                snprintf(label, sizeof label, "%s", nm);
+            else
+                snprintf(label, sizeof label, "%s %.1f", nm, b->conf);
+            yc_draw_label(&c, x0, y0, x1, y1, label, lw, ts, yc_color_class(b->cls));
+        }
+        if (!masks)
             continue;
-        bool truth = b->conf < 0;
-        if (!truth && !(b->conf > 0.25f))
-            continue;
-        const yc_plot_image *im = &images[b->image];
-        double sw = im->w * scale, sh = im->h * scale;
-        int ox = tw * (b->image % ns), oy = th * (b->image / ns);
-        int x0 = ox + (int)((b->cx - b->w / 2) * sw), y0 = oy + (int)((b->cy - b->h / 2) * sh);
-        int x1 = ox + (int)((b->cx + b->w / 2) * sw), y1 = oy + (int)((b->cy + b->h / 2) * sh);
-        char buf[32], label[96];
-        const char *nm = class_name(b->cls, names, nc, buf, sizeof buf);
-        if (truth)
-            snprintf(label, sizeof label, "%s", nm);
-        else
-            snprintf(label, sizeof label, "%s %.1f", nm, b->conf);
-        yc_draw_label(&c, x0, y0, x1, y1, label, lw, ts, yc_color_class(b->cls));
+        for (int j = 0; j < n_boxes && !st; j++)
+            if (boxes[j].image == i && box_drawn(&boxes[j], n))
+                st = blend_mask(&c, &masks[j], tw * (i % ns), th * (i / ns), tw, th,
+                                yc_color_class(boxes[j].cls), tmp);
     }
-    st = yc_canvas_save(&c, out_path);
+    if (!st)
+        st = yc_canvas_save(&c, out_path);
     yc_canvas_free(&c);
+    free(tmp);
+    return st;
+}
+
+int yc_plot_batch_seg_labels(const char *out_path, const yc_batch *b, const yc_dataset *ds,
+                             bool overlap, bool single_cls, const char *const *names, int nc)
+{
+    const int n = b->n < 16 ? b->n : 16;
+    if (n < 1)
+        return yc_error_status(YC_EFORMAT, "%s: no images to plot", out_path);
+    yc_plot_image im[16];
+    const size_t img = 3 * (size_t)b->h * (size_t)b->w;
+    for (int i = 0; i < n; i++)
+        im[i] = (yc_plot_image){.px = b->images + (size_t)i * img, .layout = YC_PIX_U8_CHW,
+                                .w = b->w, .h = b->h,
+                                .path = ds ? ds->samples[b->sample[i]].image : NULL};
+    const size_t gplane = b->masks ? (size_t)b->mask_h * b->mask_w : 0;
+    const size_t nt = b->nt > 0 ? (size_t)b->nt : 1;
+    yc_plot_box *boxes = yc_malloc(nt * sizeof *boxes, "batch plot");
+    yc_plot_mask *masks = yc_calloc(nt, sizeof *masks, "batch plot");
+    uint8_t *gt = yc_malloc(nt * (gplane ? gplane : 1), "batch plot");
+    int st = YC_OK;
+    if (!boxes || !masks || !gt) {
+        st = YC_ENOMEM;
+        goto done;
+    }
+    int nb = 0, seen[16] = {0};
+    for (int t = 0; t < b->nt; t++) {
+        const float *r = b->targets + (size_t)t * 6;
+        const int i = (int)r[0];
+        if (!(r[0] >= 0) || i >= n)
+            continue;
+        boxes[nb] = (yc_plot_box){.image = i, .cls = single_cls ? 0 : (int)r[1], .cx = r[2],
+                                  .cy = r[3], .w = r[4], .h = r[5], .conf = -1};
+        /* the target's mask: its image's index map == its place there + 1, or its own mask */
+        const float *src = NULL;
+        const float want = (float)(seen[i] + 1);
+        if (gplane && overlap && i < b->mask_n)
+            src = b->masks + (size_t)i * gplane;
+        else if (gplane && !overlap && t < b->mask_n)
+            src = b->masks + (size_t)t * gplane;
+        seen[i]++;
+        if (src) {
+            uint8_t *g = gt + (size_t)nb * gplane;
+            for (size_t k = 0; k < gplane; k++)
+                g[k] = overlap ? src[k] == want : src[k] > 0.5f;
+            masks[nb] = (yc_plot_mask){.m = g, .w = b->mask_w, .h = b->mask_h};
+        }
+        nb++;
+    }
+    st = yc_plot_batch_masks(out_path, im, n, boxes, nb, masks, names, nc);
+done:
+    free(boxes);
+    free(masks);
+    free(gt);
     return st;
 }
 
@@ -488,34 +603,26 @@ static void gaussian_smooth(const double *y, double *out, int n, double sigma)
 
 int yc_plot_results(const char *csv_path, const char *out_path)
 {
-    static const char *const det_cols[10] = {
+    static const char *const cols[10] = {
         "train/box_loss", "train/obj_loss", "train/cls_loss", "metrics/precision",
         "metrics/recall", "val/box_loss",   "val/obj_loss",   "val/cls_loss",
         "metrics/mAP_0.5", "metrics/mAP_0.5:0.95",
-    };
-    /* plot_results_with_masks' panels: results.csv's columns 1-6, 9, 10, 13-16, 7, 8, 11, 12 */
-    static const char *const seg_cols[16] = {
-        "train/box_loss",       "train/seg_loss",       "train/obj_loss",
-        "train/cls_loss",       "metrics/precision(B)", "metrics/recall(B)",
-        "metrics/precision(M)", "metrics/recall(M)",    "val/box_loss",
-        "val/seg_loss",         "val/obj_loss",         "val/cls_loss",
-        "metrics/mAP_0.5(B)",   "metrics/mAP_0.5:0.95(B)", "metrics/mAP_0.5(M)",
-        "metrics/mAP_0.5:0.95(M)",
     };
     yc_results r;
     int st = yc_results_read(csv_path, &r);
     if (st)
         return st;
+    /* a segmentation run's file (segment/train.py's columns): plot_results_with_masks */
+    if (yc_results_column(&r, "train/seg_loss") >= 0) {
+        yc_results_free(&r);
+        return yc_plot_results_seg(csv_path, out_path);
+    }
     if (r.n_rows < 1) {
         yc_results_free(&r);
         return yc_error_status(YC_EFORMAT, "%s: no epochs (only a header line)", csv_path);
     }
-    /* a segmentation run's file (segment/train.py's columns): 2 x 8 panels, else 2 x 5 */
-    const bool seg = yc_results_column(&r, "train/seg_loss") >= 0;
-    const char *const *cols = seg ? seg_cols : det_cols;
-    const int npanels = seg ? 16 : 10, per_row = npanels / 2;
-    int idx[16];
-    for (int k = 0; k < npanels; k++) {
+    int idx[10];
+    for (int k = 0; k < 10; k++) {
         idx[k] = yc_results_column(&r, cols[k]);
         if (idx[k] < 0) {
             yc_results_free(&r);
@@ -534,19 +641,17 @@ int yc_plot_results(const char *csv_path, const char *out_path)
     }
     double *y = x + n, *sm = y + n, *px = sm + n;
     yc_canvas c;
-    st = yc_canvas_init(&c, seg ? YC_RESULTS_PLOT_SEG_W : YC_RESULTS_PLOT_W, YC_RESULTS_PLOT_H,
-                        WHITE);
+    st = yc_canvas_init(&c, YC_RESULTS_PLOT_W, YC_RESULTS_PLOT_H, WHITE);
     if (st) {
         free(x);
         yc_results_free(&r);
         return yc_error_context(st, "%s", out_path);
     }
     const yc_rgb line_col = tab10(0), smooth_col = tab10(1);
-    const int cw = (seg ? YC_RESULTS_PLOT_SEG_W : YC_RESULTS_PLOT_W) / per_row;
-    const int ch = YC_RESULTS_PLOT_H / 2;
+    const int cw = YC_RESULTS_PLOT_W / 5, ch = YC_RESULTS_PLOT_H / 2;
     for (int i = 0; i < n; i++)
         x[i] = r.values[(size_t)i * r.n_cols + ex];
-    for (int k = 0; k < npanels; k++) {
+    for (int k = 0; k < 10; k++) {
         double ylo = INFINITY, yhi = -INFINITY, xlo = INFINITY, xhi = -INFINITY;
         for (int i = 0; i < n; i++) {
             y[i] = r.values[(size_t)i * r.n_cols + idx[k]];
@@ -558,8 +663,7 @@ int yc_plot_results(const char *csv_path, const char *out_path)
             }
         }
         gaussian_smooth(y, sm, n, 3.0);
-        panel p = {(k % per_row) * cw + 95, (k / per_row) * ch + 50, cw - 120, ch - 100, 0, 1, 0,
-                   1};
+        panel p = {(k % 5) * cw + 95, (k / 5) * ch + 50, cw - 120, ch - 100, 0, 1, 0, 1};
         auto_range(xlo, xhi, &p.x0, &p.x1);
         auto_range(ylo, yhi, &p.y0, &p.y1);
         draw_axes(&c, &p, cols[k], NULL, NULL, 2);
@@ -582,6 +686,141 @@ int yc_plot_results(const char *csv_path, const char *out_path)
             double dx[2] = {lx, lx + 30}, dy[2] = {ly + 30, ly + 30};
             yc_draw_polyline(&c, dx, dy, 2, 2, 3, smooth_col);
             yc_draw_text(&c, lx + 40, ly + 23, "smooth", 2, BLACK);
+        }
+    }
+    free(x);
+    yc_results_free(&r);
+    st = yc_canvas_save(&c, out_path);
+    yc_canvas_free(&c);
+    return st;
+}
+
+/* Python's str(round(v, 5)) for the titles of plot_results_with_masks (fixed notation between
+ * 1e-4 and 1e16, trailing zeros dropped but one decimal kept; %g outside). */
+static void round5_text(double v, char *buf, size_t len)
+{
+    double r = round(v * 1e5) / 1e5;
+    if (!isfinite(r) || (r != 0 && (fabs(r) < 1e-4 || fabs(r) >= 1e16))) {
+        snprintf(buf, len, "%g", isfinite(r) ? r : v);
+        return;
+    }
+    snprintf(buf, len, "%.5f", r == 0 ? 0.0 : r);
+    char *e = buf + strlen(buf) - 1;
+    while (e > buf && *e == '0' && e[-1] != '.')
+        *e-- = 0;
+}
+
+int yc_plot_results_seg(const char *csv_path, const char *out_path)
+{
+    /* plot_results_with_masks' panels: data columns [1, 2, 3, 4, 5, 6, 9, 10, 13, 14, 15, 16, 7,
+     * 8, 11, 12] of segment/train.py's results.csv, by name */
+    static const char *const cols[16] = {
+        "train/box_loss",          "train/seg_loss",         "train/obj_loss",
+        "train/cls_loss",          "metrics/precision(B)",   "metrics/recall(B)",
+        "metrics/precision(M)",    "metrics/recall(M)",      "val/box_loss",
+        "val/seg_loss",            "val/obj_loss",           "val/cls_loss",
+        "metrics/mAP_0.5(B)",      "metrics/mAP_0.5:0.95(B)", "metrics/mAP_0.5(M)",
+        "metrics/mAP_0.5:0.95(M)",
+    };
+    yc_results r;
+    int st = yc_results_read(csv_path, &r);
+    if (st)
+        return st;
+    if (r.n_rows < 1) {
+        yc_results_free(&r);
+        return yc_error_status(YC_EFORMAT, "%s: no epochs (only a header line)", csv_path);
+    }
+    int idx[16];
+    for (int k = 0; k < 16; k++) {
+        idx[k] = yc_results_column(&r, cols[k]);
+        if (idx[k] < 0) {
+            yc_results_free(&r);
+            return yc_error_status(YC_EFORMAT, "%s:1: no column '%s' in the header (not "
+                                   "segment/train.py's results.csv?)", csv_path, cols[k]);
+        }
+    }
+    int ex = yc_results_column(&r, "epoch");
+    if (ex < 0)
+        ex = 0;
+    const int n = r.n_rows;
+    /* the best row: argmax(0.9 * mAP(B) + 0.1 * mAP50(B) + 0.9 * mAP(M) + 0.1 * mAP50(M)),
+     * numpy's first maximum */
+    int best = 0;
+    double best_v = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        const double *row = r.values + (size_t)i * r.n_cols;
+        double v = 0.9 * row[idx[13]] + 0.1 * row[idx[12]] + 0.9 * row[idx[15]] +
+                   0.1 * row[idx[14]];
+        if (v > best_v) {
+            best_v = v;
+            best = i;
+        }
+    }
+    double *x = yc_malloc(sizeof(double) * 3 * n, "results plot");
+    if (!x) {
+        yc_results_free(&r);
+        return YC_ENOMEM;
+    }
+    double *y = x + n, *px = y + n;
+    yc_canvas c;
+    st = yc_canvas_init(&c, YC_RESULTS_PLOT_SEG_W, YC_RESULTS_PLOT_SEG_H, WHITE);
+    if (st) {
+        free(x);
+        yc_results_free(&r);
+        return yc_error_context(st, "%s", out_path);
+    }
+    const yc_rgb line_col = tab10(0), best_col = {255, 0, 0};
+    const int cw = YC_RESULTS_PLOT_SEG_W / 8, ch = YC_RESULTS_PLOT_SEG_H / 2;
+    for (int i = 0; i < n; i++)
+        x[i] = r.values[(size_t)i * r.n_cols + ex];
+    for (int k = 0; k < 16; k++) {
+        double ylo = INFINITY, yhi = -INFINITY, xlo = INFINITY, xhi = -INFINITY;
+        for (int i = 0; i < n; i++) {
+            y[i] = r.values[(size_t)i * r.n_cols + idx[k]];
+            if (isfinite(y[i]) && isfinite(x[i])) {
+                ylo = fmin(ylo, y[i]);
+                yhi = fmax(yhi, y[i]);
+                xlo = fmin(xlo, x[i]);
+                xhi = fmax(xhi, x[i]);
+            }
+        }
+        /* the best marker is drawn at x = its row index, as ax.scatter(index, y[index]) */
+        xlo = fmin(xlo, best);
+        xhi = fmax(xhi, best);
+        double yb = y[best];
+        panel p = {(k % 8) * cw + 95, (k / 8) * ch + 90, cw - 120, ch - 150, 0, 1, 0, 1};
+        auto_range(xlo, xhi, &p.x0, &p.x1);
+        auto_range(ylo, yhi, &p.y0, &p.y1);
+        draw_axes(&c, &p, NULL, NULL, NULL, 2);
+        /* the title: the column name, then the best row's value rounded to 5 decimals */
+        char val[48];
+        round5_text(yb, val, sizeof val);
+        int ts = 2;
+        while (ts > 1 && yc_text_width(cols[k], ts) > p.w + 40)
+            ts--;
+        yc_draw_text(&c, p.x + (p.w - yc_text_width(cols[k], ts)) / 2,
+                     p.y - 2 * yc_text_height(ts) - 16, cols[k], ts, BLACK);
+        yc_draw_text(&c, p.x + (p.w - yc_text_width(val, ts)) / 2, p.y - yc_text_height(ts) - 8,
+                     val, ts, BLACK);
+        for (int i = 0; i < n; i++) {
+            px[i] = map_x(&p, x[i]);
+            y[i] = isfinite(y[i]) ? map_y(&p, y[i]) : NAN;
+        }
+        yc_draw_polyline(&c, px, y, n, 3, 0, line_col);
+        for (int i = 0; i < n; i++)
+            yc_draw_disc(&c, px[i], y[i], 2, line_col);
+        if (isfinite(yb))
+            yc_draw_disc(&c, map_x(&p, best), map_y(&p, yb), 7, best_col);
+        if (k == 1) {
+            char lb[32];
+            snprintf(lb, sizeof lb, "best:%d", best);
+            int lx = p.x + p.w - 150, ly = p.y + 12;
+            yc_draw_fill_rect(&c, lx - 8, ly - 8, lx + 142, ly + 44, WHITE);
+            yc_draw_box(&c, lx - 8, ly - 8, lx + 142, ly + 44, 1, (yc_rgb){200, 200, 200});
+            yc_draw_line(&c, lx, ly + 7, lx + 30, ly + 7, 3, line_col);
+            yc_draw_text(&c, lx + 40, ly, "results", 2, BLACK);
+            yc_draw_disc(&c, lx + 15, ly + 30, 7, best_col);
+            yc_draw_text(&c, lx + 40, ly + 23, lb, 2, BLACK);
         }
     }
     free(x);

@@ -5,6 +5,12 @@
 #define YC_PLOTS_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+/* loader.h's batch and dataset.h's dataset (declared here: draw.h includes this header and
+ * loader.h includes draw.h) */
+struct yc_batch;
+struct yc_dataset;
 
 /* Pixel layouts accepted for batch images. */
 typedef enum yc_pixel_layout {
@@ -47,6 +53,35 @@ typedef struct yc_plot_box {
 int yc_plot_batch(const char *out_path, const yc_plot_image *images, int n,
                   const yc_plot_box *boxes, int n_boxes, const char *const *names, int nc);
 
+/* The mask of one box of yc_plot_batch_masks: h x w bytes, nonzero inside, covering the box's
+ * whole image at any resolution (the loader's masks at 1/4 of the image, process_mask's at the
+ * prototypes' size, or the image's own).  m may be NULL: no mask. */
+typedef struct yc_plot_mask {
+    const uint8_t *m;
+    int w, h;
+} yc_plot_mask;
+
+/* YOLOv5 v7.0 utils/segment/plots.py plot_images_and_masks: yc_plot_batch with masks[j] (one a
+ * box, n_boxes entries; masks NULL draws none) drawn over image by image after its boxes: each
+ * mask of a drawn box (ground truth, or a prediction above 0.25) is resized to the tile as
+ * cv2.resize INTER_LINEAR of the uint8 mask then astype(bool) (masks.h yc_resize_u8_linear) and
+ * blended im * 0.4 + class colour * 0.6, truncated to uint8.  The caller splits overlap index
+ * maps into one mask a box (index == the box's place among its image's targets + 1), as
+ * plot_images_and_masks does. */
+int yc_plot_batch_masks(const char *out_path, const yc_plot_image *images, int n,
+                        const yc_plot_box *boxes, int n_boxes, const yc_plot_mask *masks,
+                        const char *const *names, int nc);
+
+/* plot_images_and_masks of a segmentation batch with its labels (segment/train.py's
+ * train_batch{0,1,2}.jpg, segment/val.py's val_batch{k}_labels.jpg): the first 16 images of b,
+ * its targets (classes 0 with single_cls) and their masks: with `overlap` (b's masks are index
+ * maps, loader.h) a target's mask is where its image's map equals its place among that image's
+ * targets + 1, else its own mask (> 0.5); a batch without masks is drawn with boxes only.  ds
+ * gives the file names written on the tiles (NULL: none). */
+int yc_plot_batch_seg_labels(const char *out_path, const struct yc_batch *b,
+                             const struct yc_dataset *ds,
+                             bool overlap, bool single_cls, const char *const *names, int nc);
+
 /* The labels.jpg statistics (YOLOv5 plot_labels): instances per class, up to 1000 boxes drawn
  * centred, and 2D histograms of box centres (x, y) and sizes (width, height).  `labels` holds n
  * rows of (class, cx, cy, w, h), coordinates normalised.  The image is YC_LABELS_PLOT_SIZE square. */
@@ -58,13 +93,23 @@ int yc_plot_labels(const char *out_path, const float *labels, int n, const char 
  * loss, mAP@0.5, mAP@0.5:0.95) against epoch, each with its points and a Gaussian-smoothed dotted
  * line (sigma 3, as gaussian_filter1d).  Columns are found by name.  The image is
  * YC_RESULTS_PLOT_W x YC_RESULTS_PLOT_H.  A segmentation run's file (a train/seg_loss column)
- * gets plot_results_with_masks' 2 x 8 panels instead (train box/seg/obj/cls loss, box and mask
- * precision and recall; val box/seg/obj/cls loss, box and mask mAP@0.5 and mAP@0.5:0.95), drawn
- * as the others, YC_RESULTS_PLOT_SEG_W wide. */
+ * is drawn by yc_plot_results_seg instead, as segment/train.py does. */
 #define YC_RESULTS_PLOT_W 2000
-#define YC_RESULTS_PLOT_SEG_W 3200
 #define YC_RESULTS_PLOT_H 1000
 int yc_plot_results(const char *csv_path, const char *out_path);
+
+/* utils/segment/plots.py plot_results_with_masks (segment/train.py's results.png, best=True): a
+ * 2 x 8 grid of segment/train.py's results.csv columns against epoch (train box/seg/obj/cls
+ * loss, P(B), R(B), P(M), R(M); val box/seg/obj/cls loss, mAP50(B), mAP50-95(B), mAP50(M),
+ * mAP50-95(M)), each with its points, no smoothing, a red marker at the best row (the first
+ * maximum of 0.9 mAP50-95(B) + 0.1 mAP50(B) + 0.9 mAP50-95(M) + 0.1 mAP50(M), drawn at x = its
+ * row index as YOLOv5 does) and a title of the column name over the best row's value rounded to
+ * 5 decimals; the legend ("results", "best:N") on the second panel.  Columns are found by name;
+ * YC_EFORMAT when one is missing.  The image is YC_RESULTS_PLOT_SEG_W x YC_RESULTS_PLOT_SEG_H
+ * (figsize 18 x 6 at dpi 200). */
+#define YC_RESULTS_PLOT_SEG_W 3600
+#define YC_RESULTS_PLOT_SEG_H 1200
+int yc_plot_results_seg(const char *csv_path, const char *out_path);
 
 /* A family of curves on a shared x axis (PR, F1, P and R curves of val). */
 typedef struct yc_curve_plot {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "masks.h"
 #include "util.h"
 
 void yc_mask_size(yc_mask_mode mode, int mh, int mw, int ih, int iw, int *h, int *w)
@@ -193,6 +194,19 @@ int yc_mask_iou(const float *gt, bool overlap, int nl, int gh, int gw, const uin
     free(bin);
     free(parea);
     return YC_OK;
+}
+
+int yc_scale_mask_u8(const uint8_t *mask, int h1, int w1, double pad_w, double pad_h, int h0,
+                     int w0, uint8_t *out)
+{
+    int top = (int)pad_h, left = (int)pad_w;
+    int bottom = (int)(h1 - pad_h), right = (int)(w1 - pad_w);
+    if (bottom <= top || right <= left) {
+        memset(out, 0, (size_t)h0 * w0);
+        return YC_OK;
+    }
+    return yc_resize_u8_linear(mask + (size_t)top * w1 + left, bottom - top, right - left,
+                               (size_t)w1, out, h0, w0);
 }
 
 void yc_scale_mask(const uint8_t *mask, int h1, int w1, double pad_w, double pad_h, int h0,

@@ -72,6 +72,12 @@ int yc_mask_iou(const float *gt, bool overlap, int nl, int gh, int gw, const uin
 void yc_scale_mask(const uint8_t *mask, int h1, int w1, double pad_w, double pad_h, int h0,
                    int w0, float *out);
 
+/* scale_image for one uint8 mask as segment/val.py's save_json calls it: the letterbox cropped
+ * off as yc_scale_mask does, then yc_resize_u8_linear (masks.h) to h0 x w0 (out: h0 * w0 bytes, 0/1 for
+ * a 0/1 mask).  YC_ENOMEM. */
+int yc_scale_mask_u8(const uint8_t *mask, int h1, int w1, double pad_w, double pad_h, int h0,
+                     int w0, uint8_t *out);
+
 /* masks2segments(strategy='largest') for one mask: cv2.findContours(mask, RETR_EXTERNAL,
  * CHAIN_APPROX_SIMPLE) reproduced (OpenCV's border following over the mask padded with a zero
  * border: 8-connected outer borders, a border inside another component's hole skipped, a point

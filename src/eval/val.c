@@ -233,9 +233,10 @@ static int text_str(text_buf *t, const char *s)
     return text_add(t, s, strlen(s));
 }
 
-/* One image's detections (original pixels) as pred_to_json entries. */
+/* One image's detections (original pixels) as pred_to_json entries; segs, when given, holds each
+ * detection's "segmentation" JSON object (segment/val.py's save_one_json). */
 static int json_add_image(text_buf *t, const char *image_path, const float *dets, int nd,
-                          bool coco91)
+                          bool coco91, const char *const *segs)
 {
     char stem[512], *id = NULL;
     yc_path_stem(image_path, stem, sizeof stem);
@@ -267,10 +268,15 @@ static int json_add_image(text_buf *t, const char *image_path, const float *dets
         int cls = (int)d[5];
         snprintf(line, sizeof line,
                  "%s{\"image_id\": %s, \"category_id\": %d, \"bbox\": [%s, %s, %s, %s], "
-                 "\"score\": %s}",
+                 "\"score\": %s",
                  t->n > 1 ? ", " : "", id, coco91 ? yc_coco80_to_91(cls) : cls, x[0], x[1], x[2],
                  x[3], score);
         st = text_str(t, line);
+        if (!st && segs && segs[i] &&
+            ((st = text_str(t, ", \"segmentation\": ")) || (st = text_str(t, segs[i]))))
+            break;
+        if (!st)
+            st = text_str(t, "}");
     }
     free(id);
     return st;
@@ -875,8 +881,10 @@ static int save_txt(const yc_val_options *opt, const char *image, const float *d
     return YC_OK;
 }
 
-/* PR, F1, P and R curves as utils/metrics.py plots them. */
-static int plot_curves(const yc_val_options *opt, const yc_ap_result *ap, const char *const *names)
+/* PR, F1, P and R curves as utils/metrics.py plots them, their file names starting with prefix
+ * (ap_per_class's prefix: "" for detection, "Box" and "Mask" for segmentation). */
+static int plot_curves(const yc_val_options *opt, const yc_ap_result *ap, const char *const *names,
+                       const char *prefix)
 {
     int n = ap->n, st = YC_OK;
     float *x = yc_malloc(YC_NPX * sizeof *x, "curves");
@@ -919,7 +927,7 @@ static int plot_curves(const yc_val_options *opt, const yc_ap_result *ap, const 
     for (int i = 0; i < YC_NPX; i++)
         mean[i] = (float)(ns ? md[i] / ns : 0);
     snprintf(mean_label, sizeof mean_label, "all classes %.3f mAP@0.5", map50);
-    snprintf(path, sizeof path, "%s/PR_curve.png", opt->save_dir);
+    snprintf(path, sizeof path, "%s/%sPR_curve.png", opt->save_dir, prefix);
     yc_curve_plot pr = {.title = "Precision-Recall Curve", .xlabel = "Recall",
                         .ylabel = "Precision", .n_points = YC_NPX, .x = x, .n_series = ns,
                         .y = y, .series_labels = labels, .mean = mean, .mean_label = mean_label,
@@ -961,7 +969,7 @@ static int plot_curves(const yc_val_options *opt, const yc_ap_result *ap, const 
         }
         snprintf(mean_label, sizeof mean_label, "all classes %.2f at %.3f", md[YC_NPX + best],
                  ap->px[best]);
-        snprintf(path, sizeof path, "%s/%s", opt->save_dir, file[k]);
+        snprintf(path, sizeof path, "%s/%s%s", opt->save_dir, prefix, file[k]);
         yc_curve_plot cp = {.title = title[k], .xlabel = "Confidence", .ylabel = ylabel[k],
                             .n_points = YC_NPX, .x = x, .n_series = n, .y = y,
                             .series_labels = labels, .mean = mean, .mean_label = mean_label,
@@ -1063,6 +1071,12 @@ fail:
 int yc_val_sink_add(yc_val_sink *s, const char *image, int w0, int h0, const float *dets, int nd,
                     const float *labels, int nl)
 {
+    return yc_val_sink_add_seg(s, image, w0, h0, dets, nd, labels, nl, NULL);
+}
+
+int yc_val_sink_add_seg(yc_val_sink *s, const char *image, int w0, int h0, const float *dets,
+                        int nd, const float *labels, int nl, const char *const *segs)
+{
     const yc_val_options *opt = &s->opt;
     int st = yc_val_stats_add(&s->stats, dets, nd, labels, nl, s->have_cm ? &s->cm : NULL);
     if (st)
@@ -1072,7 +1086,7 @@ int yc_val_sink_add(yc_val_sink *s, const char *image, int w0, int h0, const flo
         return YC_OK;
     if (opt->save_txt && opt->save_dir && (st = save_txt(opt, image, dets, nd, w0, h0)))
         return st;
-    if (opt->save_json && (st = json_add_image(&s->json, image, dets, nd, opt->coco91)))
+    if (opt->save_json && (st = json_add_image(&s->json, image, dets, nd, opt->coco91, segs)))
         return st;
     return YC_OK;
 }
@@ -1118,8 +1132,12 @@ int yc_val_sink_save(yc_val_sink *s, const char *const *names, yc_val_result *re
     if (opt->plots && opt->save_dir) {
         if ((st = plot_confusion(opt, &s->cm, names)))
             return st;
-        /* val.py plots the curves only when ap_per_class ran (some prediction was correct) */
-        if (vm->ap.n > 0 && (st = plot_curves(opt, &vm->ap, names)))
+        /* val.py plots the curves only when ap_per_class ran (some prediction was correct);
+         * segment/val.py's ap_per_class_box_and_mask plots both kinds, named Box* and Mask* */
+        if (vm->ap.n > 0 && (st = plot_curves(opt, &vm->ap, names, res->seg ? "Box" : "")))
+            return st;
+        if (res->seg && res->mask_metrics.ap.n > 0 &&
+            (st = plot_curves(opt, &res->mask_metrics.ap, names, "Mask")))
             return st;
     }
     if (opt->save_json && opt->save_dir) {

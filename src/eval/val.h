@@ -30,6 +30,7 @@
  *
  * Outputs in save_dir, as val.py writes them:
  *   plots      PR_curve.png, F1_curve.png, P_curve.png, R_curve.png, confusion_matrix.png
+ *              (a segmentation model: Box* and Mask* curves, val_seg.h)
  *              (normalised, conf 0.25, IoU 0.45), val_batch{0,1,2}_labels.jpg and _pred.jpg;
  *   save_txt   labels/<image stem>.txt, one line per detection, "class x y w h [conf]" with the
  *              box normalised to the original image, printed with %g, appended (as YOLOv5 opens
@@ -176,13 +177,21 @@ void yc_val_sink_free(yc_val_sink *s);
  * (cls, x1, y1, x2, y2) in image pixels.  As yc_val_stats_add, plus the saved predictions. */
 int yc_val_sink_add(yc_val_sink *s, const char *image, int w0, int h0, const float *dets, int nd,
                     const float *labels, int nl);
+/* yc_val_sink_add with, for save_json, each detection's "segmentation" as JSON text (segs: nd
+ * strings, an entry NULL for none; segs may be NULL), written after its "score" as
+ * segment/val.py's save_one_json does (yc_rle_json, coco_rle.h). */
+int yc_val_sink_add_seg(yc_val_sink *s, const char *image, int w0, int h0, const float *dets,
+                        int nd, const float *labels, int nl, const char *const *segs);
 
 /* The end of a validation, first part: res->metrics and res->n_det (the other fields are left
  * to the caller) and, with opt->print, the results table on stdout.  The caller prints its speed
  * line after it, as val.py does, then calls yc_val_sink_save. */
 int yc_val_sink_metrics(yc_val_sink *s, const char *const *names, yc_val_result *res);
 /* Second part: the curves and the confusion matrix (opt->plots), the JSON (opt->save_json) and
- * res->n_label_files (opt->save_txt). */
+ * res->n_label_files (opt->save_txt).  The curves are PR_curve.png, F1_curve.png, P_curve.png
+ * and R_curve.png of res->metrics; for a segmentation result (res->seg) those of res->metrics
+ * named BoxPR_curve.png ... and those of res->mask_metrics named MaskPR_curve.png ..., as
+ * segment/val.py's ap_per_class_box_and_mask writes them. */
 int yc_val_sink_save(yc_val_sink *s, const char *const *names, yc_val_result *res);
 
 /* The statistics the sink gathered so far (the box statistics of a segmentation validation) and

@@ -5,15 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coco_rle.h"
 #include "graph.h"
 #include "log.h"
 #include "loss_seg.h"
 #include "mask_eval.h"
 #include "nms.h"
+#include "plots.h"
 #include "util.h"
 
 /* Detections per image in the val_batch*_pred.jpg mosaics (output_to_target(preds, max_det=15)) */
 #define PLOT_DETS 15
+/* Images of a batch in the mosaics (plot_images_and_masks' max_subplots) */
+#define PLOT_IMAGES 16
 
 /* Everything yc_validate_seg allocates. */
 typedef struct seg_state {
@@ -44,6 +48,14 @@ typedef struct seg_state {
     float *pdets;
     int *pndet;
     int pimages;
+    /* their masks (PLOT_DETS planes an image of the first PLOT_IMAGES, pm_h x pm_w bytes) */
+    uint8_t *pm;
+    size_t pm_cap;
+    int pm_h, pm_w;
+    /* save_json: one mask at the original size and the detections' RLEs */
+    uint8_t *orig8;
+    size_t orig_cap;
+    char **segs;
     yc_seg_loss_ctx *loss;
     yc_val_sink *sink;
     yc_val_stats mstats;
@@ -68,6 +80,9 @@ static void seg_state_free(seg_state *s)
     free(s->correct);
     free(s->pdets);
     free(s->pndet);
+    free(s->pm);
+    free(s->orig8);
+    free(s->segs);
     yc_seg_loss_free(s->loss);
     yc_val_sink_free(s->sink);
     if (s->have_mstats)
@@ -222,6 +237,24 @@ static int image_gt(seg_state *s, const yc_batch *b, int i, bool overlap, int nl
     return YC_OK;
 }
 
+/* save_one_json's masks: each of the nd predicted masks (process_mask_upsample's, mh x mw at the
+ * input size) brought to the original image by scale_image (the letterbox cropped off, resized
+ * by cv2.resize INTER_LINEAR of the uint8 mask: yc_scale_mask_u8) and COCO-RLE encoded into
+ * s->segs[0..nd-1] (freed by the caller). */
+static int json_masks(seg_state *s, const yc_val_info *info, int nd, int mh, int mw)
+{
+    const size_t plane0 = (size_t)info->h0 * (size_t)info->w0;
+    int st = grow((void **)&s->orig8, &s->orig_cap, plane0 ? plane0 : 1, 1,
+                  "masks at the original size");
+    for (int d = 0; d < nd && !st; d++) {
+        st = yc_scale_mask_u8(s->pmasks + (size_t)d * mh * mw, mh, mw, info->lb.pad_w,
+                              info->lb.pad_h, info->h0, info->w0, s->orig8);
+        if (!st && !(s->segs[d] = yc_rle_json(s->orig8, info->h0, info->w0)))
+            st = yc_error_context(YC_ENOMEM, "the RLE of a predicted mask");
+    }
+    return st;
+}
+
 /* Statistics of image i: box matching through the sink, mask matching into s->mstats. */
 static int image_stats(seg_state *s, const yc_batch *b, const yc_dataset *ds,
                        const yc_val_options *opt, int i, int nd, yc_mask_mode mode)
@@ -236,9 +269,13 @@ static int image_stats(seg_state *s, const yc_batch *b, const yc_dataset *ds,
     memcpy(s->predn, s->dets, (size_t)nd * 6 * sizeof(float));
     yc_val_scale_to_original(s->predn, (size_t)nd, 6, info);
     const char *image = ds->samples[b->sample[i]].image;
-    int st = yc_val_sink_add(s->sink, image, info->w0, info->h0, s->predn, nd, s->labels, nl);
-    if (st || nd == 0)
-        return st ? st : yc_val_stats_add(&s->mstats, NULL, 0, s->labels, nl, NULL);
+    int st;
+    if (nd == 0) {
+        if ((st = yc_val_sink_add(s->sink, image, info->w0, info->h0, s->predn, nd, s->labels,
+                                  nl)))
+            return st;
+        return yc_val_stats_add(&s->mstats, NULL, 0, s->labels, nl, NULL);
+    }
     /* pred_masks = process(proto, pred[:, 6:], pred[:, :4], shape=im[si].shape[1:]) */
     int mh, mw;
     yc_mask_size(mode, s->ph, s->pw, b->h, b->w, &mh, &mw);
@@ -252,6 +289,18 @@ static int image_stats(seg_state *s, const yc_batch *b, const yc_dataset *ds,
     if ((st = yc_process_mask(proto, m->nm, s->ph, s->pw, coef, (size_t)m->nm, s->dets, 6, nd,
                               b->h, b->w, mode, s->pmasks)))
         return st;
+    if (opt->save_json)
+        st = json_masks(s, info, nd, mh, mw);
+    if (!st)
+        st = yc_val_sink_add_seg(s->sink, image, info->w0, info->h0, s->predn, nd, s->labels, nl,
+                                 opt->save_json ? (const char *const *)s->segs : NULL);
+    if (opt->save_json)
+        for (int d = 0; d < nd; d++) {
+            free(s->segs[d]);
+            s->segs[d] = NULL;
+        }
+    if (st)
+        return st;
     memset(s->correct, 0, (size_t)nd * sizeof *s->correct);
     if (nl > 0) {
         const float *gt = NULL;
@@ -264,6 +313,55 @@ static int image_stats(seg_state *s, const yc_batch *b, const yc_dataset *ds,
             return st;
     }
     return yc_val_stats_add_correct(&s->mstats, s->predn, nd, s->labels, nl, NULL, s->correct);
+}
+
+/* val_batch{k}_labels.jpg and val_batch{k}_pred.jpg of batch k = b->index as segment/val.py's
+ * plot_images_and_masks draws them: the targets with their ground truth masks
+ * (yc_plot_batch_seg_labels), and the first PLOT_DETS detections of each image with their masks
+ * at process_mask's size (s->pdets, s->pm). */
+static int plot_batch(seg_state *s, const yc_val_options *opt, const yc_batch *b,
+                      const yc_dataset *ds, const char *const *names, int nc)
+{
+    const int n = b->n < PLOT_IMAGES ? b->n : PLOT_IMAGES;
+    if (n < 1)
+        return YC_OK;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/val_batch%d_labels.jpg", opt->save_dir, b->index);
+    int st = yc_plot_batch_seg_labels(path, b, ds, opt->mask_overlap, opt->single_cls, names, nc);
+    if (st)
+        return st;
+    yc_plot_image im[PLOT_IMAGES];
+    const size_t img = 3 * (size_t)b->h * (size_t)b->w;
+    for (int i = 0; i < n; i++)
+        im[i] = (yc_plot_image){.px = b->images + (size_t)i * img, .layout = YC_PIX_U8_CHW,
+                                .w = b->w, .h = b->h, .path = ds->samples[b->sample[i]].image};
+    const size_t nbox = (size_t)n * PLOT_DETS;
+    yc_plot_box *boxes = yc_malloc(nbox * sizeof *boxes, "batch plot");
+    yc_plot_mask *masks = yc_malloc(nbox * sizeof *masks, "batch plot");
+    if (!boxes || !masks) {
+        free(boxes);
+        free(masks);
+        return YC_ENOMEM;
+    }
+    int nb = 0;
+    const size_t pplane = (size_t)s->pm_h * s->pm_w;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < s->pndet[i]; j++) {
+            const float *d = s->pdets + ((size_t)i * PLOT_DETS + j) * 6;
+            boxes[nb] = (yc_plot_box){.image = i, .cls = (int)d[5],
+                                      .cx = (d[0] + d[2]) / 2 / (float)b->w,
+                                      .cy = (d[1] + d[3]) / 2 / (float)b->h,
+                                      .w = (d[2] - d[0]) / (float)b->w,
+                                      .h = (d[3] - d[1]) / (float)b->h, .conf = d[4]};
+            masks[nb] = (yc_plot_mask){.m = s->pm + ((size_t)i * PLOT_DETS + j) * pplane,
+                                       .w = s->pm_w, .h = s->pm_h};
+            nb++;
+        }
+    snprintf(path, sizeof path, "%s/val_batch%d_pred.jpg", opt->save_dir, b->index);
+    st = yc_plot_batch_masks(path, im, n, boxes, nb, masks, names, nc);
+    free(boxes);
+    free(masks);
+    return st;
 }
 
 static int validate(seg_state *s, yc_loader *loader, const yc_dataset *ds,
@@ -300,6 +398,8 @@ static int validate(seg_state *s, yc_loader *loader, const yc_dataset *ds,
     s->src = yc_malloc(md * sizeof *s->src, "detections");
     s->correct = yc_malloc(md * sizeof *s->correct, "detections");
     if (!s->dets || !s->predn || !s->src || !s->correct)
+        return YC_ENOMEM;
+    if (opt->save_json && !(s->segs = yc_calloc(md, sizeof *s->segs, "mask RLEs")))
         return YC_ENOMEM;
 
     yc_nms_params np = yc_nms_params_val();
@@ -350,6 +450,13 @@ static int validate(seg_state *s, yc_loader *loader, const yc_dataset *ds,
             s->pndet = c;
             s->pimages = b->n;
         }
+        if (plot) {
+            /* the predicted masks of the images plotted, at process_mask's size */
+            yc_mask_size(mode, s->ph, s->pw, b->h, b->w, &s->pm_h, &s->pm_w);
+            if ((st = grow((void **)&s->pm, &s->pm_cap,
+                           (size_t)PLOT_IMAGES * PLOT_DETS * s->pm_h * s->pm_w, 1, "plots")))
+                return st;
+        }
         for (int i = 0; i < b->n; i++) {
             int nd = 0;
             double t0 = yc_now();
@@ -362,10 +469,12 @@ static int validate(seg_state *s, yc_loader *loader, const yc_dataset *ds,
                 s->pndet[i] = nd < PLOT_DETS ? nd : PLOT_DETS;
                 memcpy(s->pdets + (size_t)i * PLOT_DETS * 6, s->dets,
                        (size_t)s->pndet[i] * 6 * sizeof(float));
+                if (i < PLOT_IMAGES && s->pndet[i] > 0)
+                    memcpy(s->pm + (size_t)i * PLOT_DETS * s->pm_h * s->pm_w, s->pmasks,
+                           (size_t)s->pndet[i] * s->pm_h * s->pm_w);
             }
         }
-        if (plot && (st = yc_val_plot_batch(opt, b, ds, s->pdets, s->pndet, PLOT_DETS, 0,
-                                            names, nc, b->index)))
+        if (plot && (st = plot_batch(s, opt, b, ds, names, nc)))
             return st;
     }
 

@@ -24,12 +24,21 @@
  *   Class Images Instances Box(P R mAP50 mAP50-95) Mask(P R mAP50 mAP50-95)
  * ('%22s' + '%11i' * 2 + '%11.3g' * 8), per class as val.py prints it.
  *
- * Differences from segment/val.py, all in what is saved, none in the numbers: the JSON has the
- * boxes without the RLE "segmentation" of each mask (pycocotools' encoder is not reproduced); the
- * curves are those of the boxes under detection's names (PR_curve.png, ...), without the Mask*
- * curves; the val_batch{0,1,2}_labels/_pred.jpg mosaics (15 detections an image, as
- * segment/val.py) have the boxes without the masks; test-time augmentation (augment) and
- * save_hybrid are refused. */
+ * Saved, as segment/val.py saves them:
+ *   plots       ap_per_class_box_and_mask's curves, BoxPR_curve.png, BoxF1_curve.png,
+ *               BoxP_curve.png, BoxR_curve.png and MaskPR_curve.png ... MaskR_curve.png (only when
+ *               some mask is correct), the boxes' confusion_matrix.png, and
+ *               val_batch{0,1,2}_labels.jpg / _pred.jpg as plot_images_and_masks draws them: the
+ *               labels with their ground truth masks, the first 15 detections of each image with
+ *               their masks at process_mask's size (plots.h yc_plot_batch_masks);
+ *   save_json   each detection's entry gets "segmentation": its process_mask_upsample mask brought
+ *               to the original image (scale_image: the letterbox cropped off, cv2.resize of the
+ *               uint8 mask, yc_scale_mask_u8) and COCO-RLE encoded as pycocotools' mask.encode
+ *               (coco_rle.h).
+ * Test-time augmentation (augment) and save_hybrid are refused.  Differences in the mosaics:
+ * YOLOv5 tells overlap masks from per-target ones by their largest value (> 1); yolocl from
+ * opt->mask_overlap (a batch whose masks are all 0/1 is one mask a target for YOLOv5 even in
+ * the overlap format, which fails its plot thread when the counts differ). */
 #ifndef YC_VAL_SEG_H
 #define YC_VAL_SEG_H
 

@@ -888,7 +888,8 @@ static int save_epoch(trainer *t, int epoch, double fi)
     return training_stopped(t, st, YC_FIX_NAN, false);
 }
 
-/* train_batch{ni}.jpg: the augmented batch with its labels. */
+/* train_batch{ni}.jpg: the augmented batch with its labels (and a segmentation batch's
+ * masks). */
 static int plot_batch(trainer *t, const yc_batch *b, long ni)
 {
     int n = b->n < 16 ? b->n : 16;
@@ -920,7 +921,11 @@ static int plot_batch(trainer *t, const yc_batch *b, long ni)
     }
     char path[2400];
     snprintf(path, sizeof path, "%s/train_batch%ld.jpg", t->save_dir, ni);
-    int st = yc_plot_batch(path, im, n, boxes, nbox, (const char *const *)t->names, t->nc);
+    /* segment/train.py: plot_images_and_masks, the batch's masks over its labels */
+    int st = t->seg ? yc_plot_batch_seg_labels(path, b, t->train_view, !t->o.no_overlap, false,
+                                               (const char *const *)t->names, t->nc)
+                    : yc_plot_batch(path, im, n, boxes, nbox, (const char *const *)t->names,
+                                    t->nc);
     free(boxes);
     return st;
 }
