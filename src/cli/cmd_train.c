@@ -270,6 +270,19 @@ static yc_task cfg_task(train_cli *c, const yc_opt_state *s)
     char path[1024];
     yc_model_cfg *cfg = NULL;
     yc_task task;
+    if (o->resume) {
+        /* --resume: the task of the model the checkpoint holds (classifier checkpoints carry
+         * their options too: classify_train.h); none found: train reports it */
+        char ckpt[2300];
+        if (yc_train_find_resume(o->resume, o->project ? o->project : "runs/train", ckpt,
+                                 sizeof ckpt)) {
+            yc_error_clear();
+            return YC_TASK_DETECT;
+        }
+        task = yc_cli_model_task(ckpt, NULL, "yolocl train");
+        yc_error_clear();
+        return task == YC_TASK_CLASSIFY ? task : YC_TASK_DETECT;
+    }
     if (!c->resume && (!o->cfg || !o->cfg[0]) && o->weights && o->weights[0]) {
         /* --weights alone: a classifier's weights train a classifier (a .pt of classify/train.py
          * has no config: the state dict's shapes tell) */
@@ -334,6 +347,9 @@ int yc_cmd_train(int argc, char **argv)
         bool stopped = false;
         if ((st = yc_classify_train(&c.o, &stopped)))
             return yc_report_failure(st);
+        if (stopped)
+            fprintf(stderr, "yolocl: training interrupted; resume it with: yolocl train "
+                            "--resume\n");
         return stopped ? 130 : YC_EXIT_OK;
     }
     if (c.evolve > 0) {
