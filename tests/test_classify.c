@@ -197,14 +197,17 @@ START_TEST(configs)
 END_TEST
 
 /* One step of yolov5n-cls (4 classes, 32x32, batch 3) on `be` with Classify's dropout p (seed
- * DROP_SEED): the loss, and the logits and gradients into *logits and *grads (malloc'd). */
+ * DROP_SEED), activations stored in FP16 and recomputed when `half` (the memory fit's storage
+ * choices): the loss, and the logits and gradients into *logits and *grads (malloc'd). */
 #define DROP_SEED 77u
-static double cls_step(yc_backend *be, double dropout, float **logits, float **grads)
+static double cls_step_opts(yc_backend *be, double dropout, bool half, float **logits,
+                            float **grads)
 {
     enum { B = 3, IMG = 32, NC = 4 };
     yc_model *m = classifier(be, "yolov5n-cls", NC, 0);
     yc_classify_step *s = NULL;
-    yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .dropout = dropout};
+    yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .dropout = dropout, .half = half,
+                           .recompute = half};
     ck_assert_msg(yc_classify_step_new(&s, m, B, IMG, 0.1, &go) == YC_OK, "%s", yc_last_error());
     yc_graph_set_dropout_seed(s->g, DROP_SEED);
     float *x = malloc((size_t)B * 3 * IMG * IMG * sizeof *x);
@@ -225,6 +228,64 @@ static double cls_step(yc_backend *be, double dropout, float **logits, float **g
     yc_model_free(m);
     return loss;
 }
+
+static double cls_step(yc_backend *be, double dropout, float **logits, float **grads)
+{
+    return cls_step_opts(be, dropout, false, logits, grads);
+}
+
+/* The step with FP16 storage and recomputation (what the memory fit of a classifier's run
+ * chooses, --half, --recompute) against the FP32 step (no dropout: it has no FP16 form), on the
+ * CPU and on the first OpenCL device, within detection's FP16 bounds (golden.h): logits within
+ * YC_GOLDEN_HALF_TOL_OUT of the largest, the loss within YC_GOLDEN_HALF_TOL_LOSS, each gradient
+ * tensor within YC_GOLDEN_HALF_ANGLE of the FP32 one's direction (1 - cosine) and
+ * YC_GOLDEN_HALF_RATIO of its norm. */
+START_TEST(half_storage_matches_fp32)
+{
+    for (int dev = 0; dev < 2; dev++) {
+        if (dev == 1 && cl_devices == 0) {
+            yc_test_part_skipped(YC_TEST_NEEDS_OPENCL, "no OpenCL device: the FP16 step ran on "
+                                 "the CPU only");
+            break;
+        }
+        yc_backend *be = NULL;
+        if (dev == 0)
+            yc_harness_cpu(&be, 0);
+        else
+            ck_assert_msg(yc_device_open("opencl:0", 0, false, &be) == YC_OK, "%s",
+                          yc_last_error());
+        float *l0, *g0, *l1, *g1;
+        double loss0 = cls_step_opts(be, 0.0, false, &l0, &g0);
+        double loss1 = cls_step_opts(be, 0.0, true, &l1, &g1);
+        ck_assert_msg(yc_test_rel_diff(loss1, loss0) < YC_GOLDEN_HALF_TOL_LOSS,
+                      "loss %g with FP16 storage, %g FP32", loss1, loss0);
+        double el = yc_test_rel_error(l1, l0, 12);
+        ck_assert_msg(el < YC_GOLDEN_HALF_TOL_OUT, "logits: %g", el);
+        yc_model *m = classifier(NULL, "yolov5n-cls", 4, 0);
+        double worst_angle = 0, worst_ratio = 0;
+        for (int i = 0; i < m->nparams; i++) {
+            const yc_param *q = &m->params[i];
+            yc_test_similarity sim = yc_test_similar(g1 + q->offset, g0 + q->offset, q->numel);
+            ck_assert_msg(1 - sim.cosine < YC_GOLDEN_HALF_ANGLE &&
+                              fabs(sim.norm_ratio - 1) < YC_GOLDEN_HALF_RATIO,
+                          "gradient of %s: FP16 storage against FP32: 1 - cosine %g, norm ratio "
+                          "%g (%s)", q->name, 1 - sim.cosine, sim.norm_ratio,
+                          dev ? "OpenCL" : "CPU");
+            worst_angle = fmax(worst_angle, 1 - sim.cosine);
+            worst_ratio = fmax(worst_ratio, fabs(sim.norm_ratio - 1));
+        }
+        ck_assert_msg(memcmp(g0, g1, m->param_elems * sizeof *g0) != 0,
+                      "FP16 storage left every gradient bit-identical: was it applied?");
+        printf("classifier step with FP16 storage and recomputation on %s: loss %.7f (FP32 "
+               "%.7f), logits %.2e, per gradient tensor 1 - cosine <= %.2e, |norm ratio - 1| "
+               "<= %.2e\n", dev ? "OpenCL" : "the CPU", loss1, loss0, el, worst_angle,
+               worst_ratio);
+        yc_model_free(m);
+        free(l0), free(g0), free(l1), free(g1);
+        yc_backend_free(be);
+    }
+}
+END_TEST
 
 START_TEST(opencl_matches_cpu)
 {
@@ -868,6 +929,7 @@ int main(void)
     tcase_add_test(tc, demo_trains);
     tcase_add_test(tc, classifier_pt_without_config);
     tcase_add_test(tc, resume_inside_epoch);
+    tcase_add_test(tc, half_storage_matches_fp32);
 #endif
     suite_add_tcase(s, tc);
     return yc_harness_main(s, "classify");

@@ -447,7 +447,7 @@ int yc_cmd_plan(int argc, char **argv)
     if (!(c.data && (st = open_data(&c, &r)))) {
         yc_model_spec ms = {.cfg = c.cfg, .nc = c.nc, .device = c.device, .announce = !c.json,
                             .use = YC_MODEL_SHAPE, .threads = threads,
-                            .detection_only = "yolocl plan"};
+                            .detection_only = NULL};
         if (!(st = yc_model_open(&ms, &r.om))) {
             c.half = yc_half_default((yc_half_policy)c.half, r.om.be);
             if (!(st = run_shape(&c, &r, &rs)))

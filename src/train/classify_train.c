@@ -16,6 +16,7 @@
 #include "ema.h"
 #include "imagefolder.h"
 #include "log.h"
+#include "memplan.h"
 #include "model.h"
 #include "optim.h"
 #include "rundir.h"
@@ -47,6 +48,8 @@ typedef struct cls_run {
     float *images;
     int *labels;
     yc_cls_reader rd;
+    /* the training graphs' options: dropout and the memory fit's storage choices */
+    yc_graph_options go;
     /* the training step for the full batch and for a smaller last one */
     yc_classify_step *step, *last_step;
     /* training steps run so far: each draws its dropout mask from (seed, steps) */
@@ -134,6 +137,47 @@ static int save_weights(cls_run *r, yc_model *ema, const char *path)
     return st;
 }
 
+/* The memory fit (memplan.h) of a batch of `full` images: FP16 storage of the activations
+ * (--half, or by the policy of yc_half_default when it is needed to fit) and recomputation
+ * (--recompute, or when needed) into r->go.  A batch that does not fit even so is refused, naming
+ * the batch that fits: micro-batches are detection's only (a classifier's BatchNorm would see
+ * the statistics of each part, not of the batch classify/train.py normalises). */
+static int fit_memory(cls_run *r, int full)
+{
+    const yc_train_opts *o = r->o;
+    yc_backend *be = r->be;
+    int workers = o->workers > 0 ? o->workers : yc_physical_cores();
+    yc_run_shape rs = {.m = r->m, .train = true, .batch = full, .val_batch = 2,
+                       .imgsz = o->imgsz, .optimizer = o->optimizer, .workers = workers,
+                       .recompute = o->recompute};
+    size_t avail = be->info.mem_free ? be->info.mem_free : be->info.mem_total;
+    size_t limit = o->mem ? o->mem : (size_t)(0.9 * (double)avail);
+    /* Classify's dropout has no FP16 form (graph.h): with --dropout the fit stores FP32 unless
+     * --half asks (which the graph then refuses, saying so) */
+    yc_half_policy half = yc_half_default((yc_half_policy)o->half, be);
+    if (o->dropout > 0 && half == YC_HALF_AUTO)
+        half = YC_HALF_OFF;
+    yc_mem_fit fit;
+    int st = yc_memfit(&rs, limit, half, full, full, &fit);
+    if (st)
+        return yc_error_context(st, "fitting the classifier's run into %s",
+                                o->mem ? "--mem" : "the device's free memory");
+    if (fit.micro_batch < full) {
+        char lim[32];
+        return yc_error_status(YC_ENOMEM, "batch %d of %dx%d images does not fit in %s even "
+                               "with FP16 storage and recomputation (%s); a classifier is not "
+                               "trained in micro-batches: give --batch %d or less", full,
+                               o->imgsz, o->imgsz, yc_format_size(limit, lim, sizeof lim),
+                               fit.reason, fit.micro_batch);
+    }
+    r->go = (yc_graph_options){.mode = YC_GRAPH_TRAIN, .dropout = o->dropout, .half = fit.half,
+                               .recompute = fit.recompute};
+    char peak[32];
+    yc_info("memory: %s planned peak (%s)\n", yc_format_size(fit.peak_bytes, peak, sizeof peak),
+            fit.reason);
+    return YC_OK;
+}
+
 static int open_run(cls_run *r)
 {
     const yc_train_opts *o = r->o;
@@ -204,9 +248,10 @@ static int open_run(cls_run *r)
     r->labels = yc_malloc((size_t)o->batch * sizeof *r->labels, "labels");
     if (!r->images || !r->labels)
         return YC_ENOMEM;
-    yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .dropout = o->dropout};
     int full = (int)(r->train.n < (size_t)o->batch ? r->train.n : (size_t)o->batch);
-    return yc_classify_step_new(&r->step, r->m, full, o->imgsz, o->label_smoothing, &go);
+    if ((st = fit_memory(r, full)))
+        return st;
+    return yc_classify_step_new(&r->step, r->m, full, o->imgsz, o->label_smoothing, &r->go);
 }
 
 static void close_run(cls_run *r)
@@ -282,9 +327,8 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, int epoch, size_t
         yc_classify_step *s = r->step;
         if (b != r->step->batch) {
             if (!r->last_step) {
-                yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .dropout = o->dropout};
                 if ((st = yc_classify_step_new(&r->last_step, r->m, b, o->imgsz,
-                                               o->label_smoothing, &go)))
+                                               o->label_smoothing, &r->go)))
                     break;
             }
             s = r->last_step;
