@@ -448,7 +448,11 @@ int yc_cmd_plan(int argc, char **argv)
         yc_model_spec ms = {.cfg = c.cfg, .nc = c.nc, .device = c.device, .announce = !c.json,
                             .use = YC_MODEL_SHAPE, .threads = threads,
                             .detection_only = NULL};
-        if (!(st = yc_model_open(&ms, &r.om))) {
+        /* detection models and classifiers (planned as yolocl train fits them); segmentation
+         * models are refused with the message of yc_model_require_detection */
+        if (!(st = yc_model_open(&ms, &r.om)) && r.om.m->cfg->task == YC_TASK_SEGMENT)
+            st = yc_model_require_detection(r.om.m, "yolocl plan");
+        if (!st) {
             c.half = yc_half_default((yc_half_policy)c.half, r.om.be);
             if (!(st = run_shape(&c, &r, &rs)))
                 st = plan_and_fit(&c, &rs, r.om.be);
