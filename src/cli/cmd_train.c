@@ -335,17 +335,16 @@ int yc_cmd_train(int argc, char **argv)
         return yc_report_failure(st);
     }
     if (task == YC_TASK_CLASSIFY) {
-        /* classify/train.py's DDP is not implemented: N ranks would each train alone into the
-         * same run directory */
-        if (yc_dist_size() > 1)
-            st = yc_error_status(YC_EUNSUPPORTED, "training a classifier across %d ranks is not "
-                                 "supported yet: run it in one process (without mpirun)",
-                                 yc_dist_size());
+        /* classify/train.py, under mpirun its DDP (classify_train.h) */
+        bool stopped = false;
+        st = yc_classify_train(&c.o, &stopped);
+        if (st && yc_dist_size() > 1) {
+            /* the other ranks may wait in a collective operation for this one: end them all */
+            int code = yc_report_failure(st);
+            yc_dist_abort(code, "this rank failed (see above): stopping every rank");
+        }
         yc_dist_finalize();
         if (st)
-            return yc_report_failure(st);
-        bool stopped = false;
-        if ((st = yc_classify_train(&c.o, &stopped)))
             return yc_report_failure(st);
         if (stopped)
             fprintf(stderr, "yolocl: training interrupted; resume it with: yolocl train "

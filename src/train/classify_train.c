@@ -13,6 +13,7 @@
 #include "classify_step.h"
 #include "demo.h"
 #include "device.h"
+#include "dist.h"
 #include "ema.h"
 #include "imagefolder.h"
 #include "log.h"
@@ -40,6 +41,13 @@ static void on_signal(int sig)
 
 typedef struct cls_run {
     const yc_train_opts *o;
+    /* data parallelism (dist.h): this rank, the ranks, each rank's batch (the global batch
+     * / world) and the images of each rank's shard of an epoch (DistributedSampler's
+     * ceil(n / world)) */
+    int rank, world, rank_batch;
+    size_t shard;
+    /* the device this rank opens (its entry of a --device list, dist.h) */
+    char device[256];
     yc_backend *be;
     yc_model *m;
     yc_imagefolder train, val;
@@ -80,17 +88,20 @@ static void image_rng(yc_rng *rng, int seed, int epoch, size_t pos)
                 0xC1A5);
 }
 
-/* Training images order[first..first+n) of epoch `epoch` into r->images / r->labels,
- * transformed.  An image that cannot be read is reported and replaced by the next one. */
+/* This rank's training images first..first+n of epoch `epoch` (DistributedSampler's shard of
+ * the epoch's order: places rank, rank + world, ... of the order padded to a multiple of world
+ * by its first images) into r->images / r->labels, transformed.  An image that cannot be read is
+ * reported and replaced by the next one. */
 static int load_batch(cls_run *r, const size_t *order, size_t first, int n, int epoch)
 {
     const yc_imagefolder *ds = &r->train;
     size_t plane = (size_t)3 * r->o->imgsz * r->o->imgsz;
     for (int i = 0; i < n; i++) {
-        size_t k = order[first + (size_t)i];
+        size_t place = (size_t)r->rank + (size_t)r->world * (first + (size_t)i);
+        size_t k = order[place % ds->n];
         float *dst = r->images + (size_t)i * plane;
         yc_rng rng;
-        image_rng(&rng, r->o->seed, epoch, first + (size_t)i);
+        image_rng(&rng, r->o->seed, epoch, place);
         int st = yc_cls_read(&r->rd, ds->paths[k], r->o->imgsz, &r->aug, &rng, dst);
         for (size_t tries = 1; st && tries < ds->n; tries++) {
             yc_warn("%s: skipped (%s)\n", ds->paths[k], yc_last_error());
@@ -152,6 +163,9 @@ static int fit_memory(cls_run *r, int full)
                        .recompute = o->recompute};
     size_t avail = be->info.mem_free ? be->info.mem_free : be->info.mem_total;
     size_t limit = o->mem ? o->mem : (size_t)(0.9 * (double)avail);
+    /* the ranks of one machine share its memory on the CPU backend */
+    if (!o->mem && be->iface->buffer_host_ptr && yc_dist_local_size() > 1)
+        limit /= (size_t)yc_dist_local_size();
     /* Classify's dropout has no FP16 form (graph.h): with --dropout the fit stores FP32 unless
      * --half asks (which the graph then refuses, saying so) */
     yc_half_policy half = yc_half_default((yc_half_policy)o->half, be);
@@ -176,6 +190,23 @@ static int fit_memory(cls_run *r, int full)
     yc_info("memory: %s planned peak (%s)\n", yc_format_size(fit.peak_bytes, peak, sizeof peak),
             fit.reason);
     return YC_OK;
+}
+
+/* Under several ranks, a failure of one rank's part (`st`) becomes every rank's, as in
+ * train.c: the ranks agree whether any failed, and the others fail naming `what` instead of
+ * waiting in the next collective operation. */
+static int agree(const cls_run *r, int st, const char *what)
+{
+    if (r->world == 1)
+        return st;
+    int failed = st != YC_OK;
+    int rc = yc_dist_allreduce_max_int(&failed);
+    if (rc)
+        return rc;
+    if (failed && !st)
+        return yc_error_status(YC_ERR, "rank %d of %d: another rank failed %s (see its message)",
+                               r->rank, r->world, what);
+    return st;
 }
 
 static int open_run(cls_run *r)
@@ -218,7 +249,7 @@ static int open_run(cls_run *r)
         yc_model_cfg_free(cfg);
     }
     if (!st && !(st = yc_model_new(&r->m, cfg)) &&
-        !(st = yc_device_open(o->device, o->threads, true, &r->be)) &&
+        !(st = yc_device_open(r->device, o->threads, true, &r->be)) &&
         !(st = yc_model_alloc(r->m, r->be)))
         st = yc_model_init_weights(r->m, (uint64_t)o->seed);
     if (!st && w && !r->resume_path[0]) {
@@ -229,29 +260,40 @@ static int open_run(cls_run *r)
             yc_info("Transferred %d/%d items from %s\n", rep.transferred, rep.total, o->weights);
     }
     yc_weights_free(w);
-    if (st)
+    /* every rank starts from rank 0's weights (DDP broadcasts them) */
+    if ((st = agree(r, st, "opening the model")) ||
+        (r->world > 1 && (st = yc_dist_bcast_model(r->m))))
         return st;
-    if (!r->resume_path[0] && (st = yc_run_dir(o->project, o->name, o->exist_ok, "weights",
-                                               r->save_dir, sizeof r->save_dir)))
-        return st;
+    /* the run directory: rank 0 makes it, the others learn its name */
+    if (!r->resume_path[0]) {
+        if (r->rank == 0)
+            st = yc_run_dir(o->project, o->name, o->exist_ok, "weights", r->save_dir,
+                            sizeof r->save_dir);
+        if ((st = agree(r, st, "making the run directory")) ||
+            (r->world > 1 && (st = yc_dist_bcast(r->save_dir, sizeof r->save_dir, 0))))
+            return st;
+    }
     /* the options saved with the checkpoints: whole images (a classifier does not tile) */
     yc_train_opts saved = *o;
     saved.tile = 0;
     if (!(r->names_json = yc_train_names_json(r->train.classes, r->train.nc)) ||
-        !(r->opt_json = yc_train_opts_json(&saved, o->batch)))
+        !(r->opt_json = yc_train_run_json(&saved, r->rank_batch, r->world)))
         return yc_error_status(YC_ENOMEM, "out of memory for the run's options");
     snprintf(r->last, sizeof r->last, "%s/weights/last.safetensors", r->save_dir);
     snprintf(r->best, sizeof r->best, "%s/weights/best.safetensors", r->save_dir);
     snprintf(r->csv, sizeof r->csv, "%s/results.csv", r->save_dir);
     size_t plane = (size_t)3 * o->imgsz * o->imgsz;
-    r->images = yc_malloc((size_t)o->batch * plane * sizeof *r->images, "image batch");
-    r->labels = yc_malloc((size_t)o->batch * sizeof *r->labels, "labels");
+    r->shard = (r->train.n + (size_t)r->world - 1) / (size_t)r->world;
+    r->images = yc_malloc((size_t)r->rank_batch * plane * sizeof *r->images, "image batch");
+    r->labels = yc_malloc((size_t)r->rank_batch * sizeof *r->labels, "labels");
     if (!r->images || !r->labels)
         return YC_ENOMEM;
-    int full = (int)(r->train.n < (size_t)o->batch ? r->train.n : (size_t)o->batch);
-    if ((st = fit_memory(r, full)))
+    int full = (int)(r->shard < (size_t)r->rank_batch ? r->shard : (size_t)r->rank_batch);
+    if ((st = agree(r, fit_memory(r, full), "fitting its memory")) ||
+        (st = yc_classify_step_new(&r->step, r->m, full, o->imgsz, o->label_smoothing, &r->go)))
         return st;
-    return yc_classify_step_new(&r->step, r->m, full, o->imgsz, o->label_smoothing, &r->go);
+    r->step->grad_scale = 1.0f / (float)r->world;
+    return YC_OK;
 }
 
 static void close_run(cls_run *r)
@@ -312,6 +354,7 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, int epoch, size_t
     const yc_train_opts *o = r->o;
     size_t n = r->train.n;
     yc_rng rng;
+    /* the same order on every rank */
     yc_rng_seed(&rng, mix64(mix64((uint64_t)o->seed) + 1 + (uint64_t)epoch), 0xC1A6);
     for (size_t i = 0; i < n; i++)
         order[i] = i;
@@ -319,24 +362,31 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, int epoch, size_t
         size_t j = yc_rng_below(&rng, (uint32_t)(i + 1)), t = order[i];
         order[i] = order[j], order[j] = t;
     }
+    /* this rank's shard of the order, in batches of rank_batch (the whole order in one process) */
+    size_t shard = r->shard, rb = (size_t)r->rank_batch;
     int st = YC_OK, batch = cs->next_batch;
     double tloss = batch > 0 ? cs->tloss : 0;
-    for (size_t first = (size_t)batch * (size_t)o->batch; first < n && !st && !cls_stop;
-         first += (size_t)o->batch, batch++) {
-        int b = (int)(n - first < (size_t)o->batch ? n - first : (size_t)o->batch);
+    for (size_t first = (size_t)batch * rb; first < shard && !st && !cls_stop;
+         first += rb, batch++) {
+        int b = (int)(shard - first < rb ? shard - first : rb);
         yc_classify_step *s = r->step;
         if (b != r->step->batch) {
             if (!r->last_step) {
                 if ((st = yc_classify_step_new(&r->last_step, r->m, b, o->imgsz,
                                                o->label_smoothing, &r->go)))
                     break;
+                r->last_step->grad_scale = 1.0f / (float)r->world;
             }
             s = r->last_step;
         }
         double loss = 0;
-        yc_graph_set_dropout_seed(s->g, yc_dropout_hash((uint32_t)o->seed, r->steps++));
+        /* each rank its own dropout masks (rank 0's are one process's) */
+        uint32_t dseed = (uint32_t)o->seed + (uint32_t)r->rank * 0x9E3779B9u;
+        yc_graph_set_dropout_seed(s->g, yc_dropout_hash(dseed, r->steps++));
+        /* DDP: the ranks' gradients (each scaled by 1/world) summed before the step */
         if ((st = load_batch(r, order, first, b, epoch)) ||
             (st = yc_classify_step_run(s, r->images, r->labels, &loss)) ||
+            (r->world > 1 && (st = yc_dist_allreduce_grads(r->m))) ||
             (st = yc_optim_step(opt, CLS_MAX_NORM)) || (st = yc_model_zero_grad(r->m)) ||
             (st = yc_ema_update(ema, r->m)) || (st = r->be->iface->synchronize(r->be)) ||
             (st = yc_optim_step_done(opt)))
@@ -347,6 +397,14 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, int epoch, size_t
         cs->next_batch = batch + 1;
         if (o->progress)
             o->progress(o->progress_ctx, epoch, batch, loss);
+        /* a Ctrl-C on any rank stops every rank after the same batch */
+        if (r->world > 1) {
+            int stop = cls_stop;
+            if ((st = yc_dist_allreduce_max_int(&stop)))
+                break;
+            if (stop)
+                cls_stop = 1;
+        }
     }
     return st;
 }
@@ -358,10 +416,26 @@ static int resume_options(cls_run *r, const yc_train_opts *given, char *path, si
                           yc_train_opts *ro, yc_train_opt_strings *kept, cls_state *cs)
 {
     yc_ckpt_meta meta = {0};
-    int st = yc_train_find_resume(given->resume, given->project ? given->project : "runs/train",
+    /* every rank continues from the checkpoint rank 0 finds */
+    int st = YC_OK, saved_world = 1;
+    if (r->rank == 0)
+        st = yc_train_find_resume(given->resume, given->project ? given->project : "runs/train",
                                   path, len);
-    if (st || (st = yc_checkpoint_read_meta(path, &meta)))
+    if ((st = agree(r, st, "finding the checkpoint to resume")) ||
+        (r->world > 1 && (st = yc_dist_bcast(path, len, 0))) ||
+        (st = yc_checkpoint_read_meta(path, &meta)))
         return st;
+    if ((st = yc_train_saved_world(meta.opt_json, &saved_world)) || saved_world != r->world) {
+        if (!st)
+            st = yc_error_status(YC_EUSAGE, "%s was trained by %d rank%s, this is %d: each "
+                                 "epoch's shards and the per-rank batch depend on the number, so "
+                                 "the run continues only on %d (%s)", path, saved_world,
+                                 saved_world == 1 ? "" : "s", r->world, saved_world,
+                                 saved_world > 1 ? "mpirun -np N yolocl train --resume"
+                                                 : "yolocl train --resume without mpirun");
+        yc_ckpt_meta_free(&meta);
+        return st;
+    }
     if (meta.epoch == -1 && !meta.optimizer[0])
         st = yc_error_status(YC_EUSAGE, "%s is a finished run's checkpoint: nothing to resume "
                              "(fine-tune from it with --weights)", path);
@@ -400,7 +474,7 @@ int yc_classify_train(const yc_train_opts *given, bool *interrupted)
     if (!(given->dropout >= 0 && given->dropout < 1))
         return yc_error_status(YC_EUSAGE, "--dropout %g: the probability must be at least 0 and "
                                "below 1", (double)given->dropout);
-    cls_run r = {.o = given, .resume_path = ""};
+    cls_run r = {.o = given, .resume_path = "", .rank = yc_dist_rank(), .world = yc_dist_size()};
     cls_state cs = {.epoch = -1, .next_batch = 0, .tloss = 0, .best = -1.0};
     /* --resume: the options the run was started with, from its checkpoint */
     char resume_path[2300] = "";
@@ -434,6 +508,34 @@ int yc_classify_train(const yc_train_opts *given, bool *interrupted)
         o = &demo_opts;
     }
     r.o = o;
+    /* data parallelism: --batch is the global batch, split evenly; each rank takes its share of
+     * the machine (dist.h), and progress and results come from rank 0 alone */
+    int verbosity = yc_verbosity;
+    int st0 = YC_OK;
+    r.rank_batch = o->batch;
+    snprintf(r.device, sizeof r.device, "%s", o->device ? o->device : "auto");
+    if (r.world > 1) {
+        int per_node = yc_dist_local_size();
+        if (o->batch < 1 || o->batch % r.world != 0)
+            st0 = yc_error_status(YC_EUSAGE, "--batch %d is the global batch and must be a "
+                                  "positive multiple of the %d ranks", o->batch, r.world);
+        else
+            st0 = yc_dist_rank_device(o->device ? o->device : "", false, yc_dist_local_rank(),
+                                      per_node, r.device, sizeof r.device);
+        r.rank_batch = o->batch / r.world;
+        if (!st0 && o->threads <= 0) {
+            int cores = yc_physical_cores() / per_node;
+            demo_opts.threads = resumed.threads = cores > 0 ? cores : 1;
+        }
+        if (r.rank > 0)
+            yc_verbosity = 0;
+    }
+    if (st0) {
+        yc_verbosity = verbosity;
+        free(demo_root);
+        yc_train_opt_strings_free(&kept);
+        return st0;
+    }
     yc_cls_aug_defaults(&r.aug);
     yc_optim *opt = NULL;
     yc_ema *ema = NULL;
@@ -460,7 +562,7 @@ int yc_classify_train(const yc_train_opts *given, bool *interrupted)
         double f = yc_lr_factor(start_epoch, o->epochs, CLS_LRF, o->cos_lr);
         for (int g = 0; g < YC_PG_COUNT; g++)
             opt->lr[g] = opt->initial_lr[g] * f;
-        size_t nb = (r.train.n + (size_t)o->batch - 1) / (size_t)o->batch;
+        size_t nb = (r.shard + (size_t)r.rank_batch - 1) / (size_t)r.rank_batch;
         r.steps = (uint32_t)((size_t)start_epoch * nb + (size_t)cs.next_batch);
     }
     struct sigaction sa, old_int, old_term;
@@ -477,7 +579,8 @@ int yc_classify_train(const yc_train_opts *given, bool *interrupted)
     double t0 = yc_now();
     for (int epoch = start_epoch; epoch < o->epochs && !st && !cls_stop; epoch++) {
         yc_cls_metrics v = {0};
-        if (!(st = train_epoch(&r, opt, ema, epoch, order, &cs)) && !cls_stop)
+        /* validation, results.csv and the checkpoints on rank 0 alone */
+        if (!(st = train_epoch(&r, opt, ema, epoch, order, &cs)) && !cls_stop && r.rank == 0)
             st = yc_classify_evaluate(ema->ema, &r.val, o->imgsz, o->batch, o->label_smoothing,
                                       false, &v);
         if (st || cls_stop)
@@ -489,6 +592,8 @@ int yc_classify_train(const yc_train_opts *given, bool *interrupted)
         double f = yc_lr_factor(epoch + 1, o->epochs, CLS_LRF, o->cos_lr);
         for (int g = 0; g < YC_PG_COUNT; g++)
             opt->lr[g] = opt->initial_lr[g] * f;
+        if (r.rank > 0)
+            continue;
         char e[32];
         snprintf(e, sizeof e, "%d/%d", epoch + 1, o->epochs);
         yc_info("%10s%12.3g%12.3g%12.3g%12.3g\n", e, tloss, vloss, top1, top5);
@@ -513,8 +618,8 @@ int yc_classify_train(const yc_train_opts *given, bool *interrupted)
         *interrupted = true;
         yc_info("\ninterrupted: saving a resumable checkpoint (epoch %d, batch %d)\n",
                 cs.epoch + 1, cs.next_batch);
-        st = save_checkpoint(&r, r.last, ema, opt, &cs, false);
-    } else if (!st) {
+        st = r.rank == 0 ? save_checkpoint(&r, r.last, ema, opt, &cs, false) : YC_OK;
+    } else if (!st && r.rank == 0) {
         /* strip_optimizer: the final last holds the EMA's weights alone */
         st = save_checkpoint(&r, r.last, ema, opt, &cs, true);
         if (!st)
@@ -529,5 +634,6 @@ int yc_classify_train(const yc_train_opts *given, bool *interrupted)
     close_run(&r);
     free(demo_root);
     yc_train_opt_strings_free(&kept);
+    yc_verbosity = verbosity;
     return st;
 }
