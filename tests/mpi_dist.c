@@ -21,8 +21,8 @@
  *  - a classifier's gradients (classify/train.py's DDP, classify_train.h): each rank runs one
  *    step of yolov5n-cls on its half of a batch of 4 with the logits' gradient scaled by 1/2
  *    (yc_classify_step's grad_scale) and the ranks sum them: DDP's average of the two halves'
- *    gradients, which must equal what one process accumulates over the same two half-batches
- *    scaled alike;
+ *    gradients, which must equal half of what one process accumulates over the same two
+ *    half-batches unscaled;
  *  - the small collectives: sum, max, broadcast, barrier.
  *
  * Exits 0 when every check passes, 1 otherwise, 77 when not run on exactly 2 ranks of an MPI
@@ -194,15 +194,17 @@ static void test_cls_gradients(yc_backend *be)
     const int labels[CB] = {2, 0, 1, 1};
     yc_classify_step *s = NULL;
     need(yc_classify_step_new(&s, m, CB / 2, CI, 0.1, NULL), "the classifier's training graph");
-    s->grad_scale = 0.5f;
     double loss = 0;
-    /* one process: both halves accumulated */
+    /* one process: both halves accumulated unscaled, then halved (exact in float) */
     need(yc_model_zero_grad(m), "zeroing the gradients");
     need(yc_classify_step_run(s, images, labels, &loss), "a classifier step");
     need(yc_classify_step_run(s, images + (CB / 2) * img, labels + CB / 2, &loss),
          "a classifier step");
     float *ref = read_arena(m, m->grad_buf, np);
-    /* two ranks: each its half, summed */
+    for (size_t i = 0; i < np; i++)
+        ref[i] *= 0.5f;
+    /* two ranks: each its half with its gradient scaled by 1/2, summed */
+    s->grad_scale = 0.5f;
     need(yc_model_zero_grad(m), "zeroing the gradients");
     need(yc_classify_step_run(s, images + (size_t)rank * (CB / 2) * img, labels + rank * (CB / 2),
                               &loss), "a classifier step");
