@@ -18,6 +18,11 @@
  *    accumulation cycle and resumed on 2 ranks: the interrupted checkpoint says 2 ranks and holds
  *    the pending gradients, and the resumed run ends with the straight run's weights within
  *    reduction-order tolerance (the pending gradients are saved summed over the ranks);
+ *  - a classifier's gradients (classify/train.py's DDP, classify_train.h): each rank runs one
+ *    step of yolov5n-cls on its half of a batch of 4 with the logits' gradient scaled by 1/2
+ *    (yc_classify_step's grad_scale) and the ranks sum them: DDP's average of the two halves'
+ *    gradients, which must equal half of what one process accumulates over the same two
+ *    half-batches unscaled;
  *  - the small collectives: sum, max, broadcast, barrier.
  *
  * Exits 0 when every check passes, 1 otherwise, 77 when not run on exactly 2 ranks of an MPI
@@ -35,6 +40,7 @@
 #include "hyp.h"
 #include "log.h"
 #include "checkpoint.h"
+#include "classify_step.h"
 #include "model.h"
 #include "modelcfg.h"
 #include "optim.h"
@@ -329,6 +335,69 @@ static void test_gradients(yc_backend *be)
     yc_model_free(m);
 }
 
+/* A classifier's step on each rank's half of 4 images (see the head comment). */
+static void test_cls_gradients(yc_backend *be)
+{
+    enum { CB = 4, CI = 32, NC = 3 };
+    int rank = yc_dist_rank();
+    char path[1024];
+    yc_model_cfg *cfg = NULL;
+    yc_model *m = NULL;
+    need(yc_model_cfg_find("yolov5n-cls", path, sizeof path), "finding yolov5n-cls");
+    need(yc_model_cfg_open(path, NULL, NC, &cfg, NULL, 0), "the classifier's config");
+    need(yc_model_new(&m, cfg), "the classifier");
+    need(yc_model_alloc(m, be), "the classifier's memory");
+    need(yc_model_init_weights(m, 3), "the classifier's weights");
+    size_t img = 3 * CI * CI, np = m->param_elems;
+    float *images = malloc(CB * img * sizeof *images);
+    if (!images)
+        yc_dist_abort(1, "out of memory for the test images");
+    uint64_t x = 999;
+    for (size_t i = 0; i < CB * img; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        images[i] = (float)(x >> 40) / (float)(1ull << 24) * 4 - 2;
+    }
+    const int labels[CB] = {2, 0, 1, 1};
+    yc_classify_step *s = NULL;
+    need(yc_classify_step_new(&s, m, CB / 2, CI, 0.1, NULL), "the classifier's training graph");
+    double loss = 0;
+    /* one process: both halves accumulated unscaled, then halved (exact in float) */
+    need(yc_model_zero_grad(m), "zeroing the gradients");
+    need(yc_classify_step_run(s, images, labels, &loss), "a classifier step");
+    need(yc_classify_step_run(s, images + (CB / 2) * img, labels + CB / 2, &loss),
+         "a classifier step");
+    float *ref = read_arena(m, m->grad_buf, np);
+    for (size_t i = 0; i < np; i++)
+        ref[i] *= 0.5f;
+    /* two ranks: each its half with its gradient scaled by 1/2, summed */
+    s->grad_scale = 0.5f;
+    need(yc_model_zero_grad(m), "zeroing the gradients");
+    need(yc_classify_step_run(s, images + (size_t)rank * (CB / 2) * img, labels + rank * (CB / 2),
+                              &loss), "a classifier step");
+    CHECK(isfinite(loss) && loss > 0, "the classifier's loss is %g", loss);
+    float *own = read_arena(m, m->grad_buf, np);
+    need(yc_dist_allreduce_grads(m), "yc_dist_allreduce_grads");
+    float *sum = read_arena(m, m->grad_buf, np);
+    double scale = 0, err = 0, from_own = 0;
+    for (size_t i = 0; i < np; i++) {
+        scale = fmax(scale, fabs(ref[i]));
+        err = fmax(err, fabs((double)sum[i] - ref[i]));
+        from_own = fmax(from_own, fabs((double)own[i] - ref[i]));
+    }
+    CHECK(scale > 0 && isfinite(scale), "the classifier's reference gradient is zero or not "
+          "finite");
+    CHECK(err <= 1e-5 * scale, "the classifier's averaged gradient differs from the accumulated "
+          "one by %g (largest %g)", err, scale);
+    CHECK(from_own > 1e-3 * scale, "one half's classifier gradient already equals the whole");
+    printf("rank %d: classifier gradients of %zu parameters: averaged over 2 ranks vs accumulated "
+           "in one process: max |diff| %.3g (largest gradient %.3g)\n", rank, np, err, scale);
+    free(ref);
+    free(own);
+    free(sum);
+    free(images);
+    yc_classify_step_free(s);
+    yc_model_free(m);
+}
 
 /* 2 ranks x batch 4 against 1 process accumulating 2 micro-batches of 4, for STEPS optimizer
  * steps of SGD with YOLOv5's hyperparameters and gradient clipping. */
@@ -606,6 +675,7 @@ int main(int argc, char **argv)
         test_sync_bn(cl);
     }
     yc_backend_free(cl);
+    test_cls_gradients(be);
     test_steps(be);
     if (argc > 2)
         test_resume(be, argv[1], argv[2]);

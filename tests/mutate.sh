@@ -375,6 +375,15 @@ mut mpi_resumed_grads_not_zeroed src/train/train.c "test_mpi" \
 mut mpi_threads_all_cores src/train/train.c "test_mpi" \
     'int cores = yc_physical_cores() / per_node;' \
     'int cores = yc_physical_cores();'
+mut cls_resume_ema_updates src/train/classify_train.c "test_classify" \
+    'ema->updates = meta.updates;' \
+    'ema->updates = 0;'
+mut cls_ddp_grad_unscaled src/nn/classify_step.c "test_mpi" \
+    's->grad[i] *= s->grad_scale;' \
+    's->grad[i] *= 1.0f;'
+mut cls_resume_epoch_loss src/train/classify_train.c "test_classify" \
+    'cs->tloss = meta.epoch_batches > 0 ? meta.epoch_loss[0] : 0;' \
+    'cs->tloss = 0;'
 
 # SyncBatchNorm (src/backend/backend.c, cl/cl_ops.c): the summed second moments lose the means'
 # part (a wrong global variance); the backward keeps this rank's sum of dy (dx from a local sum and

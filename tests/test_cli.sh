@@ -230,8 +230,8 @@ check 0 info --cfg yolov5s-cls
 expect_output 'YOLOv5s-cls summary: 118 layers, 5453480 parameters, 5453480 gradients, 11.5 GFLOPs'
 expect_output_re '^  9 +-1 +1 +1938920  models.common.Classify +\[512, 1000\]'
 expect_output 'classifier: 1000 classes'
-check 2 plan --cfg yolov5n-cls
-expect_stderr 'YOLOv5n-cls is a classification model: yolocl plan works on detection models'
+check 0 plan --cfg yolov5n-cls --img 64 --batch 4 --device cpu
+expect_output 'YOLOv5n-cls at 64x64, batch 4'
 check 0 info --cfg yolov5n-seg
 expect_output 'YOLOv5n-seg summary: 225 layers, 1991549 parameters, 1991549 gradients, 7.2 GFLOPs'
 expect_output_re '^ 24 +\[17, 20, 23\] +1 +234397  models.yolo.Segment +\[80, .*, 32, 64, \[64, 128, 256\]\]'

@@ -5,8 +5,9 @@
 # results.csv (one row per epoch); a global batch the ranks do not divide must be refused naming
 # the numbers; a SIGTERM to one rank must stop both and leave rank 0's resumable checkpoint (one
 # batch on, world_size 2); resuming that 2-rank run in one process must be refused naming both
-# numbers; a rank killed with SIGKILL must end the run with a message naming it, and a stopped
-# rank (SIGSTOP) must end it after YOLOCL_DIST_TIMEOUT seconds, each within a time bound; a
+# numbers; a classifier trained on 2 ranks must finish likewise, with a global batch the ranks do
+# not divide refused; a rank killed with SIGKILL must end the run with a message naming it, and a
+# stopped rank (SIGSTOP) must end it after YOLOCL_DIST_TIMEOUT seconds, each within a time bound; a
 # segmentation model must train on 2 ranks as a detection model does.  The
 # checks of yolocl plan --ranks come first and need no MPI.  Skipped (77) without mpirun or in a
 # build without MPI.
@@ -126,6 +127,25 @@ OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" $train --epochs 1 --
     --name odd >"$tmp/out" 2>"$tmp/err" </dev/null && fail "--batch 3 on 2 ranks was accepted"
 grep -q -- "--batch 3 is the global batch and must be a multiple of the 2 ranks" "$tmp/err" ||
     fail "no message naming --batch 3 and the 2 ranks"
+# a classifier under 2 ranks (classify/train.py's DDP, classify_train.h): one run directory,
+# rank 0's results.csv (one row per epoch) and summary; a global batch the ranks do not divide
+# is refused naming both numbers
+"$yolocl" demo-data "$tmp/cls" --task classify --train 16 --val 4 --crop 32 >/dev/null ||
+    fail "demo-data --task classify"
+cls="train --data $tmp/cls --cfg yolov5n-cls --img 32 --device cpu --project $tmp/clsruns"
+# shellcheck disable=SC2086
+OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" $cls --epochs 2 --batch 8 \
+    --name ddp >"$tmp/out" 2>"$tmp/err" </dev/null ||
+    fail "mpirun -np 2 yolocl train --cfg yolov5n-cls: status $?"
+[ "$(ls "$tmp/clsruns")" = ddp ] || fail "classifier run directories: $(ls "$tmp/clsruns" | tr '\n' ' ')"
+rows=$(($(wc -l <"$tmp/clsruns/ddp/results.csv") - 1))
+[ "$rows" = 2 ] || fail "the classifier's results.csv has $rows rows, not 2 (one per epoch)"
+[ "$(grep -c 'Training complete' "$tmp/out")" = 1 ] || fail "the classifier's summary is not printed once"
+# shellcheck disable=SC2086
+OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" $cls --epochs 1 --batch 3 \
+    --name odd >"$tmp/out" 2>"$tmp/err" </dev/null && fail "a classifier's --batch 3 on 2 ranks was accepted"
+grep -q -- "--batch 3 is the global batch and must be a positive multiple of the 2 ranks" \
+    "$tmp/err" || fail "no message naming the classifier's --batch 3 and the 2 ranks"
 # the pid of a yolocl rank of the run named $1 of this test (its project is in $tmp: another
 # test_mpi.sh may run beside this one), not mpirun's or timeout's command line, the last one
 # listed, from /proc
@@ -164,13 +184,6 @@ OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" train --data "$tmp/s
 rows=$(($(wc -l <"$tmp/runs/seg/results.csv") - 1))
 [ "$rows" = 2 ] || fail "the segmentation run's results.csv has $rows rows, not 2"
 grep -q '^data-parallel: 2 ranks' "$tmp/out" || fail "the segmentation run was not data-parallel"
-# a classifier (classify/train.py's DDP is not implemented): refused on every rank
-# shellcheck disable=SC2086
-OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags "$yolocl" train --cfg yolov5n-cls \
-    --data "$tmp/demo" --epochs 1 --project "$tmp/runs" --name cls >"$tmp/out" 2>"$tmp/err" \
-    </dev/null && fail "a classifier trained on 2 ranks"
-[ "$(grep -c "training a classifier across 2 ranks is not supported yet" "$tmp/err")" = 2 ] ||
-    fail "no message about the classifier on both ranks"
 # SIGTERM to one rank during the epochs: both stop after the same batch (status 130) and rank 0
 # writes the resumable checkpoint
 # shellcheck disable=SC2086

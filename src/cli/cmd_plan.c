@@ -447,11 +447,10 @@ int yc_cmd_plan(int argc, char **argv)
     if (!(c.data && (st = open_data(&c, &r)))) {
         yc_model_spec ms = {.cfg = c.cfg, .nc = c.nc, .device = c.device, .announce = !c.json,
                             .use = YC_MODEL_SHAPE, .threads = threads};
-        /* detection and segmentation models (a segmentation run's masks and Proto are counted,
-         * memplan.h, at segment/train.py's default mask ratio with overlap masks) */
+        /* every task: a segmentation run's masks and Proto are counted (memplan.h, at
+         * segment/train.py's default mask ratio with overlap masks); a classifier is planned as
+         * yolocl train fits it */
         st = yc_model_open(&ms, &r.om);
-        if (!st && r.om.m->cfg->task == YC_TASK_CLASSIFY)
-            st = yc_model_require_detection(r.om.m, "yolocl plan");
         if (!st) {
             c.half = yc_half_default((yc_half_policy)c.half, r.om.be);
             if (!(st = run_shape(&c, &r, &rs)))

@@ -279,6 +279,19 @@ static yc_task cfg_task(train_cli *c, const yc_opt_state *s)
     char path[1024];
     yc_model_cfg *cfg = NULL;
     yc_task task;
+    if (o->resume) {
+        /* --resume: the task of the model the checkpoint holds (classifier checkpoints carry
+         * their options too: classify_train.h); none found: train reports it */
+        char ckpt[2300];
+        if (yc_train_find_resume(o->resume, o->project ? o->project : "runs/train", ckpt,
+                                 sizeof ckpt)) {
+            yc_error_clear();
+            return YC_TASK_DETECT;
+        }
+        task = yc_cli_model_task(ckpt, NULL, "yolocl train");
+        yc_error_clear();
+        return task == YC_TASK_CLASSIFY ? task : YC_TASK_DETECT;
+    }
     if (!c->resume && (!o->cfg || !o->cfg[0]) && o->weights && o->weights[0]) {
         /* --weights alone: a classifier's weights train a classifier (a .pt of classify/train.py
          * has no config: the state dict's shapes tell) */
@@ -328,18 +341,20 @@ int yc_cmd_train(int argc, char **argv)
         return yc_report_failure(st);
     }
     if (task == YC_TASK_CLASSIFY) {
-        /* classify/train.py's DDP is not implemented: N ranks would each train alone into the
-         * same run directory */
-        if (yc_dist_size() > 1)
-            st = yc_error_status(YC_EUNSUPPORTED, "training a classifier across %d ranks is not "
-                                 "supported yet: run it in one process (without mpirun)",
-                                 yc_dist_size());
+        /* classify/train.py, under mpirun its DDP (classify_train.h) */
+        bool stopped = false;
+        st = yc_classify_train(&c.o, &stopped);
+        if (st && yc_dist_size() > 1) {
+            /* the other ranks may wait in a collective operation for this one: end them all */
+            int code = yc_report_failure(st);
+            yc_dist_abort(code, "this rank failed (see above): stopping every rank");
+        }
         yc_dist_finalize();
         if (st)
             return yc_report_failure(st);
-        bool stopped = false;
-        if ((st = yc_classify_train(&c.o, &stopped)))
-            return yc_report_failure(st);
+        if (stopped)
+            fprintf(stderr, "yolocl: training interrupted; resume it with: yolocl train "
+                            "--resume\n");
         return stopped ? 130 : YC_EXIT_OK;
     }
     if (c.evolve > 0 && task == YC_TASK_SEGMENT) {

@@ -22,6 +22,7 @@ int yc_classify_step_new(yc_classify_step **out, yc_model *m, int batch, int img
     s->img = img;
     s->nc = m->nc;
     s->label_smoothing = label_smoothing;
+    s->grad_scale = 1.0f;
     yc_graph_options opt = go ? *go : (yc_graph_options){.mode = YC_GRAPH_TRAIN};
     opt.mode = YC_GRAPH_TRAIN;
     int status = yc_graph_new_opts(&s->g, m, batch, img, img, &opt);
@@ -63,6 +64,9 @@ int yc_classify_step_run(yc_classify_step *s, const float *images, const int *la
     double l = yc_xent_loss(s->logits, labels, s->batch, s->nc, s->label_smoothing, s->grad);
     if (isnan(l))
         return yc_error_status(YC_EFORMAT, "a label of the batch is outside 0..%d", s->nc - 1);
+    if (s->grad_scale != 1.0f)
+        for (size_t i = 0; i < (size_t)s->batch * s->nc; i++)
+            s->grad[i] *= s->grad_scale;
     if ((st = yc_tensor_set_f32(be, yc_graph_head_grad(s->g, 0), s->grad)) ||
         (st = yc_graph_backward(s->g)) || (st = be->iface->synchronize(be)))
         return st;

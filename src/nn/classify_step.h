@@ -16,6 +16,9 @@ typedef struct yc_classify_step {
     int batch, img, nc;
     /* label smoothing of the loss (classify/train.py: 0.1) */
     double label_smoothing;
+    /* the factor of the logits' gradient before backward (1 after yc_classify_step_new): 1/N
+     * on each of N data-parallel ranks, whose summed gradients are then DDP's average */
+    float grad_scale;
     /* the last step's logits (batch x nc) and their gradient (owned) */
     float *logits, *grad;
 } yc_classify_step;
@@ -28,7 +31,8 @@ int yc_classify_step_new(yc_classify_step **out, yc_model *m, int batch, int img
 void yc_classify_step_free(yc_classify_step *s);
 
 /* Runs a step on `images` (batch x 3 x img x img floats, normalised as the model expects) with
- * class `labels`; *loss receives the batch's mean loss.  Waits for the device. */
+ * class `labels`; *loss receives the batch's mean loss (its gradient is scaled by grad_scale).
+ * Waits for the device. */
 int yc_classify_step_run(yc_classify_step *s, const float *images, const int *labels,
                          double *loss);
 

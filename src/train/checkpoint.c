@@ -149,7 +149,8 @@ static int add_state_dict(yc_st_writer *w, name_pool *np, const char *prefix, co
             st = yc_st_writer_add(w, name, YC_ST_F32, 1, shape, h->state + s->offset);
         }
     }
-    if (st)
+    /* a classifier has no Detect layer and so no anchors */
+    if (st || m->nl == 0)
         return st;
     int64_t ashape[3] = {m->nl, m->na, 2};
     const char *name = pool_name(np, prefix, m->anchors_name);
@@ -480,7 +481,7 @@ static int load_state_dict(yc_st_file *f, const char *path, const char *prefix, 
             st = read_named(f, path, prefix, s->name, h.state + s->offset, (size_t)s->numel);
         }
     }
-    if (!st)
+    if (!st && m->nl > 0)
         st = read_named(f, path, prefix, m->anchors_name, m->anchors, (size_t)m->nl * m->na * 2);
     yc_backend *be = m->be;
     if (!st && h.owned)

@@ -25,8 +25,21 @@
  * ImageFolder dataset at o->data (NULL or empty: the built-in classification demo, demo.h's
  * yc_demo_ensure_task) for o->epochs epochs of o->batch images of o->imgsz pixels;
  * o->optimizer, o->label_smoothing, o->seed, o->device, o->project, o->name, o->exist_ok and
- * o->nosave are honoured.  The first SIGINT or SIGTERM ends the run after the current batch with
- * weights/last.safetensors written; *interrupted says so. */
+ * o->nosave are honoured, and o->mem, o->half and o->recompute through the memory fit (memplan.h:
+ * FP16 storage and recomputation; a batch that would need micro-batches is refused, naming the
+ * batch that fits).  weights/last.safetensors is a checkpoint (checkpoint.h) after every epoch
+ * and the EMA's weights alone at the end; weights/best.safetensors the EMA's weights.
+ * The first SIGINT or SIGTERM ends the run after the current batch with a resumable
+ * last.safetensors (the model, the EMA, the optimizer, the epoch and batch to continue from, the
+ * epoch's running loss, the best top-1, the options incl. cutoff and dropout); *interrupted says
+ * so.  o->resume (non-NULL: "" for the newest run of o->project, a run directory or a checkpoint)
+ * continues such a run with its saved options (device, workers, threads, mem, half and recompute
+ * as given now) to the uninterrupted run's weights and results.csv: each epoch's order is drawn
+ * from (seed, epoch) and each image's augmentation from (seed, epoch, place in that order).
+ * Under N MPI ranks (dist.h) it is classify/train.py's DDP: o->batch is the global batch (a
+ * multiple of N), each rank trains on DistributedSampler's shard of every epoch with its logit
+ * gradients scaled by 1/N and summed over the ranks, rank 0 alone validates, logs and saves, a
+ * stop request on any rank stops all after the same batch, and a run resumes only on N ranks. */
 int yc_classify_train(const yc_train_opts *o, bool *interrupted);
 
 #endif

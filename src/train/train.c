@@ -211,7 +211,7 @@ static void trainer_free(trainer *t)
 }
 
 /* JSON array of the class names. */
-static char *names_to_json(char **names, int nc)
+char *yc_train_names_json(char *const *names, int nc)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -317,7 +317,7 @@ static int write_yaml_from_json(const char *path, const char *json)
  * PROJECT/<run>/weights/last.safetensors (YOLOv5's get_latest_run); with the default project,
  * runs/train, also runs/train-seg's (segment/train.py's project), as get_latest_run finds the
  * last checkpoint of either. */
-static int find_resume(const char *spec, const char *project, char *out, size_t len)
+int yc_train_find_resume(const char *spec, const char *project, char *out, size_t len)
 {
     if (spec[0] && yc_file_exists(spec)) {
         snprintf(out, len, "%s", spec);
@@ -488,7 +488,7 @@ static int setup_data(trainer *t)
     t->val_view = &t->val_ds;
     if ((st = setup_tiles(t)))
         return st;
-    if (!(t->names_json = names_to_json(t->names, t->nc)))
+    if (!(t->names_json = yc_train_names_json(t->names, t->nc)))
         return YC_ENOMEM;
     return YC_OK;
 }
@@ -1746,7 +1746,7 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         /* every rank continues from the checkpoint rank 0 finds (each reads it: the run
          * directory must be visible to every rank, as the dataset) */
         if (t->rank == 0)
-            st = find_resume(opts->resume, opts->project ? opts->project : "runs/train",
+            st = yc_train_find_resume(opts->resume, opts->project ? opts->project : "runs/train",
                              resume_path, sizeof resume_path);
         if ((st = dist_agree(t, st, "finding the checkpoint to resume")) ||
             (t->world > 1 && (st = yc_dist_bcast(resume_path, sizeof resume_path, 0))) ||

@@ -115,4 +115,14 @@ void yc_train_opt_strings_free(yc_train_opt_strings *s);
  * SIGTERM) returns YC_OK after saving a resumable checkpoint and sets *interrupted. */
 int yc_train(const yc_train_opts *o, bool *interrupted);
 
+/* The checkpoint --resume SPEC continues into out[len]: SPEC itself when it is a file, else
+ * SPEC/weights/last.safetensors; an empty SPEC: the most recently written
+ * PROJECT/<run>/weights/last.safetensors (YOLOv5's get_latest_run).  YC_EIO when there is none.
+ * (Classifier training, classify_train.h, resumes through it too.) */
+int yc_train_find_resume(const char *spec, const char *project, char *out, size_t len);
+
+/* The class names as a JSON array (checkpoints' `names`): a heap string, NULL when out of
+ * memory. */
+char *yc_train_names_json(char *const *names, int nc);
+
 #endif

@@ -117,6 +117,11 @@ const yc_field yc_train_fields[] = {
     {.key = "label_smoothing", .type = YC_FIELD_FLOAT, .offset = OFF(label_smoothing), .flags = R,
      .lo = 0, .hi = 1},
     INT("patience", patience, R, 0, 1000000),
+    /* classifiers (classify/train.py's opt): the cutoff of a detection --cfg (0: none given) and
+     * Classify's dropout; absent from checkpoints of yolocl before classifier resume */
+    INT_OR("cutoff", cutoff, 0, 1000, 0),
+    {.key = "dropout", .type = YC_FIELD_FLOAT, .offset = OFF(dropout), .flags = OPT, .lo = 0,
+     .hi = 1, .def = 0},
     {.key = "freeze", .type = YC_FIELD_INTS, .offset = OFF(freeze), .flags = R, .lo = 0,
      .hi = 10000, .count_offset = OFF(nfreeze), .max_count = YC_MAX_FREEZE},
     INT("save_period", save_period, R, -1, 1000000),
