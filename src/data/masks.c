@@ -159,9 +159,11 @@ int yc_fill_poly(yc_mask_scratch *s, uint8_t *img, int h, int w, const int32_t *
     poly_edge *edges = s->edges;
     size_t total = 0;
     /* CollectPolyEdges: each edge's outline, and the non-horizontal edges for the fill */
-    int64_t x0 = (int64_t)pts[2 * (n - 1)] << XY_SHIFT, y0 = pts[2 * (n - 1) + 1];
+    /* x in 16.16 fixed point, by multiplication: a negative vertex (outside the image) shifted
+     * left would be undefined behaviour in C */
+    int64_t x0 = (int64_t)pts[2 * (n - 1)] * (1 << XY_SHIFT), y0 = pts[2 * (n - 1) + 1];
     for (size_t i = 0; i < n; i++) {
-        int64_t x1 = (int64_t)pts[2 * i] << XY_SHIFT, y1 = pts[2 * i + 1];
+        int64_t x1 = (int64_t)pts[2 * i] * (1 << XY_SHIFT), y1 = pts[2 * i + 1];
         draw_line(img, h, w, (x0 + (1 << (XY_SHIFT - 1))) >> XY_SHIFT, y0,
                   (x1 + (1 << (XY_SHIFT - 1))) >> XY_SHIFT, y1, color);
         if (y0 != y1) {
