@@ -662,24 +662,48 @@ static int round_to_half(yc_model *m)
 
 /* ---- batches ---------------------------------------------------------------------------------- */
 
-/* The training graph for this batch shape (cached for the most recent shapes). */
-static int step_for(trainer *t, int b, int h, int w, yc_step **out)
+/* Moves slot i of the step caches (both: a trainer fills only its task's) to the front, the
+ * slots before it one back. */
+static void steps_to_front(trainer *t, int i)
+{
+    yc_step *s = t->steps[i];
+    yc_seg_step *g = t->seg_steps[i];
+    for (int j = i; j > 0; j--) {
+        t->steps[j] = t->steps[j - 1];
+        t->seg_steps[j] = t->seg_steps[j - 1];
+    }
+    t->steps[0] = s;
+    t->seg_steps[0] = g;
+}
+
+/* The step caches for batch shape b x h x w, most recent first: true when slot 0 now holds the
+ * step for that shape; otherwise the least recent step is freed and slot 0 is empty for a new
+ * one. */
+static bool steps_pick(trainer *t, int b, int h, int w)
 {
     for (int i = 0; i < STEP_CACHE; i++) {
-        yc_step *s = t->steps[i];
-        if (s && s->batch == b && s->h == h && s->w == w) {
-            for (int j = i; j > 0; j--)
-                t->steps[j] = t->steps[j - 1];
-            t->steps[0] = s;
-            *out = s;
-            return YC_OK;
+        const yc_step *s = t->steps[i];
+        const yc_seg_step *g = t->seg_steps[i];
+        if ((s && s->batch == b && s->h == h && s->w == w) ||
+            (g && g->batch == b && g->h == h && g->w == w)) {
+            steps_to_front(t, i);
+            return true;
         }
     }
     yc_step_free(t->steps[STEP_CACHE - 1]);
-    for (int j = STEP_CACHE - 1; j > 0; j--)
-        t->steps[j] = t->steps[j - 1];
-    t->steps[0] = NULL;
-    int st = yc_step_new_in(&t->steps[0], t->m, b, h, w, &t->lp, &t->go, &t->arena);
+    yc_seg_step_free(t->seg_steps[STEP_CACHE - 1]);
+    t->steps[STEP_CACHE - 1] = NULL;
+    t->seg_steps[STEP_CACHE - 1] = NULL;
+    steps_to_front(t, STEP_CACHE - 1);
+    return false;
+}
+
+/* The training graph for this batch shape (cached for the most recent shapes). */
+static int step_for(trainer *t, int b, int h, int w, yc_step **out)
+{
+    int st = YC_OK;
+    if (!steps_pick(t, b, h, w))
+        st = yc_step_new_in(&t->steps[0], t->m, b, h, w, &t->lp, &t->go, &t->arena);
     *out = t->steps[0];
     return st;
 }
@@ -687,21 +711,9 @@ static int step_for(trainer *t, int b, int h, int w, yc_step **out)
 /* The segmentation step for this batch shape (cached as step_for's). */
 static int seg_step_for(trainer *t, int b, int h, int w, yc_seg_step **out)
 {
-    for (int i = 0; i < STEP_CACHE; i++) {
-        yc_seg_step *s = t->seg_steps[i];
-        if (s && s->batch == b && s->h == h && s->w == w) {
-            for (int j = i; j > 0; j--)
-                t->seg_steps[j] = t->seg_steps[j - 1];
-            t->seg_steps[0] = s;
-            *out = s;
-            return YC_OK;
-        }
-    }
-    yc_seg_step_free(t->seg_steps[STEP_CACHE - 1]);
-    for (int j = STEP_CACHE - 1; j > 0; j--)
-        t->seg_steps[j] = t->seg_steps[j - 1];
-    t->seg_steps[0] = NULL;
-    int st = yc_seg_step_new_in(&t->seg_steps[0], t->m, b, h, w, &t->lp, &t->go, &t->arena);
+    int st = YC_OK;
+    if (!steps_pick(t, b, h, w))
+        st = yc_seg_step_new_in(&t->seg_steps[0], t->m, b, h, w, &t->lp, &t->go, &t->arena);
     *out = t->seg_steps[0];
     return st;
 }
