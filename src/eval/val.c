@@ -410,6 +410,17 @@ static void state_free(val_state *s)
     yc_tta_free(s->tta);
 }
 
+int yc_val_check(const yc_model *m, const yc_dataset *ds, const yc_val_options *opt)
+{
+    if (!opt->single_cls && m->nc > ds->nc)
+        return yc_error_status(YC_EUSAGE, "the model predicts %d classes but the dataset has %d "
+                               "(use weights trained on this dataset, or --single-cls)", m->nc,
+                               ds->nc);
+    if (opt->max_det < 1)
+        return yc_error_status(YC_EUSAGE, "max_det must be at least 1");
+    return YC_OK;
+}
+
 int yc_val_graph_for(yc_graph **g, int shape[3], yc_model *m, int n, int h, int w, bool half,
                      struct yc_arena *arena)
 {
@@ -1169,12 +1180,8 @@ static int validate(val_state *s, yc_loader *loader, const yc_dataset *ds,
     yc_model *m = s->m;
     const int nc = opt->single_cls ? 1 : ds->nc;
     int st;
-    if (!opt->single_cls && m->nc > ds->nc)
-        return yc_error_status(YC_EUSAGE, "the model predicts %d classes but the dataset has %d "
-                               "(use weights trained on this dataset, or --single-cls)", m->nc,
-                               ds->nc);
-    if (opt->max_det < 1)
-        return yc_error_status(YC_EUSAGE, "max_det must be at least 1");
+    if ((st = yc_val_check(m, ds, opt)))
+        return st;
     if ((st = yc_val_sink_new(&s->sink, nc, opt)))
         return st;
     if (lp && !(s->loss = yc_loss_new(lp)))

@@ -147,6 +147,10 @@ void yc_val_result_free(yc_val_result *r);
  * box fitness, metrics.fitness. */
 double yc_val_seg_fitness(const yc_val_result *r);
 
+/* The checks yc_validate and yc_validate_seg make before a run: a model predicting more classes
+ * than the dataset has (without single_cls) and max_det under 1 are usage errors. */
+int yc_val_check(const yc_model *m, const yc_dataset *ds, const yc_val_options *opt);
+
 /* The evaluation graph of m for a batch of n x h x w in *g (yc_validate's, yc_validate_seg's):
  * kept when shape (the n, h, w of *g) already is that, else built (FP16 storage when half) and
  * allocated in arena (NULL: one of its own) in place of the old one, and shape updated.  On

@@ -356,12 +356,8 @@ static int validate(seg_state *s, yc_loader *loader, const yc_dataset *ds,
     yc_model *m = s->m;
     const int nc = opt->single_cls ? 1 : ds->nc;
     int st;
-    if (!opt->single_cls && m->nc > ds->nc)
-        return yc_error_status(YC_EUSAGE, "the model predicts %d classes but the dataset has %d "
-                               "(use weights trained on this dataset, or --single-cls)", m->nc,
-                               ds->nc);
-    if (opt->max_det < 1)
-        return yc_error_status(YC_EUSAGE, "max_det must be at least 1");
+    if ((st = yc_val_check(m, ds, opt)))
+        return st;
     if (opt->augment || opt->save_hybrid)
         return yc_error_status(YC_EUSAGE, "segmentation models are validated without "
                                "--augment and --save-hybrid");
