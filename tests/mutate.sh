@@ -195,8 +195,8 @@ mut box_candidate_aspect src/data/augment.c "test_augment" \
     'return w2 > 2 && h2 > 2 && w2 * h2 / (w1 * h1 + eps) > area_thr && ar < 100;' \
     'return w2 > 2 && h2 > 2 && w2 * h2 / (w1 * h1 + eps) > area_thr && ar < 20;'
 mut mosaic_centre_range src/data/augment.c "test_augment" \
-    'int yc = (int)yc_rng_range(rng, -border, 2 * sz + border);' \
-    'int yc = (int)yc_rng_range(rng, -border, 2 * sz);'
+    '*yc = (int)yc_rng_range(rng, -*border, 2 * sz + *border);' \
+    '*yc = (int)yc_rng_range(rng, -*border, 2 * sz);'
 mut hsv_table src/data/augment.c "test_augment" \
     'tab[2] = v * (1.0f - (s * h));' \
     'tab[2] = v * (1.0f - s);'

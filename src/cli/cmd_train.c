@@ -321,6 +321,26 @@ static yc_task cfg_task(train_cli *c, const yc_opt_state *s)
     return task;
 }
 
+/* The exit status of a training run (yc_train's or yc_classify_train's status st, interrupted
+ * when SIGINT stopped it), after ending MPI: a failing rank of several ends them all
+ * (MPI_Abort), as the others may be waiting in a collective operation for it; an interrupted
+ * run says how to resume and exits 130. */
+static int train_exit(int st, bool interrupted)
+{
+    if (st && yc_dist_size() > 1) {
+        int code = yc_report_failure(st);
+        yc_dist_abort(code, "this rank failed (see above): stopping every rank");
+    }
+    yc_dist_finalize();
+    if (st)
+        return yc_report_failure(st);
+    if (interrupted) {
+        fprintf(stderr, "yolocl: training interrupted; resume it with: yolocl train --resume\n");
+        return 130;
+    }
+    return YC_EXIT_OK;
+}
+
 int yc_cmd_train(int argc, char **argv)
 {
     train_cli c = {.resume = NULL};
@@ -344,18 +364,7 @@ int yc_cmd_train(int argc, char **argv)
         /* classify/train.py, under mpirun its DDP (classify_train.h) */
         bool stopped = false;
         st = yc_classify_train(&c.o, &stopped);
-        if (st && yc_dist_size() > 1) {
-            /* the other ranks may wait in a collective operation for this one: end them all */
-            int code = yc_report_failure(st);
-            yc_dist_abort(code, "this rank failed (see above): stopping every rank");
-        }
-        yc_dist_finalize();
-        if (st)
-            return yc_report_failure(st);
-        if (stopped)
-            fprintf(stderr, "yolocl: training interrupted; resume it with: yolocl train "
-                            "--resume\n");
-        return stopped ? 130 : YC_EXIT_OK;
+        return train_exit(st, stopped);
     }
     if (c.evolve > 0 && task == YC_TASK_SEGMENT) {
         yc_dist_finalize();
@@ -369,18 +378,5 @@ int yc_cmd_train(int argc, char **argv)
     }
     bool interrupted = false;
     st = yc_train(&c.o, &interrupted);
-    if (st && yc_dist_size() > 1) {
-        /* the other ranks may be waiting in a collective operation for this one: end them all
-         * (MPI_Abort) rather than leave them hanging */
-        int code = yc_report_failure(st);
-        yc_dist_abort(code, "this rank failed (see above): stopping every rank");
-    }
-    yc_dist_finalize();
-    if (st)
-        return yc_report_failure(st);
-    if (interrupted) {
-        fprintf(stderr, "yolocl: training interrupted; resume it with: yolocl train --resume\n");
-        return 130;
-    }
-    return YC_EXIT_OK;
+    return train_exit(st, interrupted);
 }

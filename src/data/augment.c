@@ -331,31 +331,36 @@ void yc_warp_boxes(yc_labels *l, const double M[9], bool perspective, double sca
     l->n = kept;
 }
 
-int yc_random_perspective(const yc_image *src, yc_image *dst, yc_labels *labels,
-                          const yc_hyp *hyp, int border_y, int border_x, yc_rng *rng)
+int yc_persp_image(const yc_image *src, yc_image *dst, const yc_hyp *hyp, int border_y,
+                   int border_x, yc_rng *rng, double M[9], double *scale)
 {
     int out_h = src->h + 2 * border_y, out_w = src->w + 2 * border_x;
     if (out_h < 1 || out_w < 1)
         return yc_error_status(YC_EUSAGE, "random_perspective: %dx%d image with border %d,%d",
                                src->w, src->h, border_x, border_y);
     yc_persp_draw d;
-    double M[9];
     yc_persp_sample(hyp, rng, &d);
     yc_persp_matrix(&d, src->h, src->w, out_h, out_w, M);
+    *scale = d.scale;
     const double I[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     bool identity = true;
     for (int i = 0; i < 9 && identity; i++)
         identity = M[i] == I[i];
-    bool perspective = hyp->perspective != 0;
-    int st;
     if (border_y != 0 || border_x != 0 || !identity)
-        st = yc_warp(src, dst, out_h, out_w, M, perspective);
-    else
-        st = yc_image_copy(dst, src);
+        return yc_warp(src, dst, out_h, out_w, M, hyp->perspective != 0);
+    return yc_image_copy(dst, src);
+}
+
+int yc_random_perspective(const yc_image *src, yc_image *dst, yc_labels *labels,
+                          const yc_hyp *hyp, int border_y, int border_x, yc_rng *rng)
+{
+    int out_h = src->h + 2 * border_y, out_w = src->w + 2 * border_x;
+    double M[9], scale;
+    int st = yc_persp_image(src, dst, hyp, border_y, border_x, rng, M, &scale);
     if (st)
         return st;
     if (labels && labels->n)
-        yc_warp_boxes(labels, M, perspective, d.scale, out_h, out_w);
+        yc_warp_boxes(labels, M, hyp->perspective != 0, scale, out_h, out_w);
     return YC_OK;
 }
 
@@ -684,30 +689,41 @@ static int call_loader(yc_aug_scratch *s, yc_sample_loader load, void *ctx, int 
     return YC_OK;
 }
 
+int yc_mosaic_begin(yc_image *canvas, const yc_sample_params *p, int index, yc_rng *rng,
+                    int *border, int *xc, int *yc, int idx[4])
+{
+    const int sz = p->imgsz;
+    if (sz < 1 || p->n < 1)
+        return yc_error_status(YC_EUSAGE, "mosaic: image size %d, dataset of %d images", sz,
+                               p->n);
+    *border = floor_div(-sz, 2);
+    *yc = (int)yc_rng_range(rng, -*border, 2 * sz + *border);
+    *xc = (int)yc_rng_range(rng, -*border, 2 * sz + *border);
+    idx[0] = index;
+    for (int k = 1; k < 4; k++)
+        idx[k] = p->pool && p->pool_n > 0 ? p->pool[yc_rng_below(rng, (uint32_t)p->pool_n)]
+                                          : (int)yc_rng_below(rng, (uint32_t)p->n);
+    int st = yc_image_reserve(canvas, 2 * sz, 2 * sz);
+    if (!st)
+        yc_image_fill(canvas, 114);
+    return st;
+}
+
 int yc_load_mosaic(yc_aug_scratch *s, const yc_sample_params *p, int index,
                    yc_sample_loader load, void *ctx, yc_rng *rng, yc_image *dst,
                    yc_labels *labels)
 {
-    const int sz = p->imgsz, border = floor_div(-sz, 2);
-    if (sz < 1 || p->n < 1)
-        return yc_error_status(YC_EUSAGE, "mosaic: image size %d, dataset of %d images", sz,
-                               p->n);
-    int yc = (int)yc_rng_range(rng, -border, 2 * sz + border);
-    int xc = (int)yc_rng_range(rng, -border, 2 * sz + border);
-    int idx[4] = {index, 0, 0, 0};
-    for (int k = 1; k < 4; k++)
-        idx[k] = p->pool && p->pool_n > 0 ? p->pool[yc_rng_below(rng, (uint32_t)p->pool_n)]
-                                          : (int)yc_rng_below(rng, (uint32_t)p->n);
+    const int sz = p->imgsz;
+    int border, xc, yc, idx[4];
+    int st = yc_mosaic_begin(&s->canvas, p, index, rng, &border, &xc, &yc, idx);
+    if (st)
+        return st;
     for (int k = 3; k >= 1; k--) {
         int j = (int)yc_rng_below(rng, (uint32_t)(k + 1));
         int t = idx[k];
         idx[k] = idx[j];
         idx[j] = t;
     }
-    int st = yc_image_reserve(&s->canvas, 2 * sz, 2 * sz);
-    if (st)
-        return st;
-    yc_image_fill(&s->canvas, 114);
     labels->n = 0;
     for (int k = 0; k < 4; k++) {
         yc_load_info li;

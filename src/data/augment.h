@@ -119,6 +119,13 @@ bool yc_box_candidate(double w1, double h1, double w2, double h2, double area_th
 void yc_warp_boxes(yc_labels *l, const double M[9], bool perspective, double scale, int out_h,
                    int out_w);
 
+/* The image half of random_perspective (yc_random_perspective's, yc_seg_random_perspective's):
+ * draws the transform (yc_persp_sample), makes its matrix into M and its scale into *scale, and
+ * warps src into dst of (h + 2 border_y) x (w + 2 border_x), a plain copy when both borders are 0
+ * and M is the identity.  A border leaving no pixel is a usage error. */
+int yc_persp_image(const yc_image *src, yc_image *dst, const yc_hyp *hyp, int border_y,
+                   int border_x, yc_rng *rng, double M[9], double *scale);
+
 /* random_perspective(img, labels, degrees, translate, scale, shear, perspective, border): output
  * size (h + 2 border_y) x (w + 2 border_x); the warp is skipped (plain copy) when both borders
  * are 0 and M is the identity.  labels are pixel xyxy, updated in place. */
@@ -236,6 +243,13 @@ typedef struct yc_sample_params {
      * 0 for square training */
     int rect_h, rect_w;
 } yc_sample_params;
+
+/* The start of load_mosaic (yc_load_mosaic's, segment's yc_seg_load_mosaic's): *border =
+ * -s // 2, the centre yc then xc = int(U(-border, 2s + border)), idx = the index plus 3 draws
+ * from p's pool (or the whole dataset), not shuffled; canvas made 2s x 2s of 114.  A size or
+ * dataset under 1 is a usage error. */
+int yc_mosaic_begin(yc_image *canvas, const yc_sample_params *p, int index, yc_rng *rng,
+                    int *border, int *xc, int *yc, int idx[4]);
 
 /* load_mosaic(index): centre yc then xc = int(U(s/2, 3s/2)) (floor division as YOLOv5's
  * -s // 2 border), the index plus 3 draws from the pool, shuffled (Python's random.shuffle),

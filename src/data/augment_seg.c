@@ -11,12 +11,6 @@
 /* Points each polygon is resampled to in random_perspective (resample_segments' n). */
 #define RESAMPLE_POINTS 1000
 
-/* Python's a // b for b > 0. */
-static inline int floor_div(int a, int b)
-{
-    return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
 /* ------------------------------------------------------------------------------------------------
  * Polygons
  * ---------------------------------------------------------------------------------------------- */
@@ -254,26 +248,11 @@ int yc_seg_random_perspective(const yc_image *src, yc_image *dst, yc_labels *lab
                               int border_x, yc_rng *rng)
 {
     int out_h = src->h + 2 * border_y, out_w = src->w + 2 * border_x;
-    if (out_h < 1 || out_w < 1)
-        return yc_error_status(YC_EUSAGE, "random_perspective: %dx%d image with border %d,%d",
-                               src->w, src->h, border_x, border_y);
-    yc_persp_draw d;
-    double M[9];
-    yc_persp_sample(hyp, rng, &d);
-    yc_persp_matrix(&d, src->h, src->w, out_h, out_w, M);
-    const double I[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-    bool identity = true;
-    for (int i = 0; i < 9 && identity; i++)
-        identity = M[i] == I[i];
-    bool perspective = hyp->perspective != 0;
-    int st;
-    if (border_y != 0 || border_x != 0 || !identity)
-        st = yc_warp(src, dst, out_h, out_w, M, perspective);
-    else
-        st = yc_image_copy(dst, src);
+    double M[9], scale;
+    int st = yc_persp_image(src, dst, hyp, border_y, border_x, rng, M, &scale);
     if (st)
         return st;
-    return yc_seg_warp_labels(labels, segs, tmp, M, perspective, d.scale, out_h, out_w);
+    return yc_seg_warp_labels(labels, segs, tmp, M, hyp->perspective != 0, scale, out_h, out_w);
 }
 
 /* bbox_ioa(box, boxes[k]) < 0.30 for every k (eps 1e-7, float32 as YOLOv5's arrays). */
@@ -478,22 +457,13 @@ int yc_seg_load_mosaic(yc_seg_scratch *s, const yc_sample_params *p, int index,
                        yc_seg_sample_loader load, void *ctx, yc_rng *rng, yc_image *dst,
                        yc_labels *labels, yc_segs *segs)
 {
-    const int sz = p->imgsz, border = floor_div(-sz, 2);
-    if (sz < 1 || p->n < 1)
-        return yc_error_status(YC_EUSAGE, "mosaic: image size %d, dataset of %d images", sz,
-                               p->n);
-    int yc = (int)yc_rng_range(rng, -border, 2 * sz + border);
-    int xc = (int)yc_rng_range(rng, -border, 2 * sz + border);
-    /* [index] + random.choices(self.indices, k=3), not shuffled */
-    int idx[4] = {index, 0, 0, 0};
-    for (int k = 1; k < 4; k++)
-        idx[k] = p->pool && p->pool_n > 0 ? p->pool[yc_rng_below(rng, (uint32_t)p->pool_n)]
-                                          : (int)yc_rng_below(rng, (uint32_t)p->n);
+    const int sz = p->imgsz;
     yc_aug_scratch *a = &s->a;
-    int st = yc_image_reserve(&a->canvas, 2 * sz, 2 * sz);
+    /* [index] + random.choices(self.indices, k=3), not shuffled */
+    int border, xc, yc, idx[4];
+    int st = yc_mosaic_begin(&a->canvas, p, index, rng, &border, &xc, &yc, idx);
     if (st)
         return st;
-    yc_image_fill(&a->canvas, 114);
     labels->n = 0;
     segs->n = 0;
     segs->npts = 0;

@@ -601,6 +601,24 @@ static void gaussian_smooth(const double *y, double *out, int n, double sigma)
     }
 }
 
+/* Column col of r's rows into y (r.n_rows values) and the ranges of the points (x[i], y[i])
+ * where both are finite (+inf and -inf, lo above hi, where none is). */
+static void results_column(const yc_results *r, int col, const double *x, double *y,
+                           double *xlo, double *xhi, double *ylo, double *yhi)
+{
+    *xlo = *ylo = INFINITY;
+    *xhi = *yhi = -INFINITY;
+    for (int i = 0; i < r->n_rows; i++) {
+        y[i] = r->values[(size_t)i * r->n_cols + col];
+        if (isfinite(y[i]) && isfinite(x[i])) {
+            *ylo = fmin(*ylo, y[i]);
+            *yhi = fmax(*yhi, y[i]);
+            *xlo = fmin(*xlo, x[i]);
+            *xhi = fmax(*xhi, x[i]);
+        }
+    }
+}
+
 int yc_plot_results(const char *csv_path, const char *out_path)
 {
     static const char *const cols[10] = {
@@ -652,16 +670,8 @@ int yc_plot_results(const char *csv_path, const char *out_path)
     for (int i = 0; i < n; i++)
         x[i] = r.values[(size_t)i * r.n_cols + ex];
     for (int k = 0; k < 10; k++) {
-        double ylo = INFINITY, yhi = -INFINITY, xlo = INFINITY, xhi = -INFINITY;
-        for (int i = 0; i < n; i++) {
-            y[i] = r.values[(size_t)i * r.n_cols + idx[k]];
-            if (isfinite(y[i]) && isfinite(x[i])) {
-                ylo = fmin(ylo, y[i]);
-                yhi = fmax(yhi, y[i]);
-                xlo = fmin(xlo, x[i]);
-                xhi = fmax(xhi, x[i]);
-            }
-        }
+        double xlo, xhi, ylo, yhi;
+        results_column(&r, idx[k], x, y, &xlo, &xhi, &ylo, &yhi);
         gaussian_smooth(y, sm, n, 3.0);
         panel p = {(k % 5) * cw + 95, (k / 5) * ch + 50, cw - 120, ch - 100, 0, 1, 0, 1};
         auto_range(xlo, xhi, &p.x0, &p.x1);
@@ -774,16 +784,8 @@ int yc_plot_results_seg(const char *csv_path, const char *out_path)
     for (int i = 0; i < n; i++)
         x[i] = r.values[(size_t)i * r.n_cols + ex];
     for (int k = 0; k < 16; k++) {
-        double ylo = INFINITY, yhi = -INFINITY, xlo = INFINITY, xhi = -INFINITY;
-        for (int i = 0; i < n; i++) {
-            y[i] = r.values[(size_t)i * r.n_cols + idx[k]];
-            if (isfinite(y[i]) && isfinite(x[i])) {
-                ylo = fmin(ylo, y[i]);
-                yhi = fmax(yhi, y[i]);
-                xlo = fmin(xlo, x[i]);
-                xhi = fmax(xhi, x[i]);
-            }
-        }
+        double xlo, xhi, ylo, yhi;
+        results_column(&r, idx[k], x, y, &xlo, &xhi, &ylo, &yhi);
         /* the best marker is drawn at x = its row index, as ax.scatter(index, y[index]) */
         xlo = fmin(xlo, best);
         xhi = fmax(xhi, best);

@@ -303,7 +303,8 @@ typedef struct val_state {
     /* the arena evaluation graphs go in (NULL: each graph has its own) */
     yc_arena *arena;
     yc_graph *g;
-    int gn, gh, gw;
+    /* the batch shape (n, h, w) g is built for */
+    int gshape[3];
     /* the batch as floats for test-time augmentation, which scales it on the host */
     float *input;
     size_t input_cap;
@@ -409,26 +410,43 @@ static void state_free(val_state *s)
     yc_tta_free(s->tta);
 }
 
+int yc_val_check(const yc_model *m, const yc_dataset *ds, const yc_val_options *opt)
+{
+    if (!opt->single_cls && m->nc > ds->nc)
+        return yc_error_status(YC_EUSAGE, "the model predicts %d classes but the dataset has %d "
+                               "(use weights trained on this dataset, or --single-cls)", m->nc,
+                               ds->nc);
+    if (opt->max_det < 1)
+        return yc_error_status(YC_EUSAGE, "max_det must be at least 1");
+    return YC_OK;
+}
+
+int yc_val_graph_for(yc_graph **g, int shape[3], yc_model *m, int n, int h, int w, bool half,
+                     struct yc_arena *arena)
+{
+    if (*g && shape[0] == n && shape[1] == h && shape[2] == w)
+        return YC_OK;
+    yc_graph_free(*g);
+    *g = NULL;
+    yc_graph_options go = {.mode = YC_GRAPH_EVAL, .half = half};
+    int st = yc_graph_new_opts(g, m, n, h, w, &go);
+    if (!st)
+        st = arena ? yc_graph_alloc_in(*g, arena) : yc_graph_alloc(*g);
+    if (st) {
+        yc_graph_free(*g);
+        *g = NULL;
+        return yc_error_context(st, "building the %dx%dx%d evaluation graph", n, h, w);
+    }
+    shape[0] = n;
+    shape[1] = h;
+    shape[2] = w;
+    return YC_OK;
+}
+
 /* Makes the eval graph for n x h x w (reusing the current one when the shape is the same). */
 static int ensure_graph(val_state *s, int n, int h, int w)
 {
-    if (s->g && s->gn == n && s->gh == h && s->gw == w)
-        return YC_OK;
-    yc_graph_free(s->g);
-    s->g = NULL;
-    yc_graph_options go = {.mode = YC_GRAPH_EVAL, .half = s->half};
-    int st = yc_graph_new_opts(&s->g, s->m, n, h, w, &go);
-    if (!st)
-        st = s->arena ? yc_graph_alloc_in(s->g, s->arena) : yc_graph_alloc(s->g);
-    if (st) {
-        yc_graph_free(s->g);
-        s->g = NULL;
-        return yc_error_context(st, "building the %dx%dx%d evaluation graph", n, h, w);
-    }
-    s->gn = n;
-    s->gh = h;
-    s->gw = w;
-    return YC_OK;
+    return yc_val_graph_for(&s->g, s->gshape, s->m, n, h, w, s->half, s->arena);
 }
 
 /* Host address of a placed tensor's first element when the backend shares host memory and the
@@ -1162,12 +1180,8 @@ static int validate(val_state *s, yc_loader *loader, const yc_dataset *ds,
     yc_model *m = s->m;
     const int nc = opt->single_cls ? 1 : ds->nc;
     int st;
-    if (!opt->single_cls && m->nc > ds->nc)
-        return yc_error_status(YC_EUSAGE, "the model predicts %d classes but the dataset has %d "
-                               "(use weights trained on this dataset, or --single-cls)", m->nc,
-                               ds->nc);
-    if (opt->max_det < 1)
-        return yc_error_status(YC_EUSAGE, "max_det must be at least 1");
+    if ((st = yc_val_check(m, ds, opt)))
+        return st;
     if ((st = yc_val_sink_new(&s->sink, nc, opt)))
         return st;
     if (lp && !(s->loss = yc_loss_new(lp)))

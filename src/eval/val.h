@@ -53,6 +53,7 @@
 #include <stdint.h>
 
 #include "dataset.h"
+#include "graph.h"
 #include "loader.h"
 #include "loss.h"
 #include "metrics.h"
@@ -145,6 +146,17 @@ void yc_val_result_free(yc_val_result *r);
  * ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))).  For a detection result (seg false) the
  * box fitness, metrics.fitness. */
 double yc_val_seg_fitness(const yc_val_result *r);
+
+/* The checks yc_validate and yc_validate_seg make before a run: a model predicting more classes
+ * than the dataset has (without single_cls) and max_det under 1 are usage errors. */
+int yc_val_check(const yc_model *m, const yc_dataset *ds, const yc_val_options *opt);
+
+/* The evaluation graph of m for a batch of n x h x w in *g (yc_validate's, yc_validate_seg's):
+ * kept when shape (the n, h, w of *g) already is that, else built (FP16 storage when half) and
+ * allocated in arena (NULL: one of its own) in place of the old one, and shape updated.  On
+ * failure *g is NULL and the error names the shape. */
+int yc_val_graph_for(yc_graph **g, int shape[3], yc_model *m, int n, int h, int w, bool half,
+                     struct yc_arena *arena);
 
 /* Validates `m` (allocated on its backend, weights loaded) over every batch of `loader` (a
  * validation loader: train = false; it is restarted, epoch 0) whose images are `ds`'s.  A model

@@ -23,7 +23,8 @@
 typedef struct seg_state {
     yc_model *m;
     yc_graph *g;
-    int gn, gh, gw;
+    /* the batch shape (n, h, w) g is built for */
+    int gshape[3];
     /* the heads and Proto's output of the batch, read back */
     float *heads[YC_MAX_LEVELS];
     size_t heads_cap[YC_MAX_LEVELS];
@@ -104,23 +105,7 @@ static int grow(void **p, size_t *cap, size_t n, size_t elem, const char *what)
 /* The eval graph for n x h x w (kept while the shape repeats). */
 static int ensure_graph(seg_state *s, const yc_val_options *opt, int n, int h, int w)
 {
-    if (s->g && s->gn == n && s->gh == h && s->gw == w)
-        return YC_OK;
-    yc_graph_free(s->g);
-    s->g = NULL;
-    yc_graph_options go = {.mode = YC_GRAPH_EVAL, .half = opt->half};
-    int st = yc_graph_new_opts(&s->g, s->m, n, h, w, &go);
-    if (!st)
-        st = opt->arena ? yc_graph_alloc_in(s->g, opt->arena) : yc_graph_alloc(s->g);
-    if (st) {
-        yc_graph_free(s->g);
-        s->g = NULL;
-        return yc_error_context(st, "building the %dx%dx%d evaluation graph", n, h, w);
-    }
-    s->gn = n;
-    s->gh = h;
-    s->gw = w;
-    return YC_OK;
+    return yc_val_graph_for(&s->g, s->gshape, s->m, n, h, w, opt->half, opt->arena);
 }
 
 /* Forward of one batch and the heads and Proto read back into dense host arrays. */
@@ -371,12 +356,8 @@ static int validate(seg_state *s, yc_loader *loader, const yc_dataset *ds,
     yc_model *m = s->m;
     const int nc = opt->single_cls ? 1 : ds->nc;
     int st;
-    if (!opt->single_cls && m->nc > ds->nc)
-        return yc_error_status(YC_EUSAGE, "the model predicts %d classes but the dataset has %d "
-                               "(use weights trained on this dataset, or --single-cls)", m->nc,
-                               ds->nc);
-    if (opt->max_det < 1)
-        return yc_error_status(YC_EUSAGE, "max_det must be at least 1");
+    if ((st = yc_val_check(m, ds, opt)))
+        return st;
     if (opt->augment || opt->save_hybrid)
         return yc_error_status(YC_EUSAGE, "segmentation models are validated without "
                                "--augment and --save-hybrid");

@@ -15,7 +15,6 @@
  *                    shape 2;  TensorShapeProto  dim 1;  Dimension  dim_value 1, dim_param 2 */
 #include "onnx.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,9 +31,6 @@
 /* onnx.proto's enums */
 enum { DT_FLOAT = 1, DT_INT64 = 7, DT_FLOAT16 = 10 };
 enum { AT_FLOAT = 1, AT_INT = 2, AT_STRING = 3, AT_INTS = 7 };
-
-/* YOLOv5's BatchNorm2d eps (nn/modules.c's forward_conv uses the same) */
-#define BN_EPS 1e-3f
 
 /* the longest value or node name */
 #define NM 160
@@ -262,9 +258,9 @@ static int conv_node(ob *b, const char *prefix, const char *x, const float *w, c
 }
 
 /* YOLOv5's Conv fused (fuse_conv_and_bn, then forward_fuse): SiLU(Conv_fused(x)); the channels
- * come from the weights' shape; eps is the BatchNorm's (YOLOv5's 1e-3, Classify's 1e-5). */
-static int conv_module_eps(ob *b, const char *prefix, const char *x, int k, int s, int p,
-                           float eps, char *out)
+ * come from the weights' shape; the BatchNorm's eps is yc_model_bn_eps's (YOLOv5's 1e-3,
+ * Classify's 1e-5). */
+static int conv_module(ob *b, const char *prefix, const char *x, int k, int s, int p, char *out)
 {
     char name[NM];
     float *w = NULL, *gamma = NULL, *beta = NULL, *mean = NULL, *var = NULL;
@@ -294,13 +290,9 @@ static int conv_module_eps(ob *b, const char *prefix, const char *x, int k, int 
          * channel's filter; b = beta - gamma * mean / sqrt(var + eps) (a model fused already,
          * yc_model_fuse, holds those in its conv weights and BN biases) */
         int c2 = (int)ng, c1 = (int)(nw / (ng * (size_t)k * (size_t)k));
-        size_t per = nw / ng;
-        for (int o = 0; o < c2 && !b->m->fused; o++) {
-            float scale = gamma[o] / sqrtf(eps + var[o]);
-            for (size_t j = 0; j < per; j++)
-                w[(size_t)o * per + j] *= scale;
-            beta[o] = beta[o] - gamma[o] * mean[o] / sqrtf(var[o] + eps);
-        }
+        if (!b->m->fused)
+            yc_model_fold_bn(w, beta, gamma, mean, var, ng, nw / ng,
+                             yc_model_bn_eps(b->m, prefix));
         char sub[NM], y[NM], sig[NM];
         fmt(sub, "%s.conv", prefix);
         if (!(st = conv_node(b, sub, x, w, beta, c2, c1, k, s, p, y))) {
@@ -315,11 +307,6 @@ static int conv_module_eps(ob *b, const char *prefix, const char *x, int k, int 
     free(mean);
     free(var);
     return st;
-}
-
-static int conv_module(ob *b, const char *prefix, const char *x, int k, int s, int p, char *out)
-{
-    return conv_module_eps(b, prefix, x, k, s, p, BN_EPS, out);
 }
 
 /* Bottleneck(c1, c2, shortcut, e): cv2(cv1(x)) [+ x when shortcut and c1 == c2]. */
@@ -672,7 +659,7 @@ static int classify(ob *b, const char *prefix, const char *x, char *out)
     char sub[NM], a[NM], pooled[NM], flat[NM], name[NM];
     int st;
     fmt(sub, "%s.conv", prefix);
-    if ((st = conv_module_eps(b, sub, x, 1, 1, 0, 1e-5f, a)))
+    if ((st = conv_module(b, sub, x, 1, 1, 0, a)))
         return st;
     fmt(sub, "%s.pool", prefix);
     node1(b, "GlobalAveragePool", sub, a, pooled);

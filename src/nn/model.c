@@ -93,16 +93,24 @@ int yc_model_find_state(const yc_model *m, const char *name)
     return -1;
 }
 
-/* The eps of the BatchNorm of the Conv `prefix` ("model.<layer>...."), as nn/modules.c builds it:
- * 1e-5 in a Classify head (forward_classify, PyTorch's default), else YOLOv5's 1e-3
- * (forward_conv). */
-static float bn_eps_of(const yc_model *m, const char *prefix)
+float yc_model_bn_eps(const yc_model *m, const char *prefix)
 {
     int layer = -1;
     if (sscanf(prefix, "model.%d.", &layer) == 1 && layer >= 0 && layer < m->cfg->nlayers &&
         m->cfg->layers[layer].module == YC_MOD_CLASSIFY)
         return 1e-5f;
     return 1e-3f;
+}
+
+void yc_model_fold_bn(float *w, float *beta, const float *gamma, const float *mean,
+                      const float *var, size_t c2, size_t per, float eps)
+{
+    for (size_t o = 0; o < c2; o++) {
+        float scale = gamma[o] / sqrtf(eps + var[o]);
+        for (size_t j = 0; j < per; j++)
+            w[o * per + j] *= scale;
+        beta[o] = beta[o] - gamma[o] * mean[o] / sqrtf(var[o] + eps);
+    }
 }
 
 /* Folds the BatchNorm named prefix + ".bn" into the conv prefix + ".conv" (yc_model_fuse); buf
@@ -130,14 +138,7 @@ static int fuse_one(yc_model *m, const char *prefix, float *buf)
         if ((st = yc_tensor_get_f32(m->be, t[i], i ? v + (size_t)(i - 1) * c2 : w)))
             return st;
     float *gamma = v, *beta = v + c2, *mean = v + 2 * c2, *var = v + 3 * c2;
-    size_t per = nw / c2;
-    const float eps = bn_eps_of(m, prefix);
-    for (size_t o = 0; o < c2; o++) {
-        float scale = gamma[o] / sqrtf(eps + var[o]);
-        for (size_t j = 0; j < per; j++)
-            w[o * per + j] *= scale;
-        beta[o] = beta[o] - gamma[o] * mean[o] / sqrtf(var[o] + eps);
-    }
+    yc_model_fold_bn(w, beta, gamma, mean, var, c2, nw / c2, yc_model_bn_eps(m, prefix));
     if ((st = yc_tensor_set_f32(m->be, t[0], w)) || (st = yc_tensor_set_f32(m->be, t[2], beta)))
         return st;
     return YC_OK;

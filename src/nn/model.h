@@ -139,6 +139,18 @@ int yc_model_init_weights(yc_model *m, uint64_t seed);
  * has them. */
 int yc_model_load(yc_model *m, const char *path);
 
+/* The eps of the BatchNorm of the Conv `prefix` ("model.<layer>...."), as nn/modules.c builds
+ * it: 1e-5 in a Classify head (forward_classify, PyTorch's default), else YOLOv5's 1e-3
+ * (forward_conv).  yc_model_fuse and the ONNX export fold with it. */
+float yc_model_bn_eps(const yc_model *m, const char *prefix);
+
+/* Folds one BatchNorm into the convolution before it, in place, as fuse_conv_and_bn does in
+ * float32: each of the c2 output channels' `per` filter weights in w (c2 * per, channel-major)
+ * scaled by gamma / sqrt(eps + var), and beta (c2) replaced by beta - gamma * mean /
+ * sqrt(var + eps), the fused conv's bias.  gamma, mean and var hold c2 values each. */
+void yc_model_fold_bn(float *w, float *beta, const float *gamma, const float *mean,
+                      const float *var, size_t c2, size_t per, float eps);
+
 /* Folds each Conv's BatchNorm into the convolution as YOLOv5's fuse() does before inference
  * (fuse_conv_and_bn, in float32: each output channel's filter scaled by
  * gamma / sqrt(var + eps), the bias beta - gamma * mean / sqrt(var + eps) stored in the BN bias),

@@ -37,13 +37,7 @@ int yc_seg_step_new_in(yc_seg_step **out, yc_model *m, int batch, int h, int w,
     s->batch = batch;
     s->h = h;
     s->w = w;
-    yc_graph_options opt = {.mode = YC_GRAPH_TRAIN};
-    if (go)
-        opt = *go;
-    opt.mode = YC_GRAPH_TRAIN;
-    int status = yc_graph_new_opts(&s->g, m, batch, h, w, &opt);
-    if (!status)
-        status = arena ? yc_graph_alloc_in(s->g, arena) : yc_graph_alloc(s->g);
+    int status = yc_step_train_graph(&s->g, m, batch, h, w, go, arena);
     if (!status && !(s->loss = yc_seg_loss_new(lp)))
         status = YC_ENOMEM;
     for (int l = 0; l <= m->nl && !status; l++) {

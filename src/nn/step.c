@@ -29,6 +29,19 @@ int yc_step_new(yc_step **out, yc_model *m, int batch, int h, int w, const yc_lo
     return yc_step_new_in(out, m, batch, h, w, lp, &go, NULL);
 }
 
+int yc_step_train_graph(yc_graph **g, yc_model *m, int batch, int h, int w,
+                        const yc_graph_options *go, yc_arena *arena)
+{
+    yc_graph_options opt = {.mode = YC_GRAPH_TRAIN};
+    if (go)
+        opt = *go;
+    opt.mode = YC_GRAPH_TRAIN;
+    int status = yc_graph_new_opts(g, m, batch, h, w, &opt);
+    if (!status)
+        status = arena ? yc_graph_alloc_in(*g, arena) : yc_graph_alloc(*g);
+    return status;
+}
+
 int yc_step_new_in(yc_step **out, yc_model *m, int batch, int h, int w, const yc_loss_params *lp,
                    const yc_graph_options *go, yc_arena *arena)
 {
@@ -43,11 +56,7 @@ int yc_step_new_in(yc_step **out, yc_model *m, int batch, int h, int w, const yc
     s->batch = batch;
     s->h = h;
     s->w = w;
-    yc_graph_options opt = *go;
-    opt.mode = YC_GRAPH_TRAIN;
-    int status = yc_graph_new_opts(&s->g, m, batch, h, w, &opt);
-    if (!status)
-        status = arena ? yc_graph_alloc_in(s->g, arena) : yc_graph_alloc(s->g);
+    int status = yc_step_train_graph(&s->g, m, batch, h, w, go, arena);
     if (!status && !(s->loss = yc_loss_new(lp)))
         status = YC_ENOMEM;
     /* host copies of the heads only where the loss runs on the host and the device does not

@@ -52,6 +52,13 @@ int yc_step_new_in(yc_step **out, yc_model *m, int batch, int h, int w, const yc
                    const yc_graph_options *go, yc_arena *arena);
 void yc_step_free(yc_step *s);
 
+/* The training graph of a step (this one's, segment_step.h's): built in *g for batch x h x w
+ * with the storage options go (NULL: FP32, nothing recomputed; go->mode is forced to training)
+ * and allocated in arena (NULL: one of its own).  On failure *g may hold the graph built so far,
+ * which the caller frees with its step. */
+int yc_step_train_graph(yc_graph **g, yc_model *m, int batch, int h, int w,
+                        const yc_graph_options *go, yc_arena *arena);
+
 /* Keeps host copies of the head outputs (s->head[l], (B, na*no, ny, nx)) after every run, for
  * callers that read them afterwards (inspect, tests): in-place heads are overwritten by
  * backward. */

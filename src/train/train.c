@@ -662,24 +662,48 @@ static int round_to_half(yc_model *m)
 
 /* ---- batches ---------------------------------------------------------------------------------- */
 
-/* The training graph for this batch shape (cached for the most recent shapes). */
-static int step_for(trainer *t, int b, int h, int w, yc_step **out)
+/* Moves slot i of the step caches (both: a trainer fills only its task's) to the front, the
+ * slots before it one back. */
+static void steps_to_front(trainer *t, int i)
+{
+    yc_step *s = t->steps[i];
+    yc_seg_step *g = t->seg_steps[i];
+    for (int j = i; j > 0; j--) {
+        t->steps[j] = t->steps[j - 1];
+        t->seg_steps[j] = t->seg_steps[j - 1];
+    }
+    t->steps[0] = s;
+    t->seg_steps[0] = g;
+}
+
+/* The step caches for batch shape b x h x w, most recent first: true when slot 0 now holds the
+ * step for that shape; otherwise the least recent step is freed and slot 0 is empty for a new
+ * one. */
+static bool steps_pick(trainer *t, int b, int h, int w)
 {
     for (int i = 0; i < STEP_CACHE; i++) {
-        yc_step *s = t->steps[i];
-        if (s && s->batch == b && s->h == h && s->w == w) {
-            for (int j = i; j > 0; j--)
-                t->steps[j] = t->steps[j - 1];
-            t->steps[0] = s;
-            *out = s;
-            return YC_OK;
+        const yc_step *s = t->steps[i];
+        const yc_seg_step *g = t->seg_steps[i];
+        if ((s && s->batch == b && s->h == h && s->w == w) ||
+            (g && g->batch == b && g->h == h && g->w == w)) {
+            steps_to_front(t, i);
+            return true;
         }
     }
     yc_step_free(t->steps[STEP_CACHE - 1]);
-    for (int j = STEP_CACHE - 1; j > 0; j--)
-        t->steps[j] = t->steps[j - 1];
-    t->steps[0] = NULL;
-    int st = yc_step_new_in(&t->steps[0], t->m, b, h, w, &t->lp, &t->go, &t->arena);
+    yc_seg_step_free(t->seg_steps[STEP_CACHE - 1]);
+    t->steps[STEP_CACHE - 1] = NULL;
+    t->seg_steps[STEP_CACHE - 1] = NULL;
+    steps_to_front(t, STEP_CACHE - 1);
+    return false;
+}
+
+/* The training graph for this batch shape (cached for the most recent shapes). */
+static int step_for(trainer *t, int b, int h, int w, yc_step **out)
+{
+    int st = YC_OK;
+    if (!steps_pick(t, b, h, w))
+        st = yc_step_new_in(&t->steps[0], t->m, b, h, w, &t->lp, &t->go, &t->arena);
     *out = t->steps[0];
     return st;
 }
@@ -687,23 +711,24 @@ static int step_for(trainer *t, int b, int h, int w, yc_step **out)
 /* The segmentation step for this batch shape (cached as step_for's). */
 static int seg_step_for(trainer *t, int b, int h, int w, yc_seg_step **out)
 {
-    for (int i = 0; i < STEP_CACHE; i++) {
-        yc_seg_step *s = t->seg_steps[i];
-        if (s && s->batch == b && s->h == h && s->w == w) {
-            for (int j = i; j > 0; j--)
-                t->seg_steps[j] = t->seg_steps[j - 1];
-            t->seg_steps[0] = s;
-            *out = s;
-            return YC_OK;
-        }
-    }
-    yc_seg_step_free(t->seg_steps[STEP_CACHE - 1]);
-    for (int j = STEP_CACHE - 1; j > 0; j--)
-        t->seg_steps[j] = t->seg_steps[j - 1];
-    t->seg_steps[0] = NULL;
-    int st = yc_seg_step_new_in(&t->seg_steps[0], t->m, b, h, w, &t->lp, &t->go, &t->arena);
+    int st = YC_OK;
+    if (!steps_pick(t, b, h, w))
+        st = yc_seg_step_new_in(&t->seg_steps[0], t->m, b, h, w, &t->lp, &t->go, &t->arena);
     *out = t->seg_steps[0];
     return st;
+}
+
+/* *p grown to hold n floats (*cap: what it holds, updated); the contents are kept. */
+static int grow_floats(float **p, size_t *cap, size_t n, const char *what)
+{
+    if (n <= *cap)
+        return YC_OK;
+    float *q = yc_realloc(*p, n * sizeof *q, what);
+    if (!q)
+        return YC_ENOMEM;
+    *p = q;
+    *cap = n;
+    return YC_OK;
 }
 
 /* Multi-scale: uint8 CHW -> float / 255, then the bilinear resize to h x w. */
@@ -712,13 +737,9 @@ static int batch_input(trainer *t, const yc_batch *b, int h, int w)
     size_t n = (size_t)b->n * 3 * (size_t)h * (size_t)w;
     size_t src_n = (size_t)b->n * 3 * (size_t)b->h * (size_t)b->w;
     size_t need = n + src_n;
-    if (need > t->input_cap) {
-        float *p = yc_realloc(t->input, need * sizeof *p, "input batch");
-        if (!p)
-            return YC_ENOMEM;
-        t->input = p;
-        t->input_cap = need;
-    }
+    int st = grow_floats(&t->input, &t->input_cap, need, "input batch");
+    if (st)
+        return st;
     float *src = (h == b->h && w == b->w) ? t->input : t->input + n;
     for (size_t i = 0; i < src_n; i++)
         src[i] = (float)b->images[i] / 255.0f;
@@ -1187,13 +1208,9 @@ static int train_batch(trainer *t, const yc_batch *b, int h, int w, yc_loss_resu
     yc_loss_part part;
     if ((st = yc_step_batch_part(s, b->n, b->targets, b->nt, &part)))
         return st;
-    if ((size_t)b->nt * 6 > t->mtargets_cap) {
-        float *p = yc_realloc(t->mtargets, (size_t)b->nt * 6 * sizeof *p, "micro-batch targets");
-        if (!p)
-            return YC_ENOMEM;
-        t->mtargets = p;
-        t->mtargets_cap = (size_t)b->nt * 6;
-    }
+    if ((st = grow_floats(&t->mtargets, &t->mtargets_cap, (size_t)b->nt * 6,
+                          "micro-batch targets")))
+        return st;
     memset(res, 0, sizeof *res);
     /* the gradients are final, and their buckets summed while backward runs, in the last
      * micro-batch only */
@@ -1244,21 +1261,12 @@ static int seg_train_batch(trainer *t, const yc_batch *b, int h, int w, yc_seg_l
     yc_loss_part part;
     if ((st = yc_seg_step_batch_part(s, b->n, b->targets, b->nt, &part)))
         return st;
-    if ((size_t)b->nt * 6 > t->mtargets_cap) {
-        float *p = yc_realloc(t->mtargets, (size_t)b->nt * 6 * sizeof *p, "micro-batch targets");
-        if (!p)
-            return YC_ENOMEM;
-        t->mtargets = p;
-        t->mtargets_cap = (size_t)b->nt * 6;
-    }
+    if ((st = grow_floats(&t->mtargets, &t->mtargets_cap, (size_t)b->nt * 6,
+                          "micro-batch targets")))
+        return st;
     size_t mask_elems = all.per_target ? (size_t)b->nt * (size_t)b->mask_h * (size_t)b->mask_w : 0;
-    if (mask_elems > t->mmasks_cap) {
-        float *p = yc_realloc(t->mmasks, mask_elems * sizeof *p, "micro-batch masks");
-        if (!p)
-            return YC_ENOMEM;
-        t->mmasks = p;
-        t->mmasks_cap = mask_elems;
-    }
+    if ((st = grow_floats(&t->mmasks, &t->mmasks_cap, mask_elems, "micro-batch masks")))
+        return st;
     memset(res, 0, sizeof *res);
     /* as train_batch: the buckets summed while backward runs in the last micro-batch only */
     bool summed = yc_dist_overlap_armed();
