@@ -381,6 +381,12 @@ mut cls_resume_ema_updates src/train/classify_train.c "test_classify" \
 mut cls_ddp_grad_unscaled src/nn/classify_step.c "test_mpi" \
     's->grad[i] *= s->grad_scale;' \
     's->grad[i] *= 1.0f;'
+mut cls_denormalize_mean src/data/classify_aug.c "test_classify" \
+    'float v = p[i] * std[c] + mean[c];' \
+    'float v = p[i] * std[c] - mean[c];'
+mut cls_top1_argmin src/eval/classify_eval.c "test_classify" \
+    'if (l[k] > l[best])' \
+    'if (l[k] < l[best])'
 mut cls_resume_epoch_loss src/train/classify_train.c "test_classify" \
     'cs->tloss = meta.epoch_batches > 0 ? meta.epoch_loss[0] : 0;' \
     'cs->tloss = 0;'

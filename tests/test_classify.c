@@ -25,6 +25,7 @@
 #include "classify_train.h"
 #include "demo.h"
 #include "image.h"
+#include "image_read.h"
 #include "imagefolder.h"
 #include "results_csv.h"
 #include "weights.h"
@@ -36,6 +37,7 @@
 #include "safetensors.h"
 #include "util.h"
 #include "xent.h"
+#include "yamltree.h"
 #include "harness.h"
 #include "yctest.h"
 
@@ -395,6 +397,103 @@ static void write_dataset(const char *root)
             }
 }
 
+/* The width and height of image file `path`. */
+static void image_size(const char *path, int *w, int *h)
+{
+    yc_image_header hdr;
+    ck_assert_msg(yc_image_read_header(path, &hdr) == YC_OK, "%s", yc_last_error());
+    *w = hdr.w, *h = hdr.h;
+}
+
+/* A string member of opt.yaml, compared. */
+static void yaml_str_eq(const yc_yaml_node *root, const char *key, const char *want)
+{
+    const yc_yaml_node *v = yc_yaml_get(root, key);
+    ck_assert_msg(v && v->value, "opt.yaml has no %s", key);
+    ck_assert_str_eq(v->value, want);
+}
+
+/* A number member of opt.yaml, compared (NAN: null). */
+static void yaml_num_eq(const yc_yaml_node *root, const char *key, double want)
+{
+    const yc_yaml_node *v = yc_yaml_get(root, key);
+    ck_assert_msg(v, "opt.yaml has no %s", key);
+    if (isnan(want)) {
+        ck_assert_msg(yc_yaml_is_null(v), "opt.yaml %s: %s, not null", key, v->value);
+        return;
+    }
+    double d;
+    ck_assert_msg(yc_yaml_double(v, &d) == YC_OK, "opt.yaml %s: %s", key, v->value);
+    ck_assert_double_eq_tol(d, want, 1e-12 + 1e-6 * fabs(want));
+}
+
+/* classify/train.py's run files: opt.yaml with its keys and the options given, train_images.jpg
+ * (the first batch: 12 images in imshow_cls's 3 x 4 grid) and test_images.jpg (18 validation
+ * images, 4 x 5), their sizes as plots.h lays the grid out; none of the images with --noplots. */
+START_TEST(run_files)
+{
+    const char *root = yc_harness_tmp("runfiles");
+    write_dataset(root);
+    yc_train_opts o;
+    yc_train_opts_defaults(&o);
+    o.data = root;
+    o.cfg = "yolov5n-cls";
+    o.epochs = 1;
+    o.batch = 12;
+    o.imgsz = 32;
+    o.optimizer = YC_OPTIM_ADAM;
+    o.label_smoothing = YC_CLS_LABEL_SMOOTHING;
+    o.dropout = 0.25f;
+    o.device = "cpu";
+    o.workers = 2;
+    o.seed = 3;
+    o.project = yc_harness_tmp("runs");
+    o.name = "files";
+    bool stopped = true;
+    ck_assert_msg(yc_classify_train(&o, &stopped) == YC_OK, "%s", yc_last_error());
+
+    yc_yaml_node *y = NULL;
+    ck_assert_msg(yc_yaml_load_file(yc_harness_tmp("runs/files/opt.yaml"), &y) == YC_OK, "%s",
+                  yc_last_error());
+    yaml_str_eq(y, "model", "yolov5n-cls");
+    yaml_str_eq(y, "data", root);
+    yaml_num_eq(y, "epochs", 1);
+    yaml_num_eq(y, "batch_size", 12);
+    yaml_num_eq(y, "imgsz", 32);
+    yaml_str_eq(y, "device", "cpu");
+    yaml_num_eq(y, "workers", 2);
+    yaml_str_eq(y, "name", "files");
+    yaml_str_eq(y, "optimizer", "Adam");
+    yaml_num_eq(y, "lr0", 0.001);
+    yaml_num_eq(y, "decay", 5e-5);
+    yaml_num_eq(y, "label_smoothing", 0.1);
+    yaml_num_eq(y, "cutoff", NAN);
+    yaml_num_eq(y, "dropout", 0.25);
+    yaml_num_eq(y, "seed", 3);
+    yaml_str_eq(y, "save_dir", yc_harness_tmp("runs/files"));
+    bool b = true;
+    ck_assert(yc_yaml_bool(yc_yaml_get(y, "nosave"), &b) == YC_OK && !b);
+    ck_assert(yc_yaml_bool(yc_yaml_get(y, "exist_ok"), &b) == YC_OK && !b);
+    yc_yaml_free(y);
+
+    /* tiles of max(32, 128) pixels, pad 6, title lines of 7 + 6 pixels */
+    int w, h;
+    image_size(yc_harness_tmp("runs/files/train_images.jpg"), &w, &h);
+    ck_assert_int_eq(w, 3 * (128 + 12));
+    ck_assert_int_eq(h, 4 * (128 + 12 + 13));
+    image_size(yc_harness_tmp("runs/files/test_images.jpg"), &w, &h);
+    ck_assert_int_eq(w, 4 * (128 + 12));
+    ck_assert_int_eq(h, 5 * (128 + 12 + 13));
+
+    o.noplots = true;
+    o.name = "noplots";
+    ck_assert_msg(yc_classify_train(&o, &stopped) == YC_OK, "%s", yc_last_error());
+    ck_assert(yc_file_exists(yc_harness_tmp("runs/noplots/opt.yaml")));
+    ck_assert(!yc_file_exists(yc_harness_tmp("runs/noplots/train_images.jpg")));
+    ck_assert(!yc_file_exists(yc_harness_tmp("runs/noplots/test_images.jpg")));
+}
+END_TEST
+
 START_TEST(imagefolder_reads_classes)
 {
     const char *root = yc_harness_tmp("folder");
@@ -458,6 +557,20 @@ START_TEST(transforms)
     yc_cls_normalize(&out, x);
     ck_assert_float_eq_tol(x[0], (out.data[0] / 255.0f - 0.485f) / 0.229f, 1e-6f);
     ck_assert_float_eq_tol(x[2 * 361 + 5], (out.data[5 * 3 + 2] / 255.0f - 0.406f) / 0.225f, 1e-6f);
+    /* denormalize undoes Normalize: the pixels / 255 again (imshow_cls's input) */
+    {
+        float *d = malloc((size_t)3 * 30 * 30 * sizeof *x);
+        ck_assert_ptr_nonnull(d);
+        yc_image crop = YC_IMAGE_INIT, t2 = YC_IMAGE_INIT;
+        ck_assert(yc_cls_center_crop(&src, 30, &crop, &t2) == YC_OK);
+        yc_cls_normalize(&crop, d);
+        yc_cls_denormalize(d, 1, 30, 30);
+        for (int c = 0; c < 3; c++)
+            for (int i = 0; i < 900; i++)
+                ck_assert_float_eq_tol(d[c * 900 + i], crop.data[3 * i + c] / 255.0f, 1e-6f);
+        free(d);
+        yc_image_free(&crop), yc_image_free(&t2);
+    }
     yc_image_free(&src), yc_image_free(&out), yc_image_free(&tmp);
 }
 END_TEST
@@ -540,6 +653,25 @@ START_TEST(training_learns)
     }
     ck_assert_double_eq_tol((double)hits / 18.0, mt.top1, 1e-12);
     yc_cls_metrics_free(&mt);
+    /* test_images.jpg's predictions (yc_classify_top1, one batch of all 18): the top-1 hits
+     * again */
+    {
+        size_t plane = (size_t)3 * 32 * 32;
+        float *x = malloc(18 * plane * sizeof *x);
+        int pred[18];
+        ck_assert_ptr_nonnull(x);
+        yc_cls_reader rd = {0};
+        for (size_t i = 0; i < 18; i++)
+            ck_assert_msg(yc_cls_read(&rd, val.paths[i], 32, NULL, NULL, x + i * plane) == YC_OK,
+                          "%s", yc_last_error());
+        yc_cls_reader_free(&rd);
+        ck_assert_msg(yc_classify_top1(om.m, x, 18, 32, pred) == YC_OK, "%s", yc_last_error());
+        size_t agree = 0;
+        for (int i = 0; i < 18; i++)
+            agree += pred[i] == val.labels[i];
+        ck_assert_uint_eq(agree, hits);
+        free(x);
+    }
 
     /* classify/predict.py: one line per image, the classes by name, most probable first */
     char *text = NULL;
@@ -927,6 +1059,7 @@ int main(void)
     tcase_add_test(tc, imagefolder_reads_classes);
     tcase_add_test(tc, transforms);
     tcase_add_test(tc, training_learns);
+    tcase_add_test(tc, run_files);
     tcase_add_test(tc, demo_trains);
     tcase_add_test(tc, classifier_pt_without_config);
     tcase_add_test(tc, resume_inside_epoch);

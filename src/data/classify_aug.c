@@ -187,3 +187,17 @@ void yc_cls_reader_free(yc_cls_reader *rd)
     yc_image_free(&rd->out);
     yc_image_free(&rd->tmp);
 }
+
+void yc_cls_denormalize(float *chw, int n, int w, int h)
+{
+    static const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
+    size_t plane = (size_t)w * h;
+    for (int k = 0; k < n; k++)
+        for (int c = 0; c < 3; c++) {
+            float *p = chw + ((size_t)k * 3 + c) * plane;
+            for (size_t i = 0; i < plane; i++) {
+                float v = p[i] * std[c] + mean[c];
+                p[i] = v < 0 ? 0 : v > 1 ? 1 : v;
+            }
+        }
+}

@@ -36,6 +36,10 @@ int yc_cls_augment(const yc_image *src, int size, const yc_cls_aug *a, yc_rng *r
  * (0.485, 0.456, 0.406) and std (0.229, 0.224, 0.225). */
 void yc_cls_normalize(const yc_image *im, float *dst);
 
+/* utils/augmentations.py denormalize, in place on n images of 3 x h x w floats: x * std + mean
+ * per channel (ImageNet's, above), clipped to [0, 1] as imshow_cls clips them. */
+void yc_cls_denormalize(float *chw, int n, int w, int h);
+
 /* The images a reader decodes and transforms, reused from one read to the next. */
 typedef struct yc_cls_reader {
     yc_image im, out, tmp;

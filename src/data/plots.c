@@ -281,6 +281,71 @@ int yc_plot_batch(const char *out_path, const yc_plot_image *images, int n,
     return yc_plot_batch_masks(out_path, images, n, boxes, n_boxes, NULL, names, nc);
 }
 
+/* One imshow_cls title: `a`, then when b is not NULL an em dash (drawn as a line one character
+ * wide, the font being ASCII) and `b`, centred on column cx with its top at y, cut to the
+ * characters that fit in maxw pixels. */
+static void draw_cls_title(yc_canvas *c, int cx, int y, const char *a, const char *b, int maxw,
+                           int scale)
+{
+    int adv = 6 * scale;
+    size_t na = strlen(a), nb = b ? strlen(b) + 1 : 0, n = na + nb;
+    size_t fit = (size_t)((maxw + scale) / adv);
+    if (n > fit)
+        n = fit;
+    int x = cx - ((int)n * adv - scale) / 2;
+    for (size_t i = 0; i < n; i++, x += adv) {
+        if (i < na) {
+            yc_draw_text(c, x, y, (char[2]){a[i], 0}, scale, BLACK);
+        } else if (i == na) {
+            int mid = y + yc_text_height(scale) / 2;
+            yc_draw_fill_rect(c, x, mid, x + 5 * scale - 1, mid + scale - 1, BLACK);
+        } else {
+            yc_draw_text(c, x, y, (char[2]){b[i - na - 1], 0}, scale, BLACK);
+        }
+    }
+}
+
+int yc_plot_cls_images(const char *out_path, const yc_plot_image *images, int n,
+                       const int *labels, const int *pred, const char *const *names, int nc)
+{
+    if (n > YC_CLS_PLOT_MAX)
+        n = YC_CLS_PLOT_MAX;
+    if (n < 1 || !images || !labels)
+        return yc_error_status(YC_ERR, "%s: no images to plot", out_path);
+    int size = 0;
+    for (int i = 0; i < n; i++) {
+        if (!images[i].px || images[i].w < 1 || images[i].h < 1)
+            return yc_error_status(YC_ERR, "%s: image %d has no pixels", out_path, i);
+        int side = images[i].w > images[i].h ? images[i].w : images[i].h;
+        size = side > size ? side : size;
+    }
+    /* m = min(8, round(n ** 0.5)): sqrt of an integer below 26 is never halfway */
+    int m = (int)lround(sqrt((double)n));
+    m = m > 8 ? 8 : m < 1 ? 1 : m;
+    int rows = (n + m - 1) / m;
+    int tile = size > YC_CLS_PLOT_MIN_TILE ? size : YC_CLS_PLOT_MIN_TILE;
+    int scale = 1 + tile / 256, pad = YC_CLS_PLOT_PAD;
+    int title_h = yc_text_height(scale) + pad;
+    int cw = tile + 2 * pad, chh = tile + 2 * pad + title_h;
+    yc_canvas c = {0};
+    int st = yc_canvas_init(&c, m * cw, rows * chh, WHITE);
+    if (st)
+        return st;
+    for (int i = 0; i < n; i++) {
+        const yc_plot_image *im = &images[i];
+        int ox = (i % m) * cw + pad, oy = (i / m) * chh + pad;
+        int side = im->w > im->h ? im->w : im->h;
+        blit_scaled(&c, im, (double)tile / side, ox, oy + title_h, tile, tile);
+        char ba[24], bb[24];
+        const char *a = class_name(labels[i], names, nc, ba, sizeof ba);
+        const char *b = pred ? class_name(pred[i], names, nc, bb, sizeof bb) : NULL;
+        draw_cls_title(&c, ox + tile / 2, oy, a, b, tile, scale);
+    }
+    st = yc_canvas_save(&c, out_path);
+    yc_canvas_free(&c);
+    return st;
+}
+
 /* Whether box b is drawn: a ground truth box, or a prediction above 0.25, with finite sane
  * coordinates on one of the n images. */
 static bool box_drawn(const yc_plot_box *b, int n)

@@ -82,6 +82,24 @@ int yc_plot_batch_seg_labels(const char *out_path, const struct yc_batch *b,
                              const struct yc_dataset *ds,
                              bool overlap, bool single_cls, const char *const *names, int nc);
 
+/* utils/plots.py imshow_cls, classify/train.py's train_images.jpg and test_images.jpg: the first
+ * YC_CLS_PLOT_MAX of n images in a grid of m = min(8, round(sqrt(n))) columns and ceil(n / m)
+ * rows, in row order on white, each under its title: the class name of labels[i], followed when
+ * pred is not NULL by an em dash and the name of pred[i] ("true—pred").  Every image is resized
+ * (bilinear) to a square tile of T = max(size, YC_CLS_PLOT_MIN_TILE) pixels, its largest side
+ * (images are size x size as the classifier reads them); a cell is that tile and a title line of
+ * yc_text_height(s) + YC_CLS_PLOT_PAD pixels above it, with YC_CLS_PLOT_PAD pixels around both,
+ * where the text scale s is 1 + T / 256: the image is m * (T + 2 * pad) pixels wide and
+ * rows * (T + 2 * pad + yc_text_height(s) + pad) high.  A title wider than its tile is cut to the
+ * characters that fit.  `names` (nc entries) may be NULL or short: class ids are written instead.
+ * The images' pixels are float RGB planes in [0, 1] (YC_PIX_F32_CHW: the caller undoes the
+ * classifier's normalisation) or any yc_pixel_layout. */
+#define YC_CLS_PLOT_MAX 25
+#define YC_CLS_PLOT_MIN_TILE 128
+#define YC_CLS_PLOT_PAD 6
+int yc_plot_cls_images(const char *out_path, const yc_plot_image *images, int n,
+                       const int *labels, const int *pred, const char *const *names, int nc);
+
 /* The labels.jpg statistics (YOLOv5 plot_labels): instances per class, up to 1000 boxes drawn
  * centred, and 2D histograms of box centres (x, y) and sizes (width, height).  `labels` holds n
  * rows of (class, cx, cy, w, h), coordinates normalised.  The image is YC_LABELS_PLOT_SIZE square. */

@@ -181,3 +181,28 @@ int yc_classify_predict(yc_model *m, char *const *paths, size_t n, int imgsz,
     free(order);
     return st;
 }
+
+int yc_classify_top1(yc_model *m, const float *images, int n, int imgsz, int *pred)
+{
+    if (n < 1)
+        return yc_error_status(YC_ERR, "no images to classify");
+    int nc = m->nc;
+    float *logits = yc_malloc((size_t)n * nc * sizeof *logits, "classifier logits");
+    if (!logits)
+        return YC_ENOMEM;
+    eval_graph e = {0};
+    int st = eval_graph_for(&e, m, n, imgsz);
+    if (!st)
+        st = run_batch(&e, m, images, logits);
+    for (int i = 0; i < n && !st; i++) {
+        const float *l = logits + (size_t)i * nc;
+        int best = 0;
+        for (int k = 1; k < nc; k++)
+            if (l[k] > l[best])
+                best = k;
+        pred[i] = best;
+    }
+    yc_graph_free(e.g);
+    free(logits);
+    return st;
+}

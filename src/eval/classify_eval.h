@@ -27,6 +27,11 @@ int yc_classify_evaluate(yc_model *m, const yc_imagefolder *ds, int imgsz, int b
                          double label_smoothing, bool per_class, yc_cls_metrics *out);
 void yc_cls_metrics_free(yc_cls_metrics *r);
 
+/* The top class of each of n images (n x 3 x imgsz x imgsz normalised floats, as yc_cls_read
+ * gives them) under classifier m (allocated), run in one evaluation batch: torch.max(model(x),
+ * 1)[1], the first index of the largest logit. */
+int yc_classify_top1(yc_model *m, const float *images, int n, int imgsz, int *pred);
+
 /* classify/val.py's table on `out`: "Class Images top1_acc top5_acc", all, then each class. */
 void yc_cls_metrics_print(const yc_cls_metrics *r, const yc_imagefolder *ds, FILE *out);
 

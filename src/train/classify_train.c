@@ -14,13 +14,17 @@
 #include "demo.h"
 #include "device.h"
 #include "dist.h"
+#include "draw.h"
 #include "ema.h"
 #include "imagefolder.h"
+#include "json.h"
 #include "log.h"
 #include "memplan.h"
 #include "model.h"
 #include "optim.h"
+#include "rng.h"
 #include "rundir.h"
+#include "strbuf.h"
 #include "train_opts.h"
 #include "util.h"
 #include "weights.h"
@@ -145,6 +149,159 @@ static int save_weights(cls_run *r, yc_model *ema, const char *path)
     if (!st)
         st = yc_weights_write_safetensors(w, path, false);
     yc_weights_free(w);
+    return st;
+}
+
+/* A number as PyYAML's safe_dump writes a float: a mantissa without a dot gets ".0" (5e-05 ->
+ * 5.0e-05), which YAML 1.1 resolvers need to read the value back as a number. */
+static void put_yaml_number(yc_strbuf *b, double v)
+{
+    char t[48];
+    snprintf(t, sizeof t, "%g", v);
+    char *e = strchr(t, 'e');
+    if (e && !strchr(t, '.')) {
+        char tail[24];
+        snprintf(tail, sizeof tail, "%s", e);
+        snprintf(e, sizeof t - (size_t)(e - t), ".0%s", tail);
+    }
+    yc_strbuf_puts(b, t);
+}
+
+/* One `"key": value` member of the opt.yaml JSON: a string (NULL: null). */
+static void put_str(yc_strbuf *b, const char *key, const char *v)
+{
+    yc_strbuf_puts(b, b->len > 1 ? ", \"" : "\"");
+    yc_strbuf_puts(b, key);
+    yc_strbuf_puts(b, "\": ");
+    char *q = v ? yc_json_quote(v, strlen(v)) : NULL;
+    if (v && !q)
+        b->failed = true;
+    yc_strbuf_puts(b, v ? (q ? q : "") : "null");
+    free(q);
+}
+
+/* The same for a number (a NaN: null) or a boolean (`text` non-NULL). */
+static void put_num(yc_strbuf *b, const char *key, double v, const char *text)
+{
+    yc_strbuf_puts(b, b->len > 1 ? ", \"" : "\"");
+    yc_strbuf_puts(b, key);
+    yc_strbuf_puts(b, "\": ");
+    if (text)
+        yc_strbuf_puts(b, text);
+    else if (isnan(v))
+        yc_strbuf_puts(b, "null");
+    else
+        put_yaml_number(b, v);
+}
+
+/* classify/train.py's opt.yaml (yaml.safe_dump(vars(opt))) in r->save_dir: its keys in its order
+ * for the options this trainer has, with the values the run uses (--model is --weights when
+ * given, else --cfg; lr0 and decay are classify/train.py's defaults, which this trainer uses;
+ * cutoff and dropout null when not given, as there). */
+static int write_opt_yaml(const cls_run *r)
+{
+    const yc_train_opts *o = r->o;
+    yc_strbuf b = {0};
+    yc_strbuf_puts(&b, "{");
+    put_str(&b, "model", o->weights && o->weights[0] ? o->weights : o->cfg);
+    put_str(&b, "data", o->data);
+    put_num(&b, "epochs", o->epochs, NULL);
+    put_num(&b, "batch_size", o->batch, NULL);
+    put_num(&b, "imgsz", o->imgsz, NULL);
+    put_num(&b, "nosave", 0, o->nosave ? "true" : "false");
+    put_str(&b, "device", o->device ? o->device : "");
+    put_num(&b, "workers", o->workers, NULL);
+    put_str(&b, "project", o->project ? o->project : "runs/train");
+    put_str(&b, "name", o->name ? o->name : "exp");
+    put_num(&b, "exist_ok", 0, o->exist_ok ? "true" : "false");
+    put_str(&b, "optimizer", yc_optim_kind_name(o->optimizer));
+    put_num(&b, "lr0", YC_CLS_LR0, NULL);
+    put_num(&b, "decay", YC_CLS_DECAY, NULL);
+    put_num(&b, "label_smoothing", o->label_smoothing, NULL);
+    put_num(&b, "cutoff", o->cutoff > 0 ? o->cutoff : NAN, NULL);
+    put_num(&b, "dropout", o->dropout > 0 ? o->dropout : NAN, NULL);
+    put_num(&b, "seed", o->seed, NULL);
+    put_str(&b, "save_dir", r->save_dir);
+    yc_strbuf_puts(&b, "}");
+    char *json = yc_strbuf_finish(&b);
+    if (!json)
+        return yc_error_status(YC_ENOMEM, "out of memory for opt.yaml");
+    char path[2300];
+    snprintf(path, sizeof path, "%s/opt.yaml", r->save_dir);
+    int st = yc_write_yaml_from_json(path, json);
+    free(json);
+    return st ? yc_error_context(st, "writing %s", path) : YC_OK;
+}
+
+/* imshow_cls of the first YC_CLS_PLOT_MAX of n normalised images (3 x imgsz x imgsz floats,
+ * copied: the caller's stay as they are) with their labels and, when pred is not NULL, the
+ * predicted classes, to save_dir/`file`. */
+static int plot_cls(const cls_run *r, const float *images, const int *labels, const int *pred,
+                    int n, const char *file)
+{
+    int s = r->o->imgsz;
+    size_t plane = (size_t)3 * s * s;
+    if (n > YC_CLS_PLOT_MAX)
+        n = YC_CLS_PLOT_MAX;
+    float *px = yc_malloc((size_t)n * plane * sizeof *px, "plotted images");
+    if (!px)
+        return YC_ENOMEM;
+    memcpy(px, images, (size_t)n * plane * sizeof *px);
+    yc_cls_denormalize(px, n, s, s);
+    yc_plot_image im[YC_CLS_PLOT_MAX];
+    for (int i = 0; i < n; i++)
+        im[i] = (yc_plot_image){.px = px + (size_t)i * plane, .layout = YC_PIX_F32_CHW, .w = s,
+                                .h = s};
+    char path[2300];
+    snprintf(path, sizeof path, "%s/%s", r->save_dir, file);
+    int st = yc_plot_cls_images(path, im, n, labels, pred, (const char *const *)r->train.classes,
+                                r->train.nc);
+    free(px);
+    return st ? yc_error_context(st, "writing %s", path) : YC_OK;
+}
+
+/* classify/train.py's test_images.jpg: the first images of the validation loader (which
+ * shuffles: here an order drawn from the seed) under CenterCrop, up to YC_CLS_PLOT_MAX and the
+ * loader's batch of twice the training batch, titled with their class and the EMA's top class. */
+static int plot_test_images(cls_run *r, yc_model *ema)
+{
+    const yc_train_opts *o = r->o;
+    size_t nv = r->val.n;
+    int n = YC_CLS_PLOT_MAX;
+    if ((size_t)n > nv)
+        n = (int)nv;
+    if (n > 2 * r->rank_batch)
+        n = 2 * r->rank_batch;
+    size_t plane = (size_t)3 * o->imgsz * o->imgsz;
+    size_t *order = yc_malloc(nv * sizeof *order, "validation order");
+    float *images = yc_malloc((size_t)n * plane * sizeof *images, "validation images");
+    int *labels = yc_malloc((size_t)n * sizeof *labels, "validation labels");
+    int *pred = yc_malloc((size_t)n * sizeof *pred, "predictions");
+    int st = order && images && labels && pred ? YC_OK : YC_ENOMEM;
+    if (!st) {
+        /* the first n places of a shuffle (Fisher-Yates from the front) */
+        yc_rng rng;
+        yc_rng_seed(&rng, mix64(mix64((uint64_t)o->seed) ^ 0x7E57), 0xC1A7);
+        for (size_t i = 0; i < nv; i++)
+            order[i] = i;
+        for (int i = 0; i < n; i++) {
+            size_t j = (size_t)i + yc_rng_below(&rng, (uint32_t)(nv - (size_t)i)), t = order[i];
+            order[i] = order[j], order[j] = t;
+        }
+    }
+    for (int i = 0; i < n && !st; i++) {
+        st = yc_cls_read(&r->rd, r->val.paths[order[i]], o->imgsz, NULL, NULL,
+                         images + (size_t)i * plane);
+        labels[i] = r->val.labels[order[i]];
+    }
+    if (!st)
+        st = yc_classify_top1(ema, images, n, o->imgsz, pred);
+    if (!st)
+        st = plot_cls(r, images, labels, pred, n, "test_images.jpg");
+    free(order);
+    free(images);
+    free(labels);
+    free(pred);
     return st;
 }
 
@@ -279,6 +436,8 @@ static int open_run(cls_run *r)
     if (!(r->names_json = yc_train_names_json(r->train.classes, r->train.nc)) ||
         !(r->opt_json = yc_train_run_json(&saved, r->rank_batch, r->world)))
         return yc_error_status(YC_ENOMEM, "out of memory for the run's options");
+    if (!r->resume_path[0] && r->rank == 0 && (st = write_opt_yaml(r)))
+        return st;
     snprintf(r->last, sizeof r->last, "%s/weights/last.safetensors", r->save_dir);
     snprintf(r->best, sizeof r->best, "%s/weights/best.safetensors", r->save_dir);
     snprintf(r->csv, sizeof r->csv, "%s/results.csv", r->save_dir);
@@ -384,7 +543,10 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, int epoch, size_t
         uint32_t dseed = (uint32_t)o->seed + (uint32_t)r->rank * 0x9E3779B9u;
         yc_graph_set_dropout_seed(s->g, yc_dropout_hash(dseed, r->steps++));
         /* DDP: the ranks' gradients (each scaled by 1/world) summed before the step */
+        /* train_images.jpg: the first batch of the run, as classify/train.py draws it */
+        bool plot = epoch == 0 && batch == 0 && r->rank == 0 && !o->noplots;
         if ((st = load_batch(r, order, first, b, epoch)) ||
+            (plot && (st = plot_cls(r, r->images, r->labels, NULL, b, "train_images.jpg"))) ||
             (st = yc_classify_step_run(s, r->images, r->labels, &loss)) ||
             (r->world > 1 && (st = yc_dist_allreduce_grads(r->m))) ||
             (st = yc_optim_step(opt, CLS_MAX_NORM)) || (st = yc_model_zero_grad(r->m)) ||
@@ -622,6 +784,8 @@ int yc_classify_train(const yc_train_opts *given, bool *interrupted)
     } else if (!st && r.rank == 0) {
         /* strip_optimizer: the final last holds the EMA's weights alone */
         st = save_checkpoint(&r, r.last, ema, opt, &cs, true);
+        if (!st && !o->noplots)
+            st = plot_test_images(&r, ema->ema);
         if (!st)
             yc_info("\nTraining complete (%.3f hours)\nResults saved to %s\n",
                     (yc_now() - t0) / 3600, r.save_dir);

@@ -29,6 +29,10 @@
  * FP16 storage and recomputation; a batch that would need micro-batches is refused, naming the
  * batch that fits).  weights/last.safetensors is a checkpoint (checkpoint.h) after every epoch
  * and the EMA's weights alone at the end; weights/best.safetensors the EMA's weights.
+ * Like classify/train.py's run directory it also holds opt.yaml (its key names, written when a
+ * new run starts), train_images.jpg (the first training batch, plots.h's yc_plot_cls_images)
+ * and at the end test_images.jpg (validation images with the EMA's top class); o->noplots skips
+ * the two images.
  * The first SIGINT or SIGTERM ends the run after the current batch with a resumable
  * last.safetensors (the model, the EMA, the optimizer, the epoch and batch to continue from, the
  * epoch's running loss, the best top-1, the options incl. cutoff and dropout); *interrupted says

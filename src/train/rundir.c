@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "log.h"
 #include "util.h"
 
@@ -128,5 +129,58 @@ int yc_results_truncate(const char *path, int epochs)
     }
     st = keep == len ? YC_OK : yc_write_file_atomic(path, text, keep);
     free(text);
+    return st;
+}
+
+int yc_write_yaml_from_json(const char *path, const char *json)
+{
+    yc_json *root = NULL;
+    int st = yc_json_parse(&root, json, strlen(json));
+    if (st)
+        return st;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        yc_json_free(root);
+        return YC_ENOMEM;
+    }
+    for (size_t i = 0; i < yc_json_len(root); i++) {
+        const char *key = yc_json_key_at(root, i, NULL);
+        const yc_json *v = yc_json_at(root, i);
+        fprintf(f, "%s: ", key);
+        switch (yc_json_typeof(v)) {
+        case YC_JSON_STRING: {
+            const char *s = yc_json_string(v);
+            fputc('\'', f);
+            for (; *s; s++)
+                fputs(*s == '\'' ? "''" : (char[2]){*s, 0}, f);
+            fputc('\'', f);
+            break;
+        }
+        case YC_JSON_NUMBER:
+            fputs(yc_json_number_text(v), f);
+            break;
+        case YC_JSON_BOOL:
+            fputs(yc_json_bool(v) ? "true" : "false", f);
+            break;
+        case YC_JSON_ARRAY:
+            fputc('[', f);
+            for (size_t j = 0; j < yc_json_len(v); j++)
+                fprintf(f, "%s%s", j ? ", " : "", yc_json_number_text(yc_json_at(v, j)));
+            fputc(']', f);
+            break;
+        default:
+            fputs("null", f);
+        }
+        fputc('\n', f);
+    }
+    yc_json_free(root);
+    if (fclose(f) != 0) {
+        free(buf);
+        return YC_ENOMEM;
+    }
+    st = yc_write_file_atomic(path, buf, len);
+    free(buf);
     return st;
 }

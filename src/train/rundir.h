@@ -34,4 +34,9 @@ int yc_seg_results_append(const char *path, int epoch,
  * its newline (a write cut short by a full disk or a crash). */
 int yc_results_truncate(const char *path, int epochs);
 
+/* Writes a flat JSON object's members as "key: value" YAML lines in their order, atomically
+ * (opt.yaml, hyp.yaml): strings single-quoted, numbers as the JSON writes them, booleans, arrays
+ * of numbers in brackets, null for anything else. */
+int yc_write_yaml_from_json(const char *path, const char *json);
+
 #endif

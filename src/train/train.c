@@ -259,60 +259,6 @@ static char *hyp_to_json(const yc_hyp *h)
     return buf;
 }
 
-/* Writes a JSON object's members as "key: value" lines (opt.yaml, hyp.yaml). */
-static int write_yaml_from_json(const char *path, const char *json)
-{
-    yc_json *root = NULL;
-    int st = yc_json_parse(&root, json, strlen(json));
-    if (st)
-        return st;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) {
-        yc_json_free(root);
-        return YC_ENOMEM;
-    }
-    for (size_t i = 0; i < yc_json_len(root); i++) {
-        const char *key = yc_json_key_at(root, i, NULL);
-        const yc_json *v = yc_json_at(root, i);
-        fprintf(f, "%s: ", key);
-        switch (yc_json_typeof(v)) {
-        case YC_JSON_STRING: {
-            const char *s = yc_json_string(v);
-            fputc('\'', f);
-            for (; *s; s++)
-                fputs(*s == '\'' ? "''" : (char[2]){*s, 0}, f);
-            fputc('\'', f);
-            break;
-        }
-        case YC_JSON_NUMBER:
-            fputs(yc_json_number_text(v), f);
-            break;
-        case YC_JSON_BOOL:
-            fputs(yc_json_bool(v) ? "true" : "false", f);
-            break;
-        case YC_JSON_ARRAY:
-            fputc('[', f);
-            for (size_t j = 0; j < yc_json_len(v); j++)
-                fprintf(f, "%s%s", j ? ", " : "", yc_json_number_text(yc_json_at(v, j)));
-            fputc(']', f);
-            break;
-        default:
-            fputs("null", f);
-        }
-        fputc('\n', f);
-    }
-    yc_json_free(root);
-    if (fclose(f) != 0) {
-        free(buf);
-        return YC_ENOMEM;
-    }
-    st = yc_write_file_atomic(path, buf, len);
-    free(buf);
-    return st;
-}
-
 /* Finds the checkpoint to resume: a file, a run directory, or the most recently written
  * PROJECT/<run>/weights/last.safetensors (YOLOv5's get_latest_run); with the default project,
  * runs/train, also runs/train-seg's (segment/train.py's project), as get_latest_run finds the
@@ -1858,10 +1804,10 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
     if (!resuming && t->rank == 0) {
         char path[2400];
         if ((st = path_fmt(path, sizeof path, "%s/hyp.yaml", t->save_dir)) ||
-            (st = write_yaml_from_json(path, t->hyp_json)))
+            (st = yc_write_yaml_from_json(path, t->hyp_json)))
             goto done;
         if ((st = path_fmt(path, sizeof path, "%s/opt.yaml", t->save_dir)) ||
-            (st = write_yaml_from_json(path, t->opt_json)))
+            (st = yc_write_yaml_from_json(path, t->opt_json)))
             goto done;
     }
     yc_info("hyperparameters: lr0=%g lrf=%g momentum=%g weight_decay=%g warmup_epochs=%g box=%g "
