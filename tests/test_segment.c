@@ -525,7 +525,7 @@ END_TEST
 /* One fixture of utils/segment/loss.py's loss on random inputs (2 images, nc 3, nm 4, 16x16
  * prototypes, masks at 24x24 resized to them, target rows not sorted by image): overlap maps
  * (loss.safetensors, made by tests/data/make_seg_loss.py) or one mask per target row
- * (loss_nooverlap.safetensors, make_seg_loss_nooverlap.py: ComputeLoss(overlap=False)).  The five
+ * (loss_nooverlap.safetensors, its --no-overlap: ComputeLoss(overlap=False)).  The five
  * loss numbers within 1e-5, the gradients of every head value and prototype within 1e-5 of each
  * tensor's largest.  Then the batch again as two micro-batches of one image (the whole batch's
  * part, yc_seg_micro_masks): their losses add up to the whole batch's and their gradients are
