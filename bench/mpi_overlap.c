@@ -1,16 +1,24 @@
-/* Gradients summed while backward runs, against after it: `mpirun -np N bench/mpi_overlap [CFG
- * [IMG [BATCH [ITERS]]]]` (defaults yolov5n, 320, 8 images per rank, 20) runs ITERS training
- * steps of CFG (from scratch, 80 classes, pseudo-random images and boxes) per mode on the CPU
- * backend (OMP_NUM_THREADS threads), alternating the two modes step by step so that the load of
- * the machine falls on both alike: "after", the whole gradient arena summed by one allreduce once
- * backward has finished (YOLOCL_DIST_OVERLAP=0), and "during", its buckets
- * (YOLOCL_DIST_BUCKET_MB, default 2 MiB) summed while backward runs (yc_dist_overlap_arm, the
- * graph's grads_ready hook).  The ranks are lined up by a barrier before each step, so that a
- * step's time is its own and the sum waits little for a slower rank.  Rank 0 prints per mode the
- * median step time (forward, loss, backward and the sum), the median time the sum adds after
- * backward (yc_dist_allreduce_grads: the whole sum "after", the buckets still in flight "during")
- * and, between the modes, the allreduce time hidden (the difference of those).  The two modes'
- * gradients are compared after the run (they must be the same bits). */
+/* Gradients summed while backward runs, against after it: `mpirun -np N bench/mpi_overlap
+ * [--device D] [CFG [IMG [BATCH [ITERS]]]]` (defaults cpu, yolov5n, 320, 8 images per rank, 20)
+ * runs ITERS training steps of CFG (from scratch, 80 classes, pseudo-random images and boxes) per
+ * mode on device D (cpu: OMP_NUM_THREADS threads; opencl or opencl:K: the K-th OpenCL device,
+ * "opencl" the local rank's), alternating the two modes step by step so that the load of the
+ * machine falls on both alike: "after", the whole gradient arena summed by one allreduce once
+ * backward has finished (YOLOCL_DIST_OVERLAP=0; on OpenCL: a wait for the device, a blocking read
+ * and a blocking write back), and "during", its buckets (YOLOCL_DIST_BUCKET_MB, default 2 MiB)
+ * summed while backward runs (yc_dist_overlap_arm, the graph's grads_ready hook; on OpenCL each
+ * bucket read into its pinned host buffer as soon as it is final and summed once the read lands).
+ * Each step is submitted without waiting (forward, loss, backward), then summed
+ * (yc_dist_allreduce_grads), then waited for, as yc_train does.  The ranks are lined up by a
+ * barrier before each step, so that a step's time is its own and the sum waits little for a
+ * slower rank.  Rank 0 prints per mode the median step time (submission to the device's end),
+ * the median time yc_dist_allreduce_grads takes after the step's submission, the allreduce time
+ * hidden between the modes (the difference of those), and per step the backend's host waits
+ * (clFinish, blocking reads and writes, clWaitForEvents), the bytes copied from and to the device
+ * (the input batch and the loss's buffers included, the same in both modes) and what the buckets
+ * did (yc_dist_overlap_counts: sums started before and after the backward ended, reads started
+ * from the hook and later, waits for a read).  The two modes' gradients are compared after the
+ * run (they must be the same bits). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,11 +69,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "mpi_overlap: %s\n", yc_last_error());
         return 1;
     }
+    const char *spec = "cpu";
+    if (argc > 2 && strcmp(argv[1], "--device") == 0) {
+        spec = argv[2];
+        argc -= 2;
+        argv += 2;
+    }
     const char *cfgname = argc > 1 ? argv[1] : "yolov5n";
     int img = argc > 2 ? atoi(argv[2]) : 320, batch = argc > 3 ? atoi(argv[3]) : 8;
     int iters = argc > 4 ? atoi(argv[4]) : 20;
     if (img < 32 || img % 32 || batch < 1 || iters < 1) {
-        fprintf(stderr, "usage: mpirun -np N bench/mpi_overlap [CFG [IMG [BATCH [ITERS]]]]\n");
+        fprintf(stderr, "usage: mpirun -np N bench/mpi_overlap [--device D] [CFG [IMG [BATCH "
+                "[ITERS]]]]\n");
         yc_dist_finalize();
         return 2;
     }
@@ -78,7 +93,10 @@ int main(int argc, char **argv)
     yc_backend *be = NULL;
     yc_model_cfg *cfg = NULL;
     yc_model *m = NULL;
-    need(yc_device_open("cpu", 0, false, &be), "the CPU backend");
+    char device[64];
+    need(yc_dist_rank_device(spec, false, yc_dist_local_rank(), yc_dist_local_size(), device,
+                             sizeof device), "the device");
+    need(yc_device_open(device, 0, false, &be), device);
     need(yc_model_cfg_open(cfgname, NULL, 80, &cfg, NULL, 0), "the model config");
     need(yc_model_new(&m, cfg), "the model");
     need(yc_model_alloc(m, be), "the model's memory");
@@ -94,6 +112,9 @@ int main(int argc, char **argv)
     float *images = malloc(n * sizeof *images), *targets = malloc((size_t)batch * 3 * 6 * sizeof *targets);
     float *grads[2] = {malloc(np * sizeof(float)), malloc(np * sizeof(float))};
     double *step[2], *exposed[2];
+    /* per mode over the measured steps: the backend's counters and the buckets' */
+    yc_backend_counters used[2] = {{0}};
+    yc_dist_overlap_counts counted[2] = {{0}};
     for (int k = 0; k < 2; k++) {
         step[k] = malloc((size_t)iters * sizeof(double));
         exposed[k] = malloc((size_t)iters * sizeof(double));
@@ -124,23 +145,37 @@ int main(int argc, char **argv)
             setenv(YC_DIST_OVERLAP_ENV, k ? "1" : "0", 1);
             yc_loss_result r;
             need(yc_dist_barrier(), "the barrier");
+            yc_backend_counters c0 = be->counters;
+            yc_dist_overlap_counts n0, n1;
+            yc_dist_overlap_counts_get(&n0);
             double t0 = now();
             need(yc_model_zero_grad(m), "zeroing the gradients");
             need(yc_dist_overlap_arm(m, true), "arming the buckets");
-            need(yc_step_run(s, images, targets, nt, &r), "a training step");
+            need(yc_step_submit(s, images, targets, nt), "a training step");
             double t1 = now();
             need(yc_dist_allreduce_grads(m), "the gradient sum");
+            need(be->iface->synchronize(be), "the step");
             double t2 = now();
+            yc_step_result(s, &r);
+            yc_dist_overlap_counts_get(&n1);
             if (it >= 0) {
                 step[k][it] = t2 - t0;
                 exposed[k][it] = t2 - t1;
+                yc_backend_counters *u = &used[k];
+                u->host_waits += be->counters.host_waits - c0.host_waits;
+                u->bytes_from_device += be->counters.bytes_from_device - c0.bytes_from_device;
+                u->bytes_to_device += be->counters.bytes_to_device - c0.bytes_to_device;
+                yc_dist_overlap_counts *c = &counted[k];
+                c->early += n1.early - n0.early;
+                c->late += n1.late - n0.late;
+                c->reads_early += n1.reads_early - n0.reads_early;
+                c->reads_late += n1.reads_late - n0.reads_late;
+                c->read_waits += n1.read_waits - n0.read_waits;
             }
             if (it == iters - 1)
                 need(m->be->iface->buffer_read(m->be, m->grad_buf, 0, grads[k], np * sizeof(float)),
                      "reading the gradients");
         }
-    long early, late;
-    yc_dist_overlap_stats(&early, &late);
     if (rank == 0) {
         double st[2], ex[2];
         for (int k = 0; k < 2; k++) {
@@ -151,8 +186,20 @@ int main(int argc, char **argv)
                "%d steps per mode\n", cfgname, img, batch, yc_dist_size(), be->info.name, np,
                4e-6 * (double)np, iters);
         printf("sum after backward:  step %.1f ms (median), the sum %.2f ms of it\n", st[0], ex[0]);
-        printf("sum during backward: step %.1f ms (median), %.2f ms of sum after backward; %ld "
-               "buckets started during backward, %ld after\n", st[1], ex[1], early, late);
+        printf("sum during backward: step %.1f ms (median), %.2f ms of sum after backward\n",
+               st[1], ex[1]);
+        for (int k = 0; k < 2; k++) {
+            const yc_backend_counters *u = &used[k];
+            const yc_dist_overlap_counts *c = &counted[k];
+            double it = (double)iters;
+            printf("%s, per step: %.2f host waits, %.0f bytes from and %.0f to the device; "
+                   "buckets: %.2f sums started before backward ended, %.2f after, %.2f reads "
+                   "started from the hook, %.2f later, %.2f waits for a read\n",
+                   k ? "during" : "after ", (double)u->host_waits / it,
+                   (double)u->bytes_from_device / it, (double)u->bytes_to_device / it,
+                   (double)c->early / it, (double)c->late / it, (double)c->reads_early / it,
+                   (double)c->reads_late / it, (double)c->read_waits / it);
+        }
         printf("allreduce time hidden: %.2f ms per step (%.0f%% of the sum), step %.1f%% shorter\n",
                ex[0] - ex[1], ex[0] > 0 ? 100.0 * (ex[0] - ex[1]) / ex[0] : 0.0,
                st[0] > 0 ? 100.0 * (st[0] - st[1]) / st[0] : 0.0);
@@ -167,6 +214,7 @@ int main(int argc, char **argv)
     }
     free(images);
     free(targets);
+    yc_dist_overlap_release();
     yc_step_free(s);
     yc_model_free(m); /* and cfg, which it owns */
     yc_backend_free(be);

@@ -36,6 +36,10 @@ static void ctx_release(yc_cl_ctx *c)
     if (c->blast_temp)
         clReleaseMemObject(c->blast_temp);
     yc_cl_upload_release(c);
+    if (c->copy_queue) {
+        clFinish(c->copy_queue);
+        clReleaseCommandQueue(c->copy_queue);
+    }
     /* CLBlast keeps compiled programs per context: drop them before the context goes */
     yc_cl_blast_release();
     if (c->queue)
@@ -140,6 +144,51 @@ static int cl_buffer_read_async(yc_backend *be, const yc_buffer *buf, size_t off
     return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clEnqueueReadBuffer (non-blocking)", err);
 }
 
+static int cl_buffer_write_async(yc_backend *be, yc_buffer *buf, size_t offset, const void *src,
+                                 size_t size)
+{
+    int st = check_range(buf, offset, size, "write");
+    return st || !size ? st : yc_cl_write_async(ctx_of(be), buf, offset, src, size);
+}
+
+static yc_host_mem *cl_host_alloc(yc_backend *be, size_t size, void **ptr)
+{
+    return yc_cl_host_alloc(ctx_of(be), size, ptr);
+}
+
+static void cl_host_free(yc_backend *be, yc_host_mem *h)
+{
+    yc_cl_host_free(ctx_of(be), h);
+}
+
+static int cl_read_start(yc_backend *be, const yc_buffer *buf, size_t offset, void *dst,
+                         size_t size, yc_event **done)
+{
+    *done = NULL;
+    int st = check_range(buf, offset, size, "read");
+    return st || !size ? st : yc_cl_read_start(ctx_of(be), buf, offset, dst, size, done);
+}
+
+static int cl_marker(yc_backend *be, yc_event **done)
+{
+    return yc_cl_marker(ctx_of(be), done);
+}
+
+static int cl_event_query(yc_backend *be, yc_event *ev, bool *done)
+{
+    return yc_cl_event_query(ctx_of(be), ev, done);
+}
+
+static int cl_event_wait(yc_backend *be, yc_event *ev)
+{
+    return yc_cl_event_wait(ctx_of(be), ev);
+}
+
+static void cl_event_release(yc_backend *be, yc_event *ev)
+{
+    yc_cl_event_release(ctx_of(be), ev);
+}
+
 static int cl_buffer_memset(yc_backend *be, yc_buffer *buf, size_t offset, int byte, size_t size)
 {
     int st = check_range(buf, offset, size, "memset");
@@ -195,10 +244,17 @@ static int cl_exec(yc_backend *be, const yc_op *op, yc_span ws)
 
 static int cl_synchronize(yc_backend *be)
 {
-    cl_int err = clFinish(ctx_of(be)->queue);
+    yc_cl_ctx *c = ctx_of(be);
+    cl_int err = clFinish(c->queue);
+    const char *what = "clFinish";
+    /* the copy queue's reads (cl_copy.c) wait for markers of the ops' queue: finished after it */
+    if (err == CL_SUCCESS && c->copy_queue) {
+        err = clFinish(c->copy_queue);
+        what = "clFinish (the copy queue)";
+    }
     be->counters.host_waits++;
-    ctx_of(be)->syncs++;
-    return err == CL_SUCCESS ? YC_OK : yc_cl_fail("clFinish", err);
+    c->syncs++;
+    return err == CL_SUCCESS ? YC_OK : yc_cl_fail(what, err);
 }
 
 static int cl_yolo_loss(yc_backend *be, const yc_yolo_loss *l)
@@ -225,6 +281,14 @@ static const struct yc_backend_i cl_iface = {
     .buffer_write = cl_buffer_write,
     .buffer_read = cl_buffer_read,
     .buffer_read_async = cl_buffer_read_async,
+    .buffer_write_async = cl_buffer_write_async,
+    .host_alloc = cl_host_alloc,
+    .host_free = cl_host_free,
+    .read_start = cl_read_start,
+    .marker = cl_marker,
+    .event_query = cl_event_query,
+    .event_wait = cl_event_wait,
+    .event_release = cl_event_release,
     .yolo_loss = cl_yolo_loss,
     .write_u8_scaled = cl_write_u8_scaled,
     .detect_filter = cl_detect_filter,

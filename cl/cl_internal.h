@@ -24,6 +24,18 @@ struct yc_buffer {
     size_t size;
 };
 
+/* A completion token (yc_event, backend.h): the event of a copy or marker. */
+struct yc_event {
+    cl_event ev;
+};
+
+/* Pinned host memory (yc_host_mem, backend.h): a CL_MEM_ALLOC_HOST_PTR buffer mapped for reading
+ * and writing as long as it lives. */
+struct yc_host_mem {
+    cl_mem mem;
+    void *map;
+};
+
 /* The programs: one per file of cl/kernels/ (common.cl is prepended to each). */
 typedef enum yc_cl_prog {
     YC_CL_PROG_ELEMENTWISE,
@@ -166,6 +178,9 @@ typedef struct yc_cl_ctx {
     /* context and in-order queue */
     cl_context context;
     cl_command_queue queue;
+    /* the second, in-order queue of the reads that overlap the ops (cl_copy.c; made on first
+     * use, NULL until then) */
+    cl_command_queue copy_queue;
     /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes (sub-buffer origins) */
     size_t base_align;
     /* build options of every program */
@@ -341,6 +356,20 @@ void yc_cl_detect_release(yc_cl_ctx *c);
 int yc_cl_write_u8_scaled(yc_cl_ctx *c, const yc_tensor *dst, const uint8_t *src);
 /* Releases the upload slots. */
 void yc_cl_upload_release(yc_cl_ctx *c);
+
+/* ---- cl_copy.c ---------------------------------------------------------------------------- */
+
+/* yc_backend_i.buffer_write_async, host_alloc, host_free, read_start, marker, event_query,
+ * event_wait and event_release (see backend.h). */
+int yc_cl_write_async(yc_cl_ctx *c, yc_buffer *buf, size_t offset, const void *src, size_t size);
+yc_host_mem *yc_cl_host_alloc(yc_cl_ctx *c, size_t size, void **ptr);
+void yc_cl_host_free(yc_cl_ctx *c, yc_host_mem *h);
+int yc_cl_read_start(yc_cl_ctx *c, const yc_buffer *buf, size_t offset, void *dst, size_t size,
+                     yc_event **done);
+int yc_cl_marker(yc_cl_ctx *c, yc_event **done);
+int yc_cl_event_query(yc_cl_ctx *c, yc_event *ev, bool *done);
+int yc_cl_event_wait(yc_cl_ctx *c, yc_event *ev);
+void yc_cl_event_release(yc_cl_ctx *c, yc_event *ev);
 
 /* ---- cl_ops.c ----------------------------------------------------------------------------- */
 

@@ -186,6 +186,70 @@ static int cpu_buffer_memset(yc_backend *be, yc_buffer *buf, size_t offset, int 
     return rc;
 }
 
+/* Pinned host memory is plain aligned host memory here: the buffers are host memory too. */
+struct yc_host_mem {
+    void *data;
+};
+
+static yc_host_mem *cpu_host_alloc(yc_backend *be, size_t size, void **ptr)
+{
+    *ptr = NULL;
+    yc_buffer *buf = cpu_buffer_alloc(be, size);
+    yc_host_mem *h = buf ? yc_malloc(sizeof *h, "cpu host memory") : NULL;
+    if (!h) {
+        cpu_buffer_free(be, buf);
+        return NULL;
+    }
+    h->data = buf->data;
+    free(buf);
+    *ptr = h->data;
+    return h;
+}
+
+static void cpu_host_free(yc_backend *be, yc_host_mem *h)
+{
+    (void)be;
+    if (!h)
+        return;
+    free(h->data);
+    free(h);
+}
+
+/* The ops have finished when exec returns: a copy started after them is done at once. */
+static int cpu_read_start(yc_backend *be, const yc_buffer *buf, size_t offset, void *dst,
+                          size_t size, yc_event **done)
+{
+    *done = NULL;
+    return cpu_buffer_read(be, buf, offset, dst, size);
+}
+
+static int cpu_marker(yc_backend *be, yc_event **done)
+{
+    (void)be;
+    *done = NULL;
+    return YC_OK;
+}
+
+/* This backend makes no tokens: any but NULL is another backend's. */
+static int cpu_event_query(yc_backend *be, yc_event *ev, bool *done)
+{
+    (void)be;
+    *done = true;
+    return ev ? yc_error_status(YC_EUSAGE, "internal: cpu: a token of another backend") : YC_OK;
+}
+
+static int cpu_event_wait(yc_backend *be, yc_event *ev)
+{
+    bool done;
+    return cpu_event_query(be, ev, &done);
+}
+
+static void cpu_event_release(yc_backend *be, yc_event *ev)
+{
+    (void)be;
+    (void)ev;
+}
+
 static void *cpu_buffer_host_ptr(yc_backend *be, yc_buffer *buf)
 {
     (void)be;
@@ -350,6 +414,14 @@ static const struct yc_backend_i cpu_iface = {
     .buffer_write = cpu_buffer_write,
     .buffer_read = cpu_buffer_read,
     .buffer_read_async = cpu_buffer_read,
+    .buffer_write_async = cpu_buffer_write,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_host_free,
+    .read_start = cpu_read_start,
+    .marker = cpu_marker,
+    .event_query = cpu_event_query,
+    .event_wait = cpu_event_wait,
+    .event_release = cpu_event_release,
     .buffer_memset = cpu_buffer_memset,
     .buffer_host_ptr = cpu_buffer_host_ptr,
     .supports = cpu_supports,

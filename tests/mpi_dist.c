@@ -298,41 +298,147 @@ static void test_gradients(yc_backend *be)
           "test cannot tell a sum from no reduction", from_own);
     printf("rank %d: gradients of %zu parameters: summed over 2 ranks vs accumulated in one "
            "process: max |diff| %.3g (largest gradient %.3g)\n", rank, np, err, scale);
-
-    /* the same sum in buckets of 64 KiB started while backward runs (yc_dist_overlap_arm, the
-     * graph's grads_ready hook): the same bits, most buckets started before backward ends */
-    setenv(YC_DIST_BUCKET_ENV, "0.0625", 1);
-    yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .grads_ready = yc_dist_grads_ready};
-    yc_step *hooked = NULL;
-    need(yc_step_new_in(&hooked, m, B / 2, S, S, &lp, &go, NULL), "the hooked training graph");
-    long early0, late0, early1, late1;
-    yc_dist_overlap_stats(&early0, &late0);
-    need(yc_model_zero_grad(m), "zeroing the gradients");
-    need(yc_dist_overlap_arm(m, true), "yc_dist_overlap_arm");
-    half_step(hooked, images, targets, nt, rank * (B / 2), B / 2);
-    need(yc_dist_allreduce_grads(m), "yc_dist_allreduce_grads after an overlapped backward");
-    float *bucketed = read_arena(m, m->grad_buf, np);
-    yc_dist_overlap_stats(&early1, &late1);
-    unsetenv(YC_DIST_BUCKET_ENV);
-    size_t differ = 0;
-    for (size_t i = 0; i < np; i++)
-        differ += memcmp(&bucketed[i], &sum[i], sizeof(float)) != 0;
-    long early = early1 - early0, late = late1 - late0;
-    CHECK(differ == 0, "%zu of %zu gradients summed in buckets during backward differ from the "
-          "sum after it", differ, np);
-    CHECK(early >= 4 && late == 0, "%ld buckets started during backward, %ld after it: expected "
-          "every bucket (at least 4 of 64 KiB in %zu bytes) during", early, late,
-          np * sizeof(float));
-    printf("rank %d: the same sum in %ld buckets started during backward: %zu of %zu values "
-           "differ\n", rank, early, differ, np);
-    free(bucketed);
-    yc_step_free(hooked);
     free(ref);
     free(own);
     free(sum);
     free(images);
     yc_step_free(s);
     yc_model_free(m);
+}
+
+/* What a backend did between two points (yc_backend_counters). */
+static yc_backend_counters counters_since(const yc_backend *be, yc_backend_counters from)
+{
+    yc_backend_counters c = be->counters;
+    c.launches -= from.launches;
+    c.host_waits -= from.host_waits;
+    c.bytes_to_device -= from.bytes_to_device;
+    c.bytes_from_device -= from.bytes_from_device;
+    return c;
+}
+
+/* The gradient sum in buckets of 64 KiB started while backward runs (yc_dist_overlap_arm, the
+ * graph's grads_ready hook; on a device each bucket read into its pinned host buffer as soon as
+ * it is final, summed when the read lands, written back) against the sum after backward in one
+ * piece (YOLOCL_DIST_OVERLAP=0): the same bits, every bucket started by the hook (on a device:
+ * read), the same bytes copied, and on a device no wait for the whole queue: the host waits of
+ * the step differ from the one-piece sum's by its synchronize, blocking read and blocking write
+ * against the bucketed sum's waits for a read.  The step is submitted without waiting, as
+ * yc_train does, so that on a device the sums can start while the device still runs backward. */
+static void test_buckets(yc_backend *be)
+{
+    int rank = yc_dist_rank();
+    yc_model *m = tiny_model(be, 7);
+    size_t img = 3 * S * S, np = m->param_elems;
+    float *images = malloc(B * img * sizeof *images);
+    float *own = malloc(np * sizeof *own), *after = malloc(np * sizeof *after);
+    float *during = malloc(np * sizeof *during);
+    if (!images || !own || !after || !during)
+        yc_dist_abort(1, "out of memory for the test images");
+    fill_images(images, B, 12345);
+    float targets[6 * 24];
+    const int nt = yc_harness_targets(B, targets);
+    float mt[6 * 24];
+    int k = yc_micro_targets(targets, nt, rank * (B / 2), B / 2, mt);
+    yc_hyp hyp;
+    yc_hyp_defaults(&hyp);
+    yc_loss_params lp;
+    yc_step_loss_params(m, &hyp, S, 0.0f, &lp);
+    setenv(YC_DIST_BUCKET_ENV, "0.0625", 1);
+    yc_graph_options go = {.mode = YC_GRAPH_TRAIN, .grads_ready = yc_dist_grads_ready};
+    yc_step *s = NULL;
+    need(yc_step_new_in(&s, m, B / 2, S, S, &lp, &go, NULL), "the hooked training graph");
+    const float *x = images + (size_t)rank * (B / 2) * img;
+    yc_loss_result r;
+    /* after backward, in one piece; the rank's own gradient first (one more synchronize) */
+    setenv(YC_DIST_OVERLAP_ENV, "0", 1);
+    need(yc_model_zero_grad(m), "zeroing the gradients");
+    need(yc_dist_overlap_arm(m, true), "yc_dist_overlap_arm");
+    CHECK(!yc_dist_overlap_armed(), YC_DIST_OVERLAP_ENV "=0 armed the buckets");
+    need(yc_step_run(s, x, mt, k, &r), "a training step");
+    need(be->iface->buffer_read(be, m->grad_buf, 0, own, np * sizeof *own), "the own gradient");
+    need(yc_model_zero_grad(m), "zeroing the gradients");
+    need(be->iface->synchronize(be), "the zeroing");
+    yc_backend_counters c0 = be->counters;
+    need(yc_dist_overlap_arm(m, true), "yc_dist_overlap_arm");
+    need(yc_step_submit(s, x, mt, k), "a training step");
+    need(yc_dist_allreduce_grads(m), "yc_dist_allreduce_grads after backward");
+    need(be->iface->synchronize(be), "the step");
+    yc_backend_counters one = counters_since(be, c0);
+    yc_step_result(s, &r);
+    need(be->iface->buffer_read(be, m->grad_buf, 0, after, np * sizeof *after), "the sum");
+    unsetenv(YC_DIST_OVERLAP_ENV);
+    /* in buckets during backward, twice: the first armed backward makes the pinned buffers */
+    yc_backend_counters bucketed = {0};
+    yc_dist_overlap_counts n0, n1;
+    for (int pass = 0; pass < 2; pass++) {
+        need(yc_model_zero_grad(m), "zeroing the gradients");
+        need(be->iface->synchronize(be), "the zeroing");
+        c0 = be->counters;
+        yc_dist_overlap_counts_get(&n0);
+        need(yc_dist_overlap_arm(m, true), "yc_dist_overlap_arm");
+        CHECK(yc_dist_overlap_armed(), "the buckets were not armed");
+        need(yc_step_submit(s, x, mt, k), "a training step");
+        need(yc_dist_allreduce_grads(m), "yc_dist_allreduce_grads after an overlapped backward");
+        need(be->iface->synchronize(be), "the step");
+        bucketed = counters_since(be, c0);
+        yc_dist_overlap_counts_get(&n1);
+        yc_step_result(s, &r);
+        need(be->iface->buffer_read(be, m->grad_buf, 0, during, np * sizeof *during),
+             "the bucketed sum");
+    }
+    unsetenv(YC_DIST_BUCKET_ENV);
+    size_t differ = 0, summed = 0;
+    for (size_t i = 0; i < np; i++) {
+        differ += memcmp(&during[i], &after[i], sizeof(float)) != 0;
+        summed += after[i] != own[i];
+    }
+    long early = n1.early - n0.early, late = n1.late - n0.late;
+    long reads = n1.reads_early - n0.reads_early, reads_late = n1.reads_late - n0.reads_late;
+    long waits = n1.read_waits - n0.read_waits;
+    bool device = !be->iface->buffer_host_ptr;
+    CHECK(summed > np / 2, "only %zu of %zu gradients changed by the sum over the ranks: the test "
+          "cannot tell a sum from none", summed, np);
+    CHECK(differ == 0, "%s: %zu of %zu gradients summed in buckets during backward differ from "
+          "the sum after it", be->info.name, differ, np);
+    CHECK(n1.steps - n0.steps == 1, "%ld bucketed steps counted, 1 run", n1.steps - n0.steps);
+    if (!device) {
+        CHECK(early >= 4 && late == 0 && reads == 0, "%ld buckets started during backward, %ld "
+              "after it, %ld reads: expected every bucket (at least 4 of 64 KiB in %zu bytes) "
+              "during, no reads", early, late, reads, np * sizeof(float));
+    } else {
+        CHECK(reads >= 4 && reads_late == 0 && early + late == reads, "%ld bucket reads started "
+              "by the hook, %ld after backward, %ld sums: expected every bucket (at least 4 of 64 "
+              "KiB in %zu bytes) read from the hook and summed", reads, reads_late, early + late,
+              np * sizeof(float));
+        CHECK(bucketed.bytes_from_device == one.bytes_from_device &&
+              bucketed.bytes_to_device == one.bytes_to_device, "bytes copied per step: %llu from "
+              "and %llu to the device in buckets, %llu and %llu in one piece",
+              (unsigned long long)bucketed.bytes_from_device,
+              (unsigned long long)bucketed.bytes_to_device,
+              (unsigned long long)one.bytes_from_device, (unsigned long long)one.bytes_to_device);
+        CHECK((long)one.host_waits - (long)bucketed.host_waits == 3 - waits, "host waits per step: "
+              "%llu in buckets (%ld of them for a read), %llu in one piece: expected 3 fewer "
+              "than the one piece's but the waits for a read",
+              (unsigned long long)bucketed.host_waits, waits,
+              (unsigned long long)one.host_waits);
+    }
+    printf("rank %d: %s: the same sum in buckets of 64 KiB: %zu of %zu values differ; %ld buckets' "
+           "sums started before backward ended, %ld after; %ld read from the hook, %ld later; "
+           "per step %llu host waits (%ld for a read) and %llu + %llu bytes from + to the device, "
+           "against %llu and %llu + %llu summed in one piece after backward\n", rank,
+           be->info.name, differ, np, early, late, reads, reads_late,
+           (unsigned long long)bucketed.host_waits, waits,
+           (unsigned long long)bucketed.bytes_from_device,
+           (unsigned long long)bucketed.bytes_to_device, (unsigned long long)one.host_waits,
+           (unsigned long long)one.bytes_from_device, (unsigned long long)one.bytes_to_device);
+    yc_dist_overlap_release();
+    yc_step_free(s);
+    yc_model_free(m);
+    free(images);
+    free(own);
+    free(after);
+    free(during);
 }
 
 /* A classifier's step on each rank's half of 4 images (see the head comment). */
@@ -664,15 +770,17 @@ int main(int argc, char **argv)
     test_collectives();
     test_bcast_model(be);
     test_gradients(be);
+    test_buckets(be);
     test_sync_bn(be);
     /* SyncBatchNorm on the OpenCL backend too (its sums read back between the BN kernels), where
      * this build has OpenCL and a device opens on both ranks */
     yc_backend *cl = NULL;
-    int have_cl = yc_device_open("opencl:0", 0, false, &cl) == YC_OK, both = have_cl;
-    need(yc_dist_allreduce_max_int(&both), "agreeing on an OpenCL device");
-    if (have_cl && both) {
+    int have_cl = yc_device_open("opencl:0", 0, false, &cl) == YC_OK, none = !have_cl;
+    need(yc_dist_allreduce_max_int(&none), "agreeing on an OpenCL device");
+    if (have_cl && !none) {
         printf("rank %d: SyncBatchNorm on %s\n", yc_dist_rank(), cl->info.name);
         test_sync_bn(cl);
+        test_buckets(cl);
     }
     yc_backend_free(cl);
     test_cls_gradients(be);

@@ -410,6 +410,20 @@ mut grads_ready_before_writer src/nn/graph.c "test_model test_mpi" \
 mut overlap_bucket_early src/train/dist.c "test_mpi" \
     'if (--ov.left[b] == 0) {' \
     'if (--ov.left[b] == 1) {'
+# the same on a device (src/train/dist.c, cl/cl_copy.c; caught where an OpenCL device is there:
+# PoCL here): the sums not written back from the pinned buffers (the optimizer would step with
+# the rank's own gradients); each bucket's read one float short (its last gradient summed from
+# what the pinned buffer held before); the read not waiting for the ops before it (a gradient
+# read before backward has written it)
+mut overlap_cl_no_writeback src/train/dist.c "test_mpi" \
+    'for (int b = 0; b < ov.nb && !st && !ov.arena; b++)' \
+    'for (int b = 0; b < 0 && !st && !ov.arena; b++)'
+mut overlap_cl_read_short src/train/dist.c "test_mpi" \
+    '(ov.off[b + 1] - ov.off[b]) * sizeof(float), &ov.ev[b]);' \
+    '(ov.off[b + 1] - ov.off[b] - 1) * sizeof(float), &ov.ev[b]);'
+mut overlap_cl_read_unordered cl/cl_copy.c "test_mpi" \
+    'err = clEnqueueReadBuffer(q, buf->mem, CL_FALSE, offset, size, dst, 1, &after, &ev);' \
+    'err = clEnqueueReadBuffer(q, buf->mem, CL_FALSE, offset, size, dst, 0, NULL, &ev);'
 mut sync_bn_cl_shift cl/cl_ops.c "test_mpi" \
     'e[1] = ff_of(all * s2[ch] + d * d / all);' \
     'e[1] = ff_of(all * s2[ch]);'

@@ -2675,6 +2675,84 @@ START_TEST(op_check)
 }
 END_TEST
 
+/* The copies that overlap the ops (backend.h: read_start, marker, the tokens, host_alloc,
+ * buffer_write_async) on every backend: a read started after ops sees what they wrote while an op
+ * submitted after the read writes the rest of the buffer; the tokens finish (NULL on the CPU,
+ * whose copies finish at once); a write back from pinned memory reaches the buffer; ranges outside
+ * the buffer are refused. */
+START_TEST(async_copies)
+{
+    enum { N = 1 << 18 };
+    const size_t half = (size_t)N / 2 * sizeof(float);
+    for (int bi = 0; bi < NBACKENDS; bi++) {
+        yc_backend *be = backend_open(bi);
+        if (!be)
+            continue;
+        const struct yc_backend_i *f = be->iface;
+        bool device = !f->buffer_host_ptr;
+        yc_buffer *buf = yc_buffer_alloc(be, 2 * half);
+        void *p = NULL;
+        yc_host_mem *h = f->host_alloc(be, half, &p);
+        ck_assert_msg(buf && h && p, "%s: %s", backends[bi].name, yc_last_error());
+        float *pin = p;
+        for (int i = 0; i < N / 2; i++)
+            pin[i] = -1.0f;
+        yc_tensor lo = yc_tensor_make(1, N / 2, 1, 1, YC_F32, "lo"), hi = lo;
+        lo.buf = hi.buf = buf;
+        hi.offset = half;
+        /* 32 fills, the last of 3: a read not waiting for them would see another value */
+        yc_op fill = {.kind = YC_OP_FILL, .dst = {&lo}};
+        for (int k = 31; k >= 0; k--) {
+            fill.p.fill.value = 3.0f + (float)k;
+            ck_assert_int_eq(yc_backend_exec(be, &fill, (yc_span){0}), YC_OK);
+        }
+        yc_backend_counters c0 = be->counters;
+        yc_event *ev = NULL, *mark = NULL;
+        ck_assert_int_eq(f->read_start(be, buf, 0, pin, half, &ev), YC_OK);
+        fill.dst[0] = &hi;
+        fill.p.fill.value = 5.0f;
+        ck_assert_int_eq(yc_backend_exec(be, &fill, (yc_span){0}), YC_OK);
+        ck_assert_int_eq(f->marker(be, &mark), YC_OK);
+        ck_assert_msg(device ? ev && mark : !ev && !mark, "%s: tokens %p %p", backends[bi].name,
+                      (void *)ev, (void *)mark);
+        ck_assert_int_eq(f->event_wait(be, ev), YC_OK);
+        bool done = false;
+        ck_assert_int_eq(f->event_query(be, ev, &done), YC_OK);
+        ck_assert(done);
+        for (int i = 0; i < N / 2; i++)
+            CHECK(pin[i] == 3.0f, "%s: read value %d is %g, the op before it wrote 3",
+                  backends[bi].name, i, pin[i]);
+        ck_assert_int_eq(f->event_wait(be, mark), YC_OK);
+        ck_assert_int_eq(f->event_query(be, mark, &done), YC_OK);
+        ck_assert(done);
+        f->event_release(be, ev);
+        f->event_release(be, mark);
+        ck_assert_uint_eq(be->counters.bytes_from_device - c0.bytes_from_device,
+                          device ? half : 0);
+        /* the pinned values back into the upper half, seen by a blocking read after them */
+        for (int i = 0; i < N / 2; i++)
+            pin[i] = (float)i;
+        ck_assert_int_eq(f->buffer_write_async(be, buf, half, pin, half), YC_OK);
+        float *back = falloc((size_t)N);
+        ck_assert_int_eq(f->buffer_read(be, buf, 0, back, 2 * half), YC_OK);
+        for (int i = 0; i < N; i++)
+            CHECK(back[i] == (i < N / 2 ? 3.0f : (float)(i - N / 2)), "%s: value %d is %g",
+                  backends[bi].name, i, back[i]);
+        free(back);
+        ev = (yc_event *)&ev;
+        ck_assert_int_eq(f->read_start(be, buf, 2 * half - 4, pin, 8, &ev), YC_EFORMAT);
+        ck_assert_ptr_null(ev);
+        ck_assert_int_eq(f->buffer_write_async(be, buf, 2 * half - 4, pin, 8), YC_EFORMAT);
+        ck_assert_int_eq(f->synchronize(be), YC_OK);
+        f->host_free(be, h);
+        f->host_free(be, NULL);
+        f->event_release(be, NULL);
+        yc_buffer_free(be, buf);
+        yc_backend_free(be);
+    }
+}
+END_TEST
+
 START_TEST(cpu_backend_basics)
 {
     yc_backend *be = NULL;
@@ -3351,6 +3429,7 @@ static Suite *ops_suite(void)
     tcase_add_test(api, op_check);
     tcase_add_test(api, op_check_f16);
     tcase_add_test(api, cpu_backend_basics);
+    tcase_add_test(api, async_copies);
     suite_add_tcase(s, api);
     return s;
 }

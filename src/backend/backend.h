@@ -270,6 +270,12 @@ typedef struct yc_device_info {
  * ------------------------------------------------------------------------------------------- */
 typedef struct yc_backend yc_backend;
 
+/* The completion token of an asynchronous copy or marker (yc_backend_i.read_start, marker),
+ * defined by each backend; NULL stands for work that has finished already. */
+typedef struct yc_event yc_event;
+/* Pinned host memory (yc_backend_i.host_alloc), defined by each backend. */
+typedef struct yc_host_mem yc_host_mem;
+
 /* A byte range of a buffer (op workspaces). */
 typedef struct yc_span {
     yc_buffer *buf;
@@ -348,6 +354,36 @@ struct yc_backend_i {
      * CPU backend copies at once */
     int (*buffer_read_async)(yc_backend *be, const yc_buffer *buf, size_t offset, void *dst,
                              size_t size);
+    /* host -> device without waiting: ops submitted after it see the bytes; src must stay
+     * unchanged until the copy has finished (the next synchronize, or the token of a later
+     * read_start or marker); the CPU backend copies at once */
+    int (*buffer_write_async)(yc_backend *be, yc_buffer *buf, size_t offset, const void *src,
+                              size_t size);
+    /* `size` bytes of host memory the device copies to and from directly (OpenCL: a
+     * CL_MEM_ALLOC_HOST_PTR buffer, mapped once, which drivers page-lock; the CPU backend: aligned
+     * host memory), its address in *ptr until host_free; NULL with a message on failure */
+    yc_host_mem *(*host_alloc)(yc_backend *be, size_t size, void **ptr);
+    /* frees pinned host memory (NULL is ignored); every copy to or from it must have finished */
+    void (*host_free)(yc_backend *be, yc_host_mem *h);
+    /* device -> host without waiting, started once every op submitted before it has finished;
+     * *done: the copy's token for event_query, event_wait and event_release, or NULL when the
+     * copy has finished already (the CPU backend copies at once).  Ops submitted after it do not
+     * wait for it (OpenCL: the copy runs on a second, copy queue, after a marker of the queue the
+     * ops run on), so they must not write [offset, offset + size) of buf until it has finished
+     * (they may write the rest of buf meanwhile); dst (best pinned memory, host_alloc) must stay
+     * valid until then */
+    int (*read_start)(yc_backend *be, const yc_buffer *buf, size_t offset, void *dst, size_t size,
+                      yc_event **done);
+    /* a token, as read_start's, of every op submitted so far having finished (NULL on the CPU
+     * backend, whose ops finish before they return), without waiting */
+    int (*marker)(yc_backend *be, yc_event **done);
+    /* *done = whether the token's work has finished, without waiting (NULL: it has); work that
+     * failed on the device is an error */
+    int (*event_query)(yc_backend *be, yc_event *ev, bool *done);
+    /* waits until the token's work has finished (a host wait; NULL returns at once) */
+    int (*event_wait)(yc_backend *be, yc_event *ev);
+    /* releases a token (NULL is ignored); its work still completes */
+    void (*event_release)(yc_backend *be, yc_event *ev);
     /* sets `size` bytes at `offset` to `byte` */
     int (*buffer_memset)(yc_backend *be, yc_buffer *buf, size_t offset, int byte, size_t size);
     /* optional: host address of the buffer's first byte when the device shares host memory
@@ -385,8 +421,8 @@ struct yc_backend_i {
 
 /* What a backend has done since it was made, for benchmarks (yolocl bench --json): kernel
  * launches (the CPU backend counts the ops it ran), host waits (the host blocked until the device
- * caught up: clFinish, blocking reads and writes), and bytes copied between host and device
- * memory (none on the CPU backend, whose buffers are host memory). */
+ * caught up: clFinish, blocking reads, writes and maps, clWaitForEvents), and bytes copied between
+ * host and device memory (none on the CPU backend, whose buffers are host memory). */
 typedef struct yc_backend_counters {
     uint64_t launches, host_waits, bytes_to_device, bytes_from_device;
 } yc_backend_counters;

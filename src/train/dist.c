@@ -371,74 +371,134 @@ static int allreduce_grads(yc_model *m);
 /* ---- gradients summed while backward runs ------------------------------------------------- */
 
 /* The gradient arena cut into buckets at parameter boundaries (in arena order, each at least
- * the bucket size but the last), summed by one MPI_Iallreduce each, started as soon as every
- * parameter in it is final (yc_dist_grads_ready) and waited for by yc_dist_allreduce_grads. */
+ * the bucket size but the last), summed by one MPI_Iallreduce each as soon as every parameter in
+ * it is final (yc_dist_grads_ready) and waited for by yc_dist_allreduce_grads.
+ *
+ * Two ways, by the backend.  Host memory (the CPU backend: its ops have finished when the hook
+ * runs): each bucket is summed in place in the arena, started by the hook.  A device (OpenCL: its
+ * ops are only submitted when the hook runs): each bucket has a pinned host buffer
+ * (yc_backend_i.host_alloc), the hook starts the bucket's read into it (read_start: after the
+ * ops submitted so far, without holding back the later ones) and polls the reads (event_query)
+ * after every op; a bucket's sum starts once its read has finished, in the order the reads were
+ * started (the same on every rank, as MPI requires of collectives); yc_dist_allreduce_grads
+ * waits for the rest and enqueues the buckets' writes back from the same buffers
+ * (buffer_write_async), before the optimizer's ops. */
 static struct {
-    /* the model the buckets were cut for, and its arena's host address */
+    /* the model the buckets were cut for, its backend, gradient buffer and element count, and
+     * the arena's host address (NULL: a device's arena, read through the pinned buffers) */
     const yc_model *m;
+    yc_backend *be;
+    yc_buffer *grad_buf;
+    size_t elems;
     float *arena;
     int nb;
     /* bucket b: elements [off[b], off[b + 1]) of the arena */
     size_t *off;
     /* the bucket of each parameter, and each bucket's parameters */
     int *bucket_of, *params;
-    /* per bucket in the armed backward: parameters not yet final, whether started */
+    /* per bucket in the armed backward: parameters not yet final, whether its sum started */
     int *left;
     bool *started;
+    /* a device's arena: per bucket its pinned host buffer and that buffer's address, whether its
+     * read was started in the armed backward and the read's token until its sum starts; the
+     * buckets in the order their reads started, of which the first nsum have their sums started */
+    yc_host_mem **pin;
+    float **host;
+    bool *read;
+    yc_event **ev;
+    int *order, nread, nsum;
+    /* while yc_dist_allreduce_grads waits: the token of the backward's end on the device */
+    yc_event *end;
 #ifdef HAVE_MPI
     MPI_Request *req;
 #endif
     /* this backward ends in an optimizer step (yc_dist_overlap_arm), and its hook has run */
     bool armed, active;
-    /* buckets started during backward, over the run (yc_dist_overlap_stats) */
-    long early, late;
+    /* over the run (yc_dist_overlap_stats, yc_dist_overlap_counts) */
+    yc_dist_overlap_counts n;
 } ov;
+
+/* The device side of the buckets: the tokens and the pinned buffers, after the device has
+ * finished every copy (the backend must still be open). */
+static void overlap_release_device(void)
+{
+    yc_backend *be = ov.be;
+    if (!be || !ov.pin || ov.arena)
+        return;
+    be->iface->synchronize(be);
+    for (int b = 0; b < ov.nb; b++) {
+        be->iface->event_release(be, ov.ev[b]);
+        ov.ev[b] = NULL;
+        be->iface->host_free(be, ov.pin[b]);
+        ov.pin[b] = NULL;
+    }
+    be->iface->event_release(be, ov.end);
+    ov.end = NULL;
+}
 
 static void overlap_free(void)
 {
+    overlap_release_device();
     free(ov.off);
     free(ov.bucket_of);
     free(ov.params);
     free(ov.left);
     free(ov.started);
+    free(ov.pin);
+    free(ov.host);
+    free(ov.read);
+    free(ov.ev);
+    free(ov.order);
 #ifdef HAVE_MPI
     free(ov.req);
 #endif
-    long early = ov.early, late = ov.late;
+    yc_dist_overlap_counts n = ov.n;
     memset(&ov, 0, sizeof ov);
-    ov.early = early;
-    ov.late = late;
+    ov.n = n;
 }
 
-/* Bytes per bucket: YC_DIST_BUCKET_ENV (MiB), else YC_DIST_BUCKET_DEFAULT. */
+void yc_dist_overlap_release(void)
+{
+    overlap_free();
+}
+
+/* Bytes per bucket: YC_DIST_BUCKET_ENV (MiB), else YC_DIST_BUCKET_DEFAULT; at most 2^28 floats
+ * (one MPI count). */
 static size_t bucket_bytes(void)
 {
     const char *v = getenv(YC_DIST_BUCKET_ENV);
     double mb = v && *v ? atof(v) : YC_DIST_BUCKET_DEFAULT;
     if (!(mb > 0.0))
         mb = YC_DIST_BUCKET_DEFAULT;
+    if (mb > 1024.0)
+        mb = 1024.0;
     return (size_t)(mb * 1048576.0);
 }
 
-/* Cuts m's gradient arena into buckets (see above). */
-static int overlap_build(const yc_model *m, float *arena)
+/* Cuts m's gradient arena into buckets (see above); a device's (arena NULL) gets a pinned host
+ * buffer per bucket. */
+static int overlap_build(yc_model *m, float *arena)
 {
     overlap_free();
     int np = m->nparams;
-    size_t cap = bucket_bytes() / sizeof(float);
-    ov.off = yc_malloc(((size_t)np + 1) * sizeof *ov.off, "gradient buckets");
-    ov.bucket_of = yc_malloc(((size_t)np + 1) * sizeof *ov.bucket_of, "gradient buckets");
-    ov.params = yc_malloc(((size_t)np + 1) * sizeof *ov.params, "gradient buckets");
-    ov.left = yc_calloc((size_t)np + 1, sizeof *ov.left, "gradient buckets");
-    ov.started = yc_calloc((size_t)np + 1, sizeof *ov.started, "gradient buckets");
+    size_t cap = bucket_bytes() / sizeof(float), n1 = (size_t)np + 1;
+    ov.off = yc_malloc(n1 * sizeof *ov.off, "gradient buckets");
+    ov.bucket_of = yc_malloc(n1 * sizeof *ov.bucket_of, "gradient buckets");
+    ov.params = yc_malloc(n1 * sizeof *ov.params, "gradient buckets");
+    ov.left = yc_calloc(n1, sizeof *ov.left, "gradient buckets");
+    ov.started = yc_calloc(n1, sizeof *ov.started, "gradient buckets");
+    ov.pin = yc_calloc(n1, sizeof *ov.pin, "gradient buckets");
+    ov.host = yc_calloc(n1, sizeof *ov.host, "gradient buckets");
+    ov.read = yc_calloc(n1, sizeof *ov.read, "gradient buckets");
+    ov.ev = yc_calloc(n1, sizeof *ov.ev, "gradient buckets");
+    ov.order = yc_calloc(n1, sizeof *ov.order, "gradient buckets");
+    bool ok = ov.off && ov.bucket_of && ov.params && ov.left && ov.started && ov.pin && ov.host &&
+              ov.read && ov.ev && ov.order;
 #ifdef HAVE_MPI
-    ov.req = yc_calloc((size_t)np + 1, sizeof *ov.req, "gradient buckets");
-    if (!ov.req) {
-        overlap_free();
-        return YC_ENOMEM;
-    }
+    ov.req = yc_calloc(n1, sizeof *ov.req, "gradient buckets");
+    ok = ok && ov.req;
 #endif
-    if (!ov.off || !ov.bucket_of || !ov.params || !ov.left || !ov.started) {
+    if (!ok) {
         overlap_free();
         return YC_ENOMEM;
     }
@@ -464,19 +524,99 @@ static int overlap_build(const yc_model *m, float *arena)
     }
     ov.off[++ov.nb] = m->param_elems;
     ov.m = m;
+    ov.be = m->be;
+    ov.grad_buf = m->grad_buf;
+    ov.elems = m->param_elems;
     ov.arena = arena;
+    for (int b = 0; !arena && b < ov.nb; b++) {
+        void *p = NULL;
+        size_t bytes = (ov.off[b + 1] - ov.off[b]) * sizeof(float);
+        if (!(ov.pin[b] = m->be->iface->host_alloc(m->be, bytes, &p))) {
+            int st = yc_error_context(YC_ENOMEM, "the pinned host buffer of gradient bucket %d of "
+                                      "%d", b + 1, ov.nb);
+            overlap_free();
+            return st;
+        }
+        ov.host[b] = p;
+    }
     return YC_OK;
 }
 
 #ifdef HAVE_MPI
+/* Starts bucket b's sum: in place in the arena, or in its pinned buffer. */
 static int overlap_start(int b)
 {
     ov.started[b] = true;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, ov.arena + ov.off[b], (int)(ov.off[b + 1] - ov.off[b]),
-                            MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &ov.req[b]);
+    float *p = ov.arena ? ov.arena + ov.off[b] : ov.host[b];
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, p, (int)(ov.off[b + 1] - ov.off[b]), MPI_FLOAT, MPI_SUM,
+                            MPI_COMM_WORLD, &ov.req[b]);
     return rc == MPI_SUCCESS ? YC_OK : mpi_status(rc, "MPI_Iallreduce of a gradient bucket");
 }
+
+/* Lets MPI progress the sums in flight (Open MPI moves a non-blocking collective on only inside
+ * MPI calls); *pending: whether one is still in flight. */
+static int overlap_progress(bool *pending)
+{
+    *pending = false;
+    for (int b = 0; b < ov.nb; b++) {
+        int done = 0;
+        if (!ov.started[b] || ov.req[b] == MPI_REQUEST_NULL)
+            continue;
+        int rc = MPI_Test(&ov.req[b], &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return mpi_status(rc, "MPI_Test of a gradient bucket");
+        *pending = *pending || !done;
+    }
+    return YC_OK;
+}
 #endif
+
+/* Starts the read of a device's bucket b into its pinned buffer. */
+static int overlap_read(int b)
+{
+    yc_backend *be = ov.be;
+    ov.read[b] = true;
+    ov.order[ov.nread++] = b;
+    return be->iface->read_start(be, ov.grad_buf, ov.off[b] * sizeof(float), ov.host[b],
+                                 (ov.off[b + 1] - ov.off[b]) * sizeof(float), &ov.ev[b]);
+}
+
+/* Starts the sums of the buckets whose reads have finished, in the order the reads started,
+ * up to the first read still running; *next: that read's bucket, -1 when every started read
+ * has its sum started. */
+static int overlap_start_read(int *next)
+{
+    yc_backend *be = ov.be;
+    *next = -1;
+    while (ov.nsum < ov.nread) {
+        int b = ov.order[ov.nsum];
+        bool done = false;
+        int st = be->iface->event_query(be, ov.ev[b], &done);
+        if (st)
+            return st;
+        if (!done) {
+            *next = b;
+            return YC_OK;
+        }
+        be->iface->event_release(be, ov.ev[b]);
+        ov.ev[b] = NULL;
+        /* before the backward ended on the device: from the hook (backward still being
+         * submitted), or while the token of its end has not completed */
+        bool ended = false;
+        if (ov.end && (st = be->iface->event_query(be, ov.end, &ended)))
+            return st;
+#ifdef HAVE_MPI
+        if ((st = overlap_start(b)))
+            return st;
+#endif
+        ov.nsum++;
+        if (ended)
+            ov.n.late++;
+        else
+            ov.n.early++;
+    }
+    return YC_OK;
+}
 
 int yc_dist_overlap_arm(yc_model *m, bool step)
 {
@@ -490,17 +630,17 @@ int yc_dist_overlap_arm(yc_model *m, bool step)
         return YC_OK;
     yc_backend *be = m->be;
     /* the CPU backend's ops run synchronously: a gradient is final in memory once its op returns;
-     * an OpenCL device's would need reading back per bucket (docs/DISTRIBUTED.md) */
+     * a device's is read to the host per bucket */
     float *arena = be->iface->buffer_host_ptr ? be->iface->buffer_host_ptr(be, m->grad_buf) : NULL;
-    if (!arena)
-        return YC_OK;
     int st;
-    if ((ov.m != m || ov.arena != arena) && (st = overlap_build(m, arena)))
+    if ((ov.m != m || ov.be != be || ov.grad_buf != m->grad_buf || ov.elems != m->param_elems ||
+         ov.arena != arena || !ov.off) && (st = overlap_build(m, arena)))
         return st;
     for (int b = 0; b < ov.nb; b++) {
         ov.left[b] = 0;
-        ov.started[b] = false;
+        ov.started[b] = ov.read[b] = false;
     }
+    ov.nread = ov.nsum = 0;
     for (int i = 0; i < m->nparams; i++)
         ov.left[ov.bucket_of[i]]++;
     ov.armed = true;
@@ -523,18 +663,21 @@ int yc_dist_grads_ready(void *ctx, const int *params, int n)
     for (int i = 0; i < n; i++) {
         int b = ov.bucket_of[params[i]];
         if (--ov.left[b] == 0) {
-            if ((st = overlap_start(b)))
-                return st;
-            ov.early++;
+            if (!ov.arena) {
+                if ((st = overlap_read(b)))
+                    return st;
+                ov.n.reads_early++;
+            } else {
+                if ((st = overlap_start(b)))
+                    return st;
+                ov.n.early++;
+            }
         }
     }
-    /* progress: Open MPI moves a non-blocking collective on only inside MPI calls */
-    for (int b = 0; b < ov.nb; b++) {
-        int done = 0;
-        if (ov.started[b] && ov.req[b] != MPI_REQUEST_NULL &&
-            MPI_Test(&ov.req[b], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return mpi_status(MPI_ERR_OTHER, "MPI_Test of a gradient bucket");
-    }
+    int next;
+    bool pending;
+    if ((!ov.arena && (st = overlap_start_read(&next))) || (st = overlap_progress(&pending)))
+        return st;
 #else
     (void)params;
     (void)n;
@@ -544,29 +687,64 @@ int yc_dist_grads_ready(void *ctx, const int *params, int n)
 
 void yc_dist_overlap_stats(long *early, long *late)
 {
-    *early = ov.early;
-    *late = ov.late;
+    *early = ov.n.early;
+    *late = ov.n.late;
+}
+
+void yc_dist_overlap_counts_get(yc_dist_overlap_counts *c)
+{
+    *c = ov.n;
 }
 
 /* Waits for the buckets of the armed backward, starting (in bucket order, the same on every
- * rank) any its hook did not. */
+ * rank) any its hook did not; a device's buckets are then written back. */
 static int overlap_finish(void)
 {
-    ov.armed = ov.active = false;
+    ov.armed = false;
+    ov.n.steps++;
 #ifdef HAVE_MPI
-    int st;
-    for (int b = 0; b < ov.nb; b++)
-        if (!ov.started[b]) {
-            if ((st = overlap_start(b)))
-                return st;
-            ov.late++;
+    int st = YC_OK;
+    yc_backend *be = ov.be;
+    if (ov.arena) {
+        for (int b = 0; b < ov.nb && !st; b++)
+            if (!ov.started[b] && !(st = overlap_start(b)))
+                ov.n.late++;
+    } else {
+        for (int b = 0; b < ov.nb && !st; b++)
+            if (!ov.read[b] && !(st = overlap_read(b)))
+                ov.n.reads_late++;
+        /* everything submitted so far is the backward (and the reads) */
+        if (!st)
+            st = be->iface->marker(be, &ov.end);
+        while (!st && ov.nsum < ov.nread) {
+            int next;
+            bool pending;
+            if ((st = overlap_start_read(&next)) || next < 0 || (st = overlap_progress(&pending)))
+                continue;
+            if (pending) { /* sums in flight: poll both, leaving the core to the others */
+                struct timespec ts = {0, 20000};
+                nanosleep(&ts, NULL);
+            } else { /* nothing to progress: block until the next read lands */
+                ov.n.read_waits++;
+                st = be->iface->event_wait(be, ov.ev[next]);
+            }
         }
-    for (int b = 0; b < ov.nb; b++)
-        if (ov.req[b] != MPI_REQUEST_NULL &&
-            (st = wait_polling(&ov.req[b], "MPI_Iallreduce of a gradient bucket")))
-            return st;
-#endif
+        be->iface->event_release(be, ov.end);
+        ov.end = NULL;
+    }
+    for (int b = 0; b < ov.nb && !st; b++)
+        if (ov.req[b] != MPI_REQUEST_NULL)
+            st = wait_polling(&ov.req[b], "MPI_Iallreduce of a gradient bucket");
+    /* the sums back where the optimizer's ops read them, before those ops */
+    for (int b = 0; b < ov.nb && !st && !ov.arena; b++)
+        st = be->iface->buffer_write_async(be, ov.grad_buf, ov.off[b] * sizeof(float), ov.host[b],
+                                           (ov.off[b + 1] - ov.off[b]) * sizeof(float));
+    ov.active = false;
+    return st;
+#else
+    ov.active = false;
     return YC_OK;
+#endif
 }
 
 int yc_dist_allreduce_grads(yc_model *m)

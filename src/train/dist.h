@@ -92,10 +92,13 @@ int yc_dist_check_weights(yc_model *m, int epoch);
 #define YC_DIST_OVERLAP_ENV "YOLOCL_DIST_OVERLAP"
 
 /* Says whether the next backward of m is followed by yc_dist_allreduce_grads (step: an optimizer
- * step follows it): then, on a backend whose gradient arena the host addresses (CPU), its
- * buckets are summed while that backward runs, through yc_dist_grads_ready; otherwise (not a
- * step, one rank, OpenCL, the environment variable 0) yc_dist_allreduce_grads sums the arena in
- * one piece afterwards. */
+ * step follows it): then its buckets are summed while that backward runs, through
+ * yc_dist_grads_ready: on a backend whose gradient arena the host addresses (CPU) in place; on a
+ * device (OpenCL) each bucket read into its own pinned host buffer (yc_backend_i.host_alloc,
+ * made on the first armed backward of m and kept until yc_dist_overlap_release) as soon as it is
+ * final, without waiting (read_start), summed there once its read has finished and written back
+ * by yc_dist_allreduce_grads.  Otherwise (not a step, one rank, the environment variable 0)
+ * yc_dist_allreduce_grads sums the arena in one piece afterwards. */
 int yc_dist_overlap_arm(yc_model *m, bool step);
 /* Whether the last yc_dist_overlap_arm armed the next backward. */
 bool yc_dist_overlap_armed(void);
@@ -103,15 +106,38 @@ bool yc_dist_overlap_armed(void);
  * graphs under several ranks: in an armed backward, starts the sum of every bucket whose last
  * parameter became final and lets MPI progress the ones in flight. */
 int yc_dist_grads_ready(void *ctx, const int *params, int n);
-/* Buckets started during backward and buckets started only when yc_dist_allreduce_grads came
- * (their parameters' last op had not told the hook), over the process so far. */
+/* Buckets whose sums started during backward and after it (below), over the process so far. */
 void yc_dist_overlap_stats(long *early, long *late);
+/* What the buckets did over the process so far. */
+typedef struct yc_dist_overlap_counts {
+    /* armed backwards whose buckets yc_dist_allreduce_grads finished */
+    long steps;
+    /* buckets whose sum started before the backward ended (from the hook; on a device also in
+     * yc_dist_allreduce_grads while the device still ran the backward's ops) and after it (on
+     * the CPU: only when yc_dist_allreduce_grads came, their parameters' last op had not told
+     * the hook; on a device: its backward had finished first) */
+    long early, late;
+    /* on a device: bucket reads started by the hook, and by yc_dist_allreduce_grads (parameters
+     * the hook never reported final) */
+    long reads_early, reads_late;
+    /* on a device: times yc_dist_allreduce_grads blocked on a bucket's read (event_wait), when no
+     * sum was in flight to progress meanwhile (else it polls) */
+    long read_waits;
+} yc_dist_overlap_counts;
+void yc_dist_overlap_counts_get(yc_dist_overlap_counts *c);
+/* Frees the buckets (a device's pinned host buffers): call it before the model or its backend
+ * is freed (yc_dist_finalize frees them too, so the backend must then still be open).  The next
+ * armed backward cuts them again. */
+void yc_dist_overlap_release(void);
 
 /* Sums the model's gradient arena over the ranks, in place, before an optimizer step.  A device
  * whose memory the host cannot address (OpenCL) is read to a host buffer, reduced, and written
- * back; on the CPU backend the arena is reduced where it lies. */
+ * back; on the CPU backend the arena is reduced where it lies.  After an armed backward it
+ * finishes the buckets instead: on a device it starts each bucket's sum as its read lands
+ * (polling the reads and the sums in flight, blocking on a read only when no sum is in flight),
+ * waits for the sums and enqueues the writes back from the pinned buffers without waiting: ops
+ * submitted after it see the sums.  The seconds yc_dist_stats counts are then those the sum adds
+ * after backward's submission, not the whole sum's. */
 int yc_dist_allreduce_grads(yc_model *m);
-/* (After an armed backward it waits for the buckets in flight instead; the seconds yc_dist_stats
- * counts are then those the sum adds after backward, not the whole sum's.) */
 
 #endif

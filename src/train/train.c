@@ -186,6 +186,8 @@ static void trainer_free(trainer *t)
         yc_arena_release(&t->arena);
     yc_optim_free(t->opt);
     yc_ema_free(t->ema);
+    /* the gradient buckets' pinned buffers belong to the backend */
+    yc_dist_overlap_release();
     yc_model_free(t->m);
     yc_backend_free(t->be);
     yc_tileset_free(&t->train_tiles);
@@ -1936,14 +1938,19 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
         yc_dist_stats(&n, &bytes, &secs);
         char sz[32];
         size_t each = n > 0 ? bytes / (size_t)n : 0;
-        long early, late;
-        yc_dist_overlap_stats(&early, &late);
+        yc_dist_overlap_counts oc;
+        yc_dist_overlap_counts_get(&oc);
+        char reads[160] = "";
+        if (oc.reads_early + oc.reads_late > 0)
+            snprintf(reads, sizeof reads, " (read to pinned host buffers: %ld reads started during "
+                     "backward, %ld after it, %ld waits for a read)", oc.reads_early, oc.reads_late,
+                     oc.read_waits);
         yc_info("data-parallel: %d ranks, %ld gradient allreduces of %zu bytes (%s) each, %.2f ms "
                 "each on average, %.1f%% of the %.1f s of training; %ld gradient buckets started "
-                "during backward, %ld after it\n", t->world, n, each,
+                "during backward, %ld after it%s\n", t->world, n, each,
                 yc_format_size(each, sz, sizeof sz),
                 n > 0 ? 1e3 * secs / (double)n : 0.0, wall > 0 ? 100.0 * secs / wall : 0.0, wall,
-                early, late);
+                oc.early, oc.late, reads);
     }
     if (!st && !*interrupted && t->rank == 0) {
         yc_info("\n%d epochs completed in %.3f hours.\n", t->epochs - t->start_epoch,
