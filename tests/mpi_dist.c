@@ -6,6 +6,12 @@
  *    before each optimizer step); the sum must equal, within float reduction-order tolerance, the
  *    gradient one process accumulates over the same two half-batches run one after the other
  *    (and must differ from the rank's own half's);
+ *  - the buckets: the same sum in buckets of 64 KiB started while backward runs (yc_dist_overlap_arm
+ *    and the graph's grads_ready hook; on an OpenCL device each bucket read into its pinned host
+ *    buffer, summed once the read lands and written back) must be the same bits as the sum after
+ *    backward in one piece (YOLOCL_DIST_OVERLAP=0), on the CPU backend and, where a device opens,
+ *    on OpenCL, with every bucket started (read) from the hook, the same bytes copied and no host
+ *    wait added but the waits for a read (test_buckets);
  *  - the weights: ranks initialised from different seeds hold rank 0's parameters, statistics
  *    and anchors after yc_dist_bcast_model, and yc_dist_check_weights passes, then fails on
  *    every rank, naming the epoch and the rank, once one parameter of one rank changes;

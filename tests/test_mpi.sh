@@ -101,6 +101,32 @@ rows=$(($(wc -l <"$tmp/runs/ddp/results.csv") - 1))
 [ "$rows" = 2 ] || fail "results.csv has $rows rows, not 2 (one per epoch)"
 [ -f "$tmp/runs/ddp/weights/best.safetensors" ] || fail "no best.safetensors"
 [ "$(grep -c 'epochs completed' "$tmp/out")" = 1 ] || fail "the summary is not printed once"
+# On an OpenCL device (PoCL here; both ranks on opencl:0): the gradients in buckets of 64 KiB, each
+# read into its pinned host buffer from the hook while backward runs and summed when its read has
+# landed, must give the results.csv of the sum after backward in one piece (YOLOCL_DIST_OVERLAP=0)
+# bit for bit, every read started during backward
+if "$yolocl" devices 2>/dev/null | grep -q '^ *opencl:0:'; then
+    cltrain=$(echo "$train" | sed 's/--device cpu/--device opencl:0/')
+    for o in 1 0; do
+        # shellcheck disable=SC2086
+        YOLOCL_DIST_BUCKET_MB=0.0625 YOLOCL_DIST_OVERLAP=$o OMP_NUM_THREADS=1 timeout 300 \
+            mpirun -np 2 $flags "$yolocl" $cltrain --epochs 2 --batch 4 --name "cl$o" \
+            >"$tmp/out" 2>"$tmp/err" </dev/null ||
+            fail "mpirun -np 2 yolocl train --device opencl:0, YOLOCL_DIST_OVERLAP=$o: status $?"
+        line=$(grep '^data-parallel:' "$tmp/out")
+        reads='pinned host buffers: [1-9][0-9]* reads started during backward, 0 after it'
+        if [ "$o" = 1 ]; then
+            echo "$line" | grep -q "$reads" ||
+                fail "OpenCL: the buckets were not read during backward: $line"
+            bucketed=$line
+        else
+            echo "$line" | grep -q 'pinned' && fail "OpenCL, YOLOCL_DIST_OVERLAP=0: buckets: $line"
+        fi
+    done
+    cmp -s "$tmp/runs/cl1/results.csv" "$tmp/runs/cl0/results.csv" ||
+        fail "OpenCL: the bucketed sums' results.csv differs from the sum after backward's"
+    echo "PASS: OpenCL, the same results.csv with the buckets summed during backward: ${bucketed#*; }"
+fi
 # --sync-bn: SyncBatchNorm on 2 ranks, said once (rank 0, as train.py's LOGGER); in one process
 # it does nothing but warn: results.csv (losses, metrics) is that of the same run without it
 # shellcheck disable=SC2086

@@ -414,7 +414,7 @@ static struct {
 #endif
     /* this backward ends in an optimizer step (yc_dist_overlap_arm), and its hook has run */
     bool armed, active;
-    /* over the run (yc_dist_overlap_stats, yc_dist_overlap_counts) */
+    /* over the run (yc_dist_overlap_counts_get) */
     yc_dist_overlap_counts n;
 } ov;
 
@@ -639,6 +639,11 @@ int yc_dist_overlap_arm(yc_model *m, bool step)
     for (int b = 0; b < ov.nb; b++) {
         ov.left[b] = 0;
         ov.started[b] = ov.read[b] = false;
+        /* the tokens a failed finish left */
+        if (ov.ev[b]) {
+            be->iface->event_release(be, ov.ev[b]);
+            ov.ev[b] = NULL;
+        }
     }
     ov.nread = ov.nsum = 0;
     for (int i = 0; i < m->nparams; i++)
@@ -683,12 +688,6 @@ int yc_dist_grads_ready(void *ctx, const int *params, int n)
     (void)n;
 #endif
     return YC_OK;
-}
-
-void yc_dist_overlap_stats(long *early, long *late)
-{
-    *early = ov.n.early;
-    *late = ov.n.late;
 }
 
 void yc_dist_overlap_counts_get(yc_dist_overlap_counts *c)

@@ -106,9 +106,7 @@ bool yc_dist_overlap_armed(void);
  * graphs under several ranks: in an armed backward, starts the sum of every bucket whose last
  * parameter became final and lets MPI progress the ones in flight. */
 int yc_dist_grads_ready(void *ctx, const int *params, int n);
-/* Buckets whose sums started during backward and after it (below), over the process so far. */
-void yc_dist_overlap_stats(long *early, long *late);
-/* What the buckets did over the process so far. */
+/* What the buckets did over the process so far (yc_dist_overlap_counts_get). */
 typedef struct yc_dist_overlap_counts {
     /* armed backwards whose buckets yc_dist_allreduce_grads finished */
     long steps;
@@ -124,6 +122,7 @@ typedef struct yc_dist_overlap_counts {
      * sum was in flight to progress meanwhile (else it polls) */
     long read_waits;
 } yc_dist_overlap_counts;
+/* The counts so far (for the run's summary and bench/mpi_overlap). */
 void yc_dist_overlap_counts_get(yc_dist_overlap_counts *c);
 /* Frees the buckets (a device's pinned host buffers): call it before the model or its backend
  * is freed (yc_dist_finalize frees them too, so the backend must then still be open).  The next
