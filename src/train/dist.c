@@ -407,7 +407,8 @@ static struct {
     bool *read;
     yc_event **ev;
     int *order, nread, nsum;
-    /* while yc_dist_allreduce_grads waits: the token of the backward's end on the device */
+    /* once every bucket's read has started: a token of the backward's end on the device (a
+     * marker after the last read, so after the last op that writes a parameter gradient) */
     yc_event *end;
 #ifdef HAVE_MPI
     MPI_Request *req;
@@ -571,14 +572,18 @@ static int overlap_progress(bool *pending)
 }
 #endif
 
-/* Starts the read of a device's bucket b into its pinned buffer. */
+/* Starts the read of a device's bucket b into its pinned buffer; after the last bucket's, the
+ * token of the backward's end. */
 static int overlap_read(int b)
 {
     yc_backend *be = ov.be;
     ov.read[b] = true;
     ov.order[ov.nread++] = b;
-    return be->iface->read_start(be, ov.grad_buf, ov.off[b] * sizeof(float), ov.host[b],
-                                 (ov.off[b + 1] - ov.off[b]) * sizeof(float), &ov.ev[b]);
+    int st = be->iface->read_start(be, ov.grad_buf, ov.off[b] * sizeof(float), ov.host[b],
+                                   (ov.off[b + 1] - ov.off[b]) * sizeof(float), &ov.ev[b]);
+    if (!st && ov.nread == ov.nb)
+        st = be->iface->marker(be, &ov.end);
+    return st;
 }
 
 /* Starts the sums of the buckets whose reads have finished, in the order the reads started,
@@ -600,8 +605,8 @@ static int overlap_start_read(int *next)
         }
         be->iface->event_release(be, ov.ev[b]);
         ov.ev[b] = NULL;
-        /* before the backward ended on the device: from the hook (backward still being
-         * submitted), or while the token of its end has not completed */
+        /* before the backward ended on the device: while a bucket is still to become final (the
+         * token of the end is made with its read), or while that token has not completed */
         bool ended = false;
         if (ov.end && (st = be->iface->event_query(be, ov.end, &ended)))
             return st;
@@ -644,6 +649,10 @@ int yc_dist_overlap_arm(yc_model *m, bool step)
             be->iface->event_release(be, ov.ev[b]);
             ov.ev[b] = NULL;
         }
+    }
+    if (ov.end) {
+        be->iface->event_release(be, ov.end);
+        ov.end = NULL;
     }
     ov.nread = ov.nsum = 0;
     for (int i = 0; i < m->nparams; i++)
@@ -712,9 +721,6 @@ static int overlap_finish(void)
         for (int b = 0; b < ov.nb && !st; b++)
             if (!ov.read[b] && !(st = overlap_read(b)))
                 ov.n.reads_late++;
-        /* everything submitted so far is the backward (and the reads) */
-        if (!st)
-            st = be->iface->marker(be, &ov.end);
         while (!st && ov.nsum < ov.nread) {
             int next;
             bool pending;
