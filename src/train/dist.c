@@ -381,8 +381,8 @@ static int allreduce_grads(yc_model *m);
  * ops submitted so far, without holding back the later ones) and polls the reads (event_query)
  * after every op; a bucket's sum starts once its read has finished, in the order the reads were
  * started (the same on every rank, as MPI requires of collectives); yc_dist_allreduce_grads
- * waits for the rest and enqueues the buckets' writes back from the same buffers
- * (buffer_write_async), before the optimizer's ops. */
+ * waits for the rest and enqueues each bucket's write back from the same buffer as its sum
+ * finishes (buffer_write_async), before the optimizer's ops. */
 static struct {
     /* the model the buckets were cut for, its backend, gradient buffer and element count, and
      * the arena's host address (NULL: a device's arena, read through the pinned buffers) */
@@ -401,12 +401,13 @@ static struct {
     bool *started;
     /* a device's arena: per bucket its pinned host buffer and that buffer's address, whether its
      * read was started in the armed backward and the read's token until its sum starts; the
-     * buckets in the order their reads started, of which the first nsum have their sums started */
+     * buckets in the order their reads started, of which the first nsum have their sums started
+     * and the first nwritten their sums written back */
     yc_host_mem **pin;
     float **host;
     bool *read;
     yc_event **ev;
-    int *order, nread, nsum;
+    int *order, nread, nsum, nwritten;
     /* once every bucket's read has started: a token of the backward's end on the device (a
      * marker after the last read, so after the last op that writes a parameter gradient) */
     yc_event *end;
@@ -654,7 +655,7 @@ int yc_dist_overlap_arm(yc_model *m, bool step)
         be->iface->event_release(be, ov.end);
         ov.end = NULL;
     }
-    ov.nread = ov.nsum = 0;
+    ov.nread = ov.nsum = ov.nwritten = 0;
     for (int i = 0; i < m->nparams; i++)
         ov.left[ov.bucket_of[i]]++;
     ov.armed = true;
@@ -704,8 +705,27 @@ void yc_dist_overlap_counts_get(yc_dist_overlap_counts *c)
     *c = ov.n;
 }
 
+/* A device's bucket b: its sum back from the pinned buffer to the arena, without waiting (after
+ * every op submitted so far, the backward's: before the optimizer's). */
+static int overlap_write(int b)
+{
+    return ov.be->iface->buffer_write_async(ov.be, ov.grad_buf, ov.off[b] * sizeof(float),
+                                            ov.host[b],
+                                            (ov.off[b + 1] - ov.off[b]) * sizeof(float));
+}
+
+/* Writes back the sums that have finished, in the order the reads started, up to the first sum
+ * still in flight: the device copies them while the host waits for the rest. */
+static int overlap_write_done(void)
+{
+    int st = YC_OK;
+    while (!st && ov.nwritten < ov.nsum && ov.req[ov.order[ov.nwritten]] == MPI_REQUEST_NULL)
+        st = overlap_write(ov.order[ov.nwritten++]);
+    return st;
+}
+
 /* Waits for the buckets of the armed backward, starting (in bucket order, the same on every
- * rank) any its hook did not; a device's buckets are then written back. */
+ * rank) any its hook did not; a device's buckets are written back as their sums finish. */
 static int overlap_finish(void)
 {
     ov.armed = false;
@@ -724,7 +744,8 @@ static int overlap_finish(void)
         while (!st && ov.nsum < ov.nread) {
             int next;
             bool pending;
-            if ((st = overlap_start_read(&next)) || next < 0 || (st = overlap_progress(&pending)))
+            if ((st = overlap_start_read(&next)) || next < 0 || (st = overlap_progress(&pending)) ||
+                (st = overlap_write_done()))
                 continue;
             if (pending) { /* sums in flight: poll both, leaving the core to the others */
                 struct timespec ts = {0, 20000};
@@ -737,13 +758,18 @@ static int overlap_finish(void)
         be->iface->event_release(be, ov.end);
         ov.end = NULL;
     }
-    for (int b = 0; b < ov.nb && !st; b++)
+    for (int b = 0; b < ov.nb && !st && ov.arena; b++)
         if (ov.req[b] != MPI_REQUEST_NULL)
             st = wait_polling(&ov.req[b], "MPI_Iallreduce of a gradient bucket");
-    /* the sums back where the optimizer's ops read them, before those ops */
-    for (int b = 0; b < ov.nb && !st && !ov.arena; b++)
-        st = be->iface->buffer_write_async(be, ov.grad_buf, ov.off[b] * sizeof(float), ov.host[b],
-                                           (ov.off[b + 1] - ov.off[b]) * sizeof(float));
+    /* a device's: each sum, as it finishes, back where the optimizer's ops read it */
+    while (!st && !ov.arena && ov.nwritten < ov.nb) {
+        int b = ov.order[ov.nwritten];
+        if (ov.req[b] == MPI_REQUEST_NULL ||
+            !(st = wait_polling(&ov.req[b], "MPI_Iallreduce of a gradient bucket"))) {
+            st = overlap_write(b);
+            ov.nwritten++;
+        }
+    }
     ov.active = false;
     return st;
 #else

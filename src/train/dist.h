@@ -133,9 +133,9 @@ void yc_dist_overlap_release(void);
  * whose memory the host cannot address (OpenCL) is read to a host buffer, reduced, and written
  * back; on the CPU backend the arena is reduced where it lies.  After an armed backward it
  * finishes the buckets instead: on a device it starts each bucket's sum as its read lands
- * (polling the reads and the sums in flight, blocking on a read only when no sum is in flight),
- * waits for the sums and enqueues the writes back from the pinned buffers without waiting: ops
- * submitted after it see the sums.  The seconds yc_dist_stats counts are then those the sum adds
+ * (polling the reads and the sums in flight, blocking on a read only when no sum is in flight)
+ * and enqueues each bucket's write back from its pinned buffer as its sum finishes, without
+ * waiting: ops submitted after it see the sums.  The seconds yc_dist_stats counts are then those the sum adds
  * after backward's submission, not the whole sum's. */
 int yc_dist_allreduce_grads(yc_model *m);
 
