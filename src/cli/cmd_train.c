@@ -331,14 +331,14 @@ static int train_exit(int st, bool interrupted)
         int code = yc_report_failure(st);
         yc_dist_abort(code, "this rank failed (see above): stopping every rank");
     }
+    /* said before MPI_Finalize: its barrier keeps every rank until all have said it, and the first
+     * rank to exit with 130 makes mpirun kill the others */
+    if (!st && interrupted)
+        fprintf(stderr, "yolocl: training interrupted; resume it with: yolocl train --resume\n");
     yc_dist_finalize();
     if (st)
         return yc_report_failure(st);
-    if (interrupted) {
-        fprintf(stderr, "yolocl: training interrupted; resume it with: yolocl train --resume\n");
-        return 130;
-    }
-    return YC_EXIT_OK;
+    return interrupted ? 130 : YC_EXIT_OK;
 }
 
 int yc_cmd_train(int argc, char **argv)

@@ -2,7 +2,6 @@
 #include "classify_train.h"
 
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include "optim.h"
 #include "rng.h"
 #include "rundir.h"
+#include "stop.h"
 #include "strbuf.h"
 #include "train_opts.h"
 #include "util.h"
@@ -33,15 +33,6 @@
 /* ClassificationModel's cutoff when --cutoff is not given (classify/train.py: opt.cutoff or 10) */
 #define CLS_CUTOFF 10
 #define CLS_MAX_NORM 10.0
-
-static volatile sig_atomic_t cls_stop;
-
-static void on_signal(int sig)
-{
-    if (cls_stop)
-        _exit(128 + sig);
-    cls_stop = 1;
-}
 
 typedef struct cls_run {
     const yc_train_opts *o;
@@ -525,7 +516,7 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, int epoch, size_t
     size_t shard = r->shard, rb = (size_t)r->rank_batch;
     int st = YC_OK, batch = cs->next_batch;
     double tloss = batch > 0 ? cs->tloss : 0;
-    for (size_t first = (size_t)batch * rb; first < shard && !st && !cls_stop;
+    for (size_t first = (size_t)batch * rb; first < shard && !st && !yc_stop_requested();
          first += rb, batch++) {
         int b = (int)(shard - first < rb ? shard - first : rb);
         yc_classify_step *s = r->step;
@@ -561,11 +552,11 @@ static int train_epoch(cls_run *r, yc_optim *opt, yc_ema *ema, int epoch, size_t
             o->progress(o->progress_ctx, epoch, batch, loss);
         /* a Ctrl-C on any rank stops every rank after the same batch */
         if (r->world > 1) {
-            int stop = cls_stop;
+            int stop = yc_stop_requested();
             if ((st = yc_dist_allreduce_max_int(&stop)))
                 break;
             if (stop)
-                cls_stop = 1;
+                yc_stop_request();
         }
     }
     return st;
@@ -727,25 +718,20 @@ int yc_classify_train(const yc_train_opts *given, bool *interrupted)
         size_t nb = (r.shard + (size_t)r.rank_batch - 1) / (size_t)r.rank_batch;
         r.steps = (uint32_t)((size_t)start_epoch * nb + (size_t)cs.next_batch);
     }
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    cls_stop = 0;
+    yc_stop_signals saved;
+    yc_stop_install(&saved, r.world > 1);
     if (!st)
         yc_info("Starting %s training on %s with %d classes for %d epochs...\n\n%10s%12s%12s%12s%12s\n",
                 r.m->cfg->name, o->data, r.m->nc, o->epochs, "Epoch", "train_loss", "val_loss",
                 "top1_acc", "top5_acc");
     double t0 = yc_now();
-    for (int epoch = start_epoch; epoch < o->epochs && !st && !cls_stop; epoch++) {
+    for (int epoch = start_epoch; epoch < o->epochs && !st && !yc_stop_requested(); epoch++) {
         yc_cls_metrics v = {0};
         /* validation, results.csv and the checkpoints on rank 0 alone */
-        if (!(st = train_epoch(&r, opt, ema, epoch, order, &cs)) && !cls_stop && r.rank == 0)
+        if (!(st = train_epoch(&r, opt, ema, epoch, order, &cs)) && !yc_stop_requested() && r.rank == 0)
             st = yc_classify_evaluate(ema->ema, &r.val, o->imgsz, o->batch, o->label_smoothing,
                                       false, &v);
-        if (st || cls_stop)
+        if (st || yc_stop_requested())
             break;
         double tloss = cs.tloss, top1 = v.top1, top5 = v.top5, vloss = v.loss;
         cs.epoch = epoch;
@@ -774,13 +760,14 @@ int yc_classify_train(const yc_train_opts *given, bool *interrupted)
         if (!o->nosave || final)
             st = save_checkpoint(&r, r.last, ema, opt, &cs, false);
     }
-    if (!st && cls_stop) {
+    if (!st && yc_stop_requested()) {
         /* the batches done of the interrupted epoch (cs.next_batch, after the last optimizer
          * step: classify/train.py does not accumulate) are continued by --resume */
         *interrupted = true;
-        yc_info("\ninterrupted: saving a resumable checkpoint (epoch %d, batch %d)\n",
-                cs.epoch + 1, cs.next_batch);
         st = r.rank == 0 ? save_checkpoint(&r, r.last, ema, opt, &cs, false) : YC_OK;
+        if (!st)
+            yc_info("\ninterrupted: saved a resumable checkpoint (epoch %d, batch %d)\n",
+                    cs.epoch + 1, cs.next_batch);
     } else if (!st && r.rank == 0) {
         /* strip_optimizer: the final last holds the EMA's weights alone */
         st = save_checkpoint(&r, r.last, ema, opt, &cs, true);
@@ -790,8 +777,7 @@ int yc_classify_train(const yc_train_opts *given, bool *interrupted)
             yc_info("\nTraining complete (%.3f hours)\nResults saved to %s\n",
                     (yc_now() - t0) / 3600, r.save_dir);
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    yc_stop_restore(&saved);
     free(order);
     yc_ema_free(ema);
     yc_optim_free(opt);

@@ -6,7 +6,6 @@
 #include <glob.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +32,7 @@
 #include "model.h"
 #include "rng.h"
 #include "rundir.h"
+#include "stop.h"
 #include "segment_step.h"
 #include "step.h"
 #include "util.h"
@@ -62,35 +62,6 @@ static int path_fmt(char *dst, size_t len, const char *fmt, ...)
     if (n < 0 || (size_t)n >= len)
         return yc_error_status(YC_EUSAGE, "path too long: %.200s...", dst);
     return YC_OK;
-}
-
-/* ---- signals: the first SIGINT/SIGTERM asks for a checkpoint and a clean exit, a second one
- *      exits at once ------------------------------------------------------------------------- */
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-    if (stop_requested)
-        _exit(128 + sig);
-    stop_requested = 1;
-}
-
-static void install_signals(struct sigaction *old_int, struct sigaction *old_term)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, old_int);
-    sigaction(SIGTERM, &sa, old_term);
-    stop_requested = 0;
-}
-
-static void restore_signals(const struct sigaction *old_int, const struct sigaction *old_term)
-{
-    sigaction(SIGINT, old_int, NULL);
-    sigaction(SIGTERM, old_term, NULL);
 }
 
 /* ---- the trainer ------------------------------------------------------------------------------- */
@@ -1408,7 +1379,7 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
             if (t->rank == 0 && !o->noplots && ni < 3 && (st = plot_batch(t, b, ni)))
                 break;
             /* SIGINT or SIGTERM reaching any rank stops every rank after the same batch */
-            int stop_now = stop_requested ? 1 : 0;
+            int stop_now = yc_stop_requested() ? 1 : 0;
             if (t->world > 1 && (st = yc_dist_allreduce_max_int(&stop_now)))
                 break;
             if (stop_now) {
@@ -1421,9 +1392,10 @@ static int run_epochs(trainer *t, int first_batch, bool *interrupted)
                  * saves their sum (a resumed run adds the later batches to it) */
                 if (t->world > 1 && t->epoch_grads && (st = yc_dist_allreduce_grads(m)))
                     break;
-                yc_info("\ninterrupted: saving a resumable checkpoint (epoch %d, batch %d)\n",
-                        epoch, i + 1);
                 st = t->rank == 0 ? save_checkpoint(t, t->last, epoch - 1, i + 1, false) : YC_OK;
+                if (!st)
+                    yc_info("\ninterrupted: saved a resumable checkpoint (epoch %d, batch %d)\n",
+                            epoch, i + 1);
                 *interrupted = true;
                 break;
             }
@@ -1925,11 +1897,11 @@ int yc_train(const yc_train_opts *opts, bool *interrupted)
             "Starting training for %d epochs...\n", t->o.imgsz, t->o.imgsz, workers, t->save_dir,
             t->epochs);
 
-    struct sigaction old_int, old_term;
-    install_signals(&old_int, &old_term);
+    yc_stop_signals saved;
+    yc_stop_install(&saved, t->world > 1);
     double t0 = yc_now();
     st = run_epochs(t, first_batch, interrupted);
-    restore_signals(&old_int, &old_term);
+    yc_stop_restore(&saved);
     if (!st && t->world > 1) {
         /* what the gradient sums cost this rank (rank 0's line; bench/mpi_bench.sh reads it) */
         long n = 0;
