@@ -229,13 +229,15 @@ grep -q "interrupted: saved a resumable checkpoint" "$tmp/out" ||
 ckpt=$tmp/runs/sig/weights/last.safetensors
 head -c 65536 "$ckpt" | grep -a -q '"next_batch":"[1-9]' || fail "the interrupted checkpoint resumes no batch"
 head -c 65536 "$ckpt" | grep -a -q 'world_size\\": 2,' || fail "the checkpoint does not say 2 ranks"
-# SIGTERM to Open MPI's mpirun itself (through timeout, which passes it on): mpirun sends the
-# ranks SIGCONT, SIGTERM odls_base_sigkill_timeout seconds later and SIGKILL as long after that,
-# and stops reading their output, a terminal: rank 0 must save the checkpoint before it writes
-# there. 10 s leaves a sanitizer build time to save.
+# SIGTERM to Open MPI's mpirun itself: mpirun sends the ranks SIGCONT, SIGTERM
+# odls_base_sigkill_timeout seconds later and SIGKILL as long after that, and stops reading their
+# output, a terminal: rank 0 must save the checkpoint without blocking there. 10 s leaves a
+# sanitizer build time to save. timeout --foreground passes the signal to mpirun once (without it
+# timeout signals its process group too, and a second signal makes mpirun exit at once, the
+# ranks with it, before any checkpoint).
 if [ -n "$flags" ]; then
     # shellcheck disable=SC2086
-    OMP_NUM_THREADS=1 timeout 300 mpirun -np 2 $flags --mca odls_base_sigkill_timeout 10 \
+    OMP_NUM_THREADS=1 timeout --foreground 300 mpirun -np 2 $flags --mca odls_base_sigkill_timeout 10 \
         "$yolocl" $train --epochs 1000 --batch 4 --name sigrun --exist-ok \
         >"$tmp/out" 2>"$tmp/err" </dev/null &
     job=$!
