@@ -5,10 +5,13 @@
  * median and the fastest time, the bytes summed, the algorithm bandwidth (bytes / time) and the
  * bus bandwidth (2 (N - 1) / N x bytes / time: what each rank's link carries in a ring, the
  * figure NCCL's tests report).  Every sum is checked.  bench/mpi_bench.sh runs it with the
- * model's gradient count. */
+ * model's gradient count.  First rank 0 prints where each rank runs: its host name and its local
+ * rank among the ranks of that machine (MPI_Comm_split_type SHARED, what yolocl picks a rank's
+ * device and threads by), one line per rank: bench/mpi_hosts.sh checks them across hosts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dist.h"
 #include "log.h"
@@ -40,6 +43,21 @@ int main(int argc, char **argv)
         return 2;
     }
     int rank = yc_dist_rank(), n = yc_dist_size();
+    /* each rank's line, broadcast by that rank in turn, printed by rank 0 in rank order */
+    for (int r = 0; r < n; r++) {
+        char line[160] = "", host[64] = "?";
+        if (r == rank) {
+            if (gethostname(host, sizeof host))
+                snprintf(host, sizeof host, "(gethostname failed)");
+            host[sizeof host - 1] = 0;
+            snprintf(line, sizeof line, "rank %d of %d on host %s: local rank %d of %d", rank, n,
+                     host, yc_dist_local_rank(), yc_dist_local_size());
+        }
+        if (yc_dist_bcast(line, sizeof line, r))
+            yc_dist_abort(1, yc_last_error());
+        if (rank == 0)
+            printf("%s\n", line);
+    }
     float *buf = malloc((size_t)elems * sizeof *buf);
     double *t = malloc((size_t)iters * sizeof *t);
     if (!buf || !t)
