@@ -1,7 +1,8 @@
 #!/bin/sh
 # MPI across machines, emulated on one: each "host" is a network namespace with its own veth link
 # to a bridge (optionally rate-limited) and its own host name (a UTS namespace), and Open MPI's
-# mpirun reaches it through its rsh launcher, a script standing in for ssh (docs/DISTRIBUTED.md,
+# mpirun, in a namespace of its own (the launch machine), reaches it through its rsh launcher, a
+# script standing in for ssh (docs/DISTRIBUTED.md,
 # "Several machines, emulated here").  Run as root from the build directory (./yolocl,
 # tests/mpi_dist, bench/mpi_allreduce: make tests/mpi_dist bench/mpi_allreduce).
 #
@@ -28,8 +29,10 @@
 #              last host (every rank stops after the same batch, status 130, rank 0's resumable
 #              checkpoint); SIGKILL to it (mpirun names it and ends the run); the last host's
 #              link taken down mid-run, a lost machine (YOLOCL_DIST_TIMEOUT=5: the ranks give up
-#              and call MPI_Abort; whether mpirun itself then ends within LOST_BOUND (60) s is
-#              printed, not checked: Open MPI 4.1 waits for the lost host's daemon)
+#              and call MPI_Abort), once per net.ipv4.tcp_retries2 of LOST_RETRIES ("default 3")
+#              set in mpirun's namespace: mpirun then waits for the lost host's daemon until its
+#              TCP gives up on the kill order it sent there (about 15 min at the default 15); with
+#              5 or fewer it must end within LOST_BOUND (60) s, with more it is killed then
 #
 # --rate RATE limits every host's outgoing link (tc tbf, "10gbit", "500mbit", ...) for all steps
 # (the allreduce step then runs at that rate alone).  A host's traffic to another crosses its own
@@ -41,7 +44,7 @@
 #
 # Environment: YOLOCL (./yolocl); DATA (YOLOCL_SHARED_DIR or ../shared, data/coco128.yaml:
 # copied, as its label cache is written beside the labels); WEIGHTS (.../weights/yolov5n.pt);
-# TRAIN_ARGS; RATES; ELEMS; ITERS (20); LOST_BOUND (60).
+# TRAIN_ARGS; RATES; ELEMS; ITERS (20); LOST_BOUND (60); LOST_RETRIES.
 #
 # Exit status: 0 when every check passed, 1 when one failed (named on standard output), 2 for a
 # usage error, 77 when this machine cannot emulate hosts (not root, no ip or tc or unshare, no
@@ -79,6 +82,7 @@ rates=${RATES:-"none 10gbit 1gbit"}
 elems=${ELEMS:-1872157}
 iters=${ITERS:-20}
 lost_bound=${LOST_BOUND:-60}
+lost_retries=${LOST_RETRIES:-"default 3"}
 
 skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "not root: network namespaces and veth links need root"
@@ -91,20 +95,18 @@ mpirun --version 2>&1 | grep -q 'Open MPI' ||
 unshare --uts true 2>/dev/null || skip "unshare --uts fails: no UTS namespaces (CAP_SYS_ADMIN)"
 
 # names of this run's namespaces and links (the pid keeps two runs apart; link names have at
-# most 15 characters) and a /24 no interface here uses yet
+# most 15 characters); namespace 0 is the launch machine, where mpirun runs, 1 to N the hosts.
+# The bridge has no address of its own: the subnet lives only in the namespaces, so it cannot
+# clash with this machine's networks or another run's.
 id=$$
 pre=yc${id}h
 br=ycb$id
-net=
-for x in $(seq $((id % 200 + 20)) 250) $(seq 20 250); do
-    ip -o -4 addr show | grep -q " 10\.213\.$x\." || { net=10.213.$x; break; }
-done
-[ -n "$net" ] || skip "no free 10.213.x.0/24 subnet for the bridge"
+net=10.213.0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/yolocl-hosts.XXXXXX") || exit 1
 job=
 cleanup() {
     [ -n "$job" ] && kill -KILL "$job" 2>/dev/null
-    for i in $(seq 1 "$hosts"); do
+    for i in $(seq 0 "$hosts"); do
         # what still runs in a host (an orted left by a lost link): ours, started in it
         for p in $(ip netns pids "$pre$i" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
         ip netns del "$pre$i" 2>/dev/null
@@ -121,15 +123,15 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 name=node
 case " $(seq -f "node%g" 1 "$hosts" | tr '\n' ' ')" in *" $(hostname) "*) name=ycnode ;; esac
 
-# the bridge (the launcher's side, 10.213.x.1) and one namespace per host, 10.213.x.(10 + i)
-ip link add "$br" type bridge 2>"$tmp/err" && ip addr add "$net.1/24" dev "$br" &&
-    ip link set "$br" up ||
+# the bridge, the launch machine's namespace at 10.213.0.1 and one namespace per host at
+# 10.213.0.(10 + i)
+ip link add "$br" type bridge 2>"$tmp/err" && ip link set "$br" up ||
     skip "cannot make a bridge: $(cat "$tmp/err")"
-for i in $(seq 1 "$hosts"); do
+for i in $(seq 0 "$hosts"); do
     ip netns add "$pre$i" 2>"$tmp/err" || skip "ip netns add fails: $(cat "$tmp/err")"
     ip link add "ycv${id}h$i" type veth peer name eth0 netns "$pre$i" 2>"$tmp/err" &&
         ip link set "ycv${id}h$i" master "$br" up &&
-        ip -n "$pre$i" addr add "$net.$((10 + i))/24" dev eth0 &&
+        ip -n "$pre$i" addr add "$net.$((i == 0 ? 1 : 10 + i))/24" dev eth0 &&
         ip -n "$pre$i" link set eth0 up && ip -n "$pre$i" link set lo up ||
         skip "cannot link namespace $pre$i to the bridge: $(cat "$tmp/err")"
 done
@@ -181,15 +183,16 @@ cat >"$tmp/mpi" <<EOF
 k=\$1
 shift
 for i in \$(seq 1 $hosts); do echo "$name\$i slots=\$k"; done >"$tmp/hosts\$k" || exit 1
-exec mpirun --allow-run-as-root --hostfile "$tmp/hosts\$k" -np \$(($hosts * k)) \\
+exec ip netns exec "${pre}0" mpirun --allow-run-as-root --hostfile "$tmp/hosts\$k" -np \$(($hosts * k)) \\
     --mca plm_rsh_agent "$tmp/rsh" --mca plm_rsh_no_tree_spawn 1 \\
     --mca oob_tcp_if_include "$net.0/24" --mca btl_tcp_if_include "$net.0/24" \\
     --mca btl tcp,vader,self --mca pml ob1 "\$@"
 EOF
 chmod +x "$tmp/mpi" || exit 1
 mpi=$tmp/mpi
-echo "$hosts hosts ($(seq -f "$name%g" 1 "$hosts" | tr '\n' ' ')on namespaces $pre*), a bridge" \
-     "$br at $net.1/24 (mpirun's side), links ${rate:-unlimited}; $per rank(s) per host"
+echo "$hosts hosts ($(seq -f "$name%g" 1 "$hosts" | tr '\n' ' ')in namespaces ${pre}1 to $pre$hosts," \
+     "$net.11 up) and mpirun's (${pre}0, $net.1) on bridge $br, links ${rate:-unlimited};" \
+     "$per rank(s) per host"
 # a first mpirun across the hosts: where it fails the emulation does not work here (a firewall
 # on the bridge, namespaces without their own host name), not yolocl
 timeout 60 "$mpi" 1 sh -c 'echo "$(hostname) $OMPI_COMM_WORLD_RANK"' >"$tmp/out" 2>"$tmp/err" ||
@@ -374,31 +377,39 @@ for step in $steps; do
         [ $st != 0 ] && [ $st != 124 ] || fail "SIGKILL to a rank on ${name}$last: status $st"
         grep -q "rank $((last - 1)) with PID $p on node ${name}$last exited on signal 9" \
             "$tmp/out" "$tmp/err" || fail "mpirun did not name rank $((last - 1)) on ${name}$last"
-        # the last host's link down: a lost machine
-        # shellcheck disable=SC2086
-        YOLOCL_DIST_TIMEOUT=5 OMP_NUM_THREADS=1 timeout -s KILL "$lost_bound" "$mpi" 1 \
-            -x OMP_NUM_THREADS -x YOLOCL_DIST_TIMEOUT "$yolocl" $tiny_train --epochs 1000 \
-            --batch $((2 * hosts)) --name lost >"$tmp/out" 2>"$tmp/err" </dev/null &
-        job=$!
-        wait_epoch lost
-        t0=$(date +%s.%N)
-        ip link set "ycv${id}h$last" down
-        wait $job
-        st=$?
-        job=
-        echo "${name}$last's link down: $(grep -h -o "rank [0-9]* of [0-9]*: [^;]*waited 5 s" \
-             "$tmp/err" | head -2 | tr '\n' ' ')"
-        if [ $st = 137 ]; then
-            echo "  mpirun still running ${lost_bound} s after the link went down (killed):" \
-                 "it waits for ${name}$last's daemon"
-        else
-            echo "  mpirun ended with status $st after" \
-                 "$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }') s"
-        fi
-        grep -q "waited 5 s for the other ranks (YOLOCL_DIST_TIMEOUT)" "$tmp/err" ||
-            fail "no rank gave up after YOLOCL_DIST_TIMEOUT with ${name}$last lost"
-        for p in $(ip netns pids "$pre$last"); do kill -KILL "$p" 2>/dev/null; done
-        ip link set "ycv${id}h$last" up
+        # the last host's link down: a lost machine, with the launch machine's TCP giving up
+        # on unacknowledged data after each net.ipv4.tcp_retries2 of LOST_RETRIES
+        for rt in $lost_retries; do
+            [ "$rt" = default ] && rt=$(ip netns exec "${pre}0" sysctl -n net.ipv4.tcp_retries2)
+            ip netns exec "${pre}0" sysctl -q -w net.ipv4.tcp_retries2="$rt" ||
+                { fail "sysctl net.ipv4.tcp_retries2=$rt in mpirun's namespace"; continue; }
+            # shellcheck disable=SC2086
+            YOLOCL_DIST_TIMEOUT=5 OMP_NUM_THREADS=1 timeout -s KILL "$lost_bound" "$mpi" 1 \
+                -x OMP_NUM_THREADS -x YOLOCL_DIST_TIMEOUT "$yolocl" $tiny_train --epochs 1000 \
+                --batch $((2 * hosts)) --name "lost$rt" >"$tmp/out" 2>"$tmp/err" </dev/null &
+            job=$!
+            wait_epoch "lost$rt"
+            t0=$(date +%s.%N)
+            ip link set "ycv${id}h$last" down
+            wait $job
+            st=$?
+            job=
+            echo "${name}$last's link down (mpirun's machine: tcp_retries2 $rt):" \
+                 "$(grep -h -o "rank [0-9]* of [0-9]*: [^;]*waited 5 s" "$tmp/err" | head -2 |
+                    tr '\n' ' ')"
+            if [ $st = 137 ]; then
+                echo "  mpirun still running ${lost_bound} s after the link went down (killed):" \
+                     "it waits for ${name}$last's daemon"
+                [ "$rt" -gt 5 ] || fail "tcp_retries2 $rt: mpirun did not end within $lost_bound s"
+            else
+                echo "  mpirun ended with status $st after" \
+                     "$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }') s"
+            fi
+            grep -q "waited 5 s for the other ranks (YOLOCL_DIST_TIMEOUT)" "$tmp/err" ||
+                fail "no rank gave up after YOLOCL_DIST_TIMEOUT with ${name}$last lost"
+            for p in $(ip netns pids "$pre$last"); do kill -KILL "$p" 2>/dev/null; done
+            ip link set "ycv${id}h$last" up
+        done
         ;;
     esac
 done
