@@ -23,8 +23,9 @@
 #              "data-parallel:" line and the run's wall time
 #   allreduce  bench/mpi_allreduce of ELEMS floats (1872157, YOLOv5n's gradients) on N x K
 #              ranks at each link rate of RATES ("none 10gbit 1gbit"; --rate gives one), each
-#              against the ring allreduce's bandwidth term, 2 (N - 1) / N x bytes / rate, and
-#              with the bytes the first host's link carried per allreduce
+#              against the ring allreduce's bandwidth term over the hosts' links, 2 (N - 1) / N x
+#              bytes / rate, with the bytes the first host's link carried (both ways) per
+#              allreduce and the packets the rate limits dropped
 #   faults     the tiny model on the demo data, one rank per host: SIGTERM to the rank on the
 #              last host (every rank stops after the same batch, status 130, rank 0's resumable
 #              checkpoint); SIGKILL to it (mpirun names it and ends the run); the last host's
@@ -44,7 +45,9 @@
 #
 # Environment: YOLOCL (./yolocl); DATA (YOLOCL_SHARED_DIR or ../shared, data/coco128.yaml:
 # copied, as its label cache is written beside the labels); WEIGHTS (.../weights/yolov5n.pt);
-# TRAIN_ARGS; RATES; ELEMS; ITERS (20); LOST_BOUND (60); LOST_RETRIES.
+# TRAIN_ARGS; RATES; ELEMS; ITERS (20); LOST_BOUND (60); LOST_RETRIES; MPIRUN_ARGS, options
+# added to every mpirun (e.g. "--mca coll_tuned_use_dynamic_rules 1 --mca
+# coll_tuned_allreduce_algorithm 4", the ring).
 #
 # Exit status: 0 when every check passed, 1 when one failed (named on standard output), 2 for a
 # usage error, 77 when this machine cannot emulate hosts (not root, no ip or tc or unshare, no
@@ -82,6 +85,7 @@ rates=${RATES:-"none 10gbit 1gbit"}
 elems=${ELEMS:-1872157}
 iters=${ITERS:-20}
 lost_bound=${LOST_BOUND:-60}
+mpirun_args=${MPIRUN_ARGS:-}
 lost_retries=${LOST_RETRIES:-"default 3"}
 
 skip() { echo "SKIP: $*"; exit 77; }
@@ -143,7 +147,7 @@ bits() {
         print m < 0 ? -1 : v * m }'
 }
 # limits every host's link out to $1 ("none": unlimited): tbf with a bucket of 1 ms at the rate
-# (at least 128 KiB, two of the veth's 64 KiB segments) and 50 ms of queue
+# (at least 128 KiB, two of the veth's 64 KiB segments) and 10 ms of queue
 set_rate() {
     for i in $(seq 1 "$hosts"); do
         tc -n "$pre$i" qdisc del dev eth0 root 2>/dev/null
@@ -151,7 +155,7 @@ set_rate() {
         b=$(bits "$1")
         [ "$b" != -1 ] || { echo "mpi_hosts: rate '$1' is not NUMBER[k|m|g]bit" >&2; exit 2; }
         burst=$(awk -v b="$b" 'BEGIN { x = b / 8 / 1000; printf "%d", x < 131072 ? 131072 : x }')
-        tc -n "$pre$i" qdisc add dev eth0 root tbf rate "$1" burst "$burst" latency 50ms \
+        tc -n "$pre$i" qdisc add dev eth0 root tbf rate "$1" burst "$burst" latency 10ms \
             2>"$tmp/err" || { echo "mpi_hosts: tc tbf at $1 fails: $(cat "$tmp/err")" >&2; exit 2; }
     done
 }
@@ -162,6 +166,12 @@ link_bytes() {
             $(cat "/sys/class/net/ycv${id}h$1/statistics/tx_bytes")))
 }
 
+# packets the hosts' rate limits dropped so far (a full queue: TCP then slows down)
+drops() {
+    for i in $(seq 1 "$hosts"); do tc -n "$pre$i" -s qdisc show dev eth0; done |
+        awk '{ for (j = 1; j < NF; j++) if ($j == "(dropped") { sub(",", "", $(j + 1)); n += $(j + 1) } }
+             END { print n + 0 }'
+}
 # ssh's stand-in: Open MPI runs `AGENT HOST COMMAND...` to start its daemon (orted) on HOST; the
 # command is run by a shell in HOST's network namespace under HOST's host name, as sshd would
 # run it on that machine (the environment is this one's, where ssh would give the remote
@@ -186,7 +196,7 @@ for i in \$(seq 1 $hosts); do echo "$name\$i slots=\$k"; done >"$tmp/hosts\$k" |
 exec ip netns exec "${pre}0" mpirun --allow-run-as-root --hostfile "$tmp/hosts\$k" -np \$(($hosts * k)) \\
     --mca plm_rsh_agent "$tmp/rsh" --mca plm_rsh_no_tree_spawn 1 \\
     --mca oob_tcp_if_include "$net.0/24" --mca btl_tcp_if_include "$net.0/24" \\
-    --mca btl tcp,vader,self --mca pml ob1 "\$@"
+    --mca btl tcp,vader,self --mca pml ob1 $mpirun_args "\$@"
 EOF
 chmod +x "$tmp/mpi" || exit 1
 mpi=$tmp/mpi
@@ -313,14 +323,16 @@ for step in $steps; do
         ;;
     allreduce)
         echo "== allreduce: $elems floats on $hosts x $per ranks"
-        printf '%-8s %10s %10s %12s %10s %12s\n' link median fastest "ring model" "bus GB/s" \
-            "kB/allreduce"
+        printf '%-8s %10s %10s %12s %10s %12s %8s\n' link median fastest "ring model" "bus GB/s" \
+            "kB/allreduce" drops
         for r in $rates; do
             set_rate "$r"
             b0=$(link_bytes 1)
+            d0=$(drops)
             timeout 600 "$mpi" "$per" ./bench/mpi_allreduce "$elems" "$iters" >"$tmp/out" 2>&1 \
                 </dev/null || { cat "$tmp/out"; fail "bench/mpi_allreduce at $r"; continue; }
             kb=$(( ($(link_bytes 1) - b0) / (iters + 3) / 1000 ))
+            d=$(($(drops) - d0))
             n=$((hosts * per))
             # the ring's bandwidth term over the hosts' links: each host sends
             # 2 (H - 1) / H x the bytes whatever its ranks (the sums inside a host are local)
@@ -328,8 +340,8 @@ for step in $steps; do
                 if ("'"$r"'" == "none") { print "-"; exit }
                 printf "%.2f ms", 2 * (h - 1) / h * 4 * e * 8 / b * 1e3 }')
             sed -n 's/.*median \([0-9.]*\) ms, fastest \([0-9.]*\) ms.*bus bandwidth \([0-9.]*\) GB.*/\1 \2 \3/p' \
-                "$tmp/out" | awk -v r="$r" -v m="$model" -v kb="$kb" \
-                '{ printf "%-8s %7.2f ms %7.2f ms %12s %10.2f %12d\n", r, $1, $2, m, $3, kb }'
+                "$tmp/out" | awk -v r="$r" -v m="$model" -v kb="$kb" -v d="$d" \
+                '{ printf "%-8s %7.2f ms %7.2f ms %12s %10.2f %12d %8d\n", r, $1, $2, m, $3, kb, d }'
             [ "$n" = "$(grep -c '^rank ' "$tmp/out")" ] || fail "not $n ranks at $r"
         done
         set_rate "${rate:-none}"
