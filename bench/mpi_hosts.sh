@@ -177,21 +177,27 @@ drops() {
              END { print n + 0 }'
 }
 # ssh's stand-in: Open MPI runs `AGENT HOST COMMAND...` to start its daemon (orted) on HOST; the
-# command is run by a shell in HOST's network namespace under HOST's host name, as sshd would
-# run it on that machine (the environment is this one's, where ssh would give the remote
-# login's: -x passes the variables the ranks need, as on real machines)
+# command is run by a shell in HOST's network namespace under HOST's host name with a login's
+# environment (PATH and HOME alone), as sshd would run it on that machine: the variables the
+# ranks need must be passed by mpirun -x, as between real machines
 cat >"$tmp/rsh" <<EOF
 #!/bin/sh
 while [ \$# -gt 0 ]; do case \$1 in -*) shift ;; *) break ;; esac; done
 host=\$1
 shift
 case \$host in ${name}[0-9]*) ;; *) echo "rsh stand-in: no host \$host" >&2; exit 255 ;; esac
-exec ip netns exec "$pre\${host#$name}" unshare --uts sh -c 'hostname "\$0" && exec sh -c "\$1"' \\
+exec env -i PATH="$PATH" HOME="\$HOME" ip netns exec "$pre\${host#$name}" unshare --uts sh -c 'hostname "\$0" && exec sh -c "\$1"' \\
     "\$host" "\$*"
 EOF
 chmod +x "$tmp/rsh" || exit 1
 # mpirun across the hosts with $1 ranks per host (its hostfile: each host with $1 slots), then
 # the program and its arguments (a script, so that timeout can run it)
+# (the sanitizers' options of a sanitizer build, OpenMP's wait policy and the library path, where
+# set, passed to the ranks with -x)
+fwd=
+for v in ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS OMP_WAIT_POLICY LD_LIBRARY_PATH; do
+    eval "[ -n \"\${$v:-}\" ]" && fwd="$fwd -x $v"
+done
 cat >"$tmp/mpi" <<EOF
 #!/bin/sh
 k=\$1
@@ -200,7 +206,7 @@ for i in \$(seq 1 $hosts); do echo "$name\$i slots=\$k"; done >"$tmp/hosts\$k" |
 exec ip netns exec "${pre}0" mpirun --allow-run-as-root --hostfile "$tmp/hosts\$k" -np \$(($hosts * k)) \\
     --mca plm_rsh_agent "$tmp/rsh" --mca plm_rsh_no_tree_spawn 1 \\
     --mca oob_tcp_if_include "$net.0/24" --mca btl_tcp_if_include "$net.0/24" \\
-    --mca btl tcp,vader,self --mca pml ob1 $mpirun_args "\$@"
+    --mca btl tcp,vader,self --mca pml ob1$fwd $mpirun_args "\$@"
 EOF
 chmod +x "$tmp/mpi" || exit 1
 mpi=$tmp/mpi
