@@ -23,8 +23,9 @@
 #              "data-parallel:" line and the run's wall time
 #   allreduce  bench/mpi_allreduce of ELEMS floats (1872157, YOLOv5n's gradients) on N x K
 #              ranks at each link rate of RATES ("none 10gbit 1gbit"; --rate gives one), each
-#              against the ring allreduce's bandwidth term over the hosts' links, 2 (N - 1) / N x
-#              bytes / rate, with the bytes the first host's link carried (both ways) per
+#              against the ring allreduce's bandwidth term, 2 (R - 1) / R x bytes / rate for R
+#              = N x K ranks (what each host's link carries each way when the ring visits the
+#              hosts in turn), with the bytes the first host's link carried (both ways) per
 #              allreduce and the packets the rate limits dropped
 #   faults     the tiny model on the demo data, one rank per host: SIGTERM to the rank on the
 #              last host (every rank stops after the same batch, status 130, rank 0's resumable
@@ -335,6 +336,7 @@ for step in $steps; do
         echo "== allreduce: $elems floats on $hosts x $per ranks"
         printf '%-8s %10s %10s %12s %10s %12s %8s\n' link median fastest "ring model" "bus GB/s" \
             "kB/allreduce" drops
+        n=$((hosts * per))
         for r in $rates; do
             set_rate "$r"
             b0=$(link_bytes 1)
@@ -343,10 +345,10 @@ for step in $steps; do
                 </dev/null || { cat "$tmp/out"; fail "bench/mpi_allreduce at $r"; continue; }
             kb=$(( ($(link_bytes 1) - b0) / (iters + 3) / 1000 ))
             d=$(($(drops) - d0))
-            n=$((hosts * per))
-            # the ring's bandwidth term over the hosts' links: each host sends
-            # 2 (H - 1) / H x the bytes whatever its ranks (the sums inside a host are local)
-            model=$(awk -v b="$(bits "$r")" -v h="$hosts" -v e="$elems" 'BEGIN {
+            # the ring's bandwidth term: each rank sends 2 (N - 1) / N x the bytes, and with the
+            # ranks placed host by host the ring enters and leaves each host once, so each
+            # host's link carries that much each way, N counting all the ranks
+            model=$(awk -v b="$(bits "$r")" -v h="$n" -v e="$elems" 'BEGIN {
                 if ("'"$r"'" == "none") { print "-"; exit }
                 printf "%.2f ms", 2 * (h - 1) / h * 4 * e * 8 / b * 1e3 }')
             sed -n 's/.*median \([0-9.]*\) ms, fastest \([0-9.]*\) ms.*bus bandwidth \([0-9.]*\) GB.*/\1 \2 \3/p' \
