@@ -33,7 +33,7 @@
 #              link taken down mid-run, a lost machine (YOLOCL_DIST_TIMEOUT=5: the ranks give up
 #              and call MPI_Abort), once per net.ipv4.tcp_retries2 of LOST_RETRIES ("default 3")
 #              set in mpirun's namespace: mpirun then waits for the lost host's daemon until its
-#              TCP gives up on the kill order it sent there (about 15 min at the default 15); with
+#              TCP gives up on the kill order it sent there (974 s here at the default 15); with
 #              5 or fewer it must end within LOST_BOUND (60) s, with more it is killed then
 #
 # --rate RATE limits every host's outgoing link (tc tbf, "10gbit", "500mbit", ...) for all steps
