@@ -293,13 +293,13 @@ for step in $steps; do
             echo "skipped: no $data or $weights (DATA, WEIGHTS, YOLOCL_SHARED_DIR)"
             continue
         fi
-        rm -rf "$tmp/data"
+        rm -rf "$tmp/data" "$tmp/train"
         cp -r "$(dirname "$data")/." "$tmp/data" || exit 1
         t0=$(date +%s.%N)
         b0=$(link_bytes 1)
         # shellcheck disable=SC2086
         timeout 1200 "$mpi" "$per" "$yolocl" train --data "$tmp/data/$(basename "$data")" \
-            --weights "$weights" --device cpu $train_args --project "$tmp/runs" --name hosts \
+            --weights "$weights" --device cpu $train_args --project "$tmp/train" --name hosts \
             >"$tmp/train.out" 2>"$tmp/train.err" </dev/null &
         job=$!
         # each host's rank, seen from outside: its network namespace and its host name
@@ -323,12 +323,13 @@ for step in $steps; do
         grep '^device:\|^data-parallel:' "$tmp/train.out"
         echo "wall $(awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.1f", a - b }') s;" \
              "$(( ($(link_bytes 1) - b0) / 1000000 )) MB through ${name}1's link"
-        [ "$(ls "$tmp/runs")" = hosts ] || fail "run directories: $(ls "$tmp/runs" | tr '\n' ' ')"
-        [ "$(find "$tmp" -name results.csv | wc -l)" = 1 ] || fail "not one results.csv"
+        [ "$(ls "$tmp/train")" = hosts ] || fail "run directories: $(ls "$tmp/train" | tr '\n' ' ')"
+        [ "$(find "$tmp/train" "$tmp/data" -name results.csv | wc -l)" = 1 ] ||
+            fail "not one results.csv: $(find "$tmp/train" "$tmp/data" -name results.csv)"
         epochs=$(echo "$train_args" | sed -n 's/.*--epochs \([0-9]*\).*/\1/p')
-        rows=$(($(wc -l <"$tmp/runs/hosts/results.csv") - 1))
+        rows=$(($(wc -l <"$tmp/train/hosts/results.csv") - 1))
         [ "$rows" = "${epochs:-$rows}" ] || fail "results.csv has $rows rows, not $epochs"
-        tail -1 "$tmp/runs/hosts/results.csv" | tr -s ' '
+        tail -1 "$tmp/train/hosts/results.csv" | tr -s ' '
         grep -q "^data-parallel: $((hosts * per)) ranks" "$tmp/train.out" ||
             fail "no 'data-parallel: $((hosts * per)) ranks' line"
         ;;
