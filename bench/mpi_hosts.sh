@@ -2,9 +2,9 @@
 # MPI across machines, emulated on one: each "host" is a network namespace with its own veth link
 # to a bridge (optionally rate-limited) and its own host name (a UTS namespace), and Open MPI's
 # mpirun, in a namespace of its own (the launch machine), reaches it through its rsh launcher, a
-# script standing in for ssh (docs/DISTRIBUTED.md,
-# "Several machines, emulated here").  Run as root from the build directory (./yolocl,
-# tests/mpi_dist, bench/mpi_allreduce: make tests/mpi_dist bench/mpi_allreduce).
+# script standing in for ssh (docs/DISTRIBUTED.md, "Several machines, emulated here").  Run as
+# root from the build directory (./yolocl, tests/mpi_dist, bench/mpi_allreduce: make
+# tests/mpi_dist bench/mpi_allreduce).
 #
 #   bench/mpi_hosts.sh [--hosts N] [--ranks-per-host K] [--rate RATE] [STEP...]
 #
@@ -22,7 +22,7 @@
 #              directory with one results.csv (rank 0's), one row per epoch; rank 0's
 #              "data-parallel:" line and the run's wall time
 #   allreduce  bench/mpi_allreduce of ELEMS floats (1872157, YOLOv5n's gradients) on N x K
-#              ranks at each link rate of RATES ("none 10gbit 1gbit"; --rate gives one), each
+#              ranks (ITERS sums, each timed to its slowest rank) at each link rate of RATES ("none 10gbit 1gbit"; --rate gives one), each
 #              against the ring allreduce's bandwidth term, 2 (R - 1) / R x bytes / rate for R
 #              = N x K ranks (what each host's link carries each way when the ring visits the
 #              hosts in turn), with the bytes the first host's link carried (both ways) per
