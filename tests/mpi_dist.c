@@ -29,7 +29,9 @@
  *    (yc_classify_step's grad_scale) and the ranks sum them: DDP's average of the two halves'
  *    gradients, which must equal half of what one process accumulates over the same two
  *    half-batches unscaled;
- *  - the small collectives: sum, max, broadcast, barrier.
+ *  - the small collectives: sum, max, broadcast, barrier; the local rank and the number of ranks
+ *    of this machine (all ranks, or YOLOCL_TEST_RANKS_PER_HOST when the ranks run on several
+ *    hosts: bench/mpi_hosts.sh).
  *
  * Exits 0 when every check passes, 1 otherwise, 77 when not run on exactly 2 ranks of an MPI
  * build. */
@@ -754,9 +756,14 @@ static void test_collectives(void)
     need(yc_dist_bcast(text, sizeof text, 0), "yc_dist_bcast");
     CHECK(strcmp(text, "from rank 0") == 0, "broadcast: '%s'", text);
     need(yc_dist_barrier(), "yc_dist_barrier");
-    CHECK(yc_dist_local_rank() == rank && yc_dist_local_size() == n,
-          "one machine: local rank %d of %d, rank %d of %d", yc_dist_local_rank(),
-          yc_dist_local_size(), rank, n);
+    /* the ranks of one machine (MPI_Comm_split_type SHARED): all of them under a plain mpirun,
+     * YOLOCL_TEST_RANKS_PER_HOST of them when bench/mpi_hosts.sh spreads the ranks over hosts
+     * (placed by slot: ranks 0 to k - 1 on the first host, and so on) */
+    const char *per_env = getenv("YOLOCL_TEST_RANKS_PER_HOST");
+    int per = per_env && atoi(per_env) > 0 ? atoi(per_env) : n;
+    CHECK(yc_dist_local_rank() == rank % per && yc_dist_local_size() == per,
+          "%d rank%s per machine: local rank %d of %d, rank %d of %d", per, per == 1 ? "" : "s",
+          yc_dist_local_rank(), yc_dist_local_size(), rank, n);
 }
 
 int main(int argc, char **argv)

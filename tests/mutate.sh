@@ -380,6 +380,11 @@ mut mpi_resumed_grads_not_zeroed src/train/train.c "test_mpi" \
 mut mpi_threads_all_cores src/train/train.c "test_mpi" \
     'int cores = yc_physical_cores() / per_node;' \
     'int cores = yc_physical_cores();'
+# the local rank (src/train/dist.c) taken from the world rank: right on one machine, where
+# tests/test_mpi.sh runs, wrong on every host but the first (tests/test_mpi_hosts.sh, root only)
+mut mpi_local_rank_is_world_rank src/train/dist.c "test_mpi_hosts" \
+    '(rc = MPI_Comm_rank(local, &g.local_rank)) != MPI_SUCCESS ||' \
+    '(rc = MPI_Comm_rank(MPI_COMM_WORLD, &g.local_rank)) != MPI_SUCCESS ||'
 mut cls_resume_ema_updates src/train/classify_train.c "test_classify" \
     'ema->updates = meta.updates;' \
     'ema->updates = 0;'
