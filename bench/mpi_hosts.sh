@@ -193,10 +193,11 @@ EOF
 chmod +x "$tmp/rsh" || exit 1
 # mpirun across the hosts with $1 ranks per host (its hostfile: each host with $1 slots), then
 # the program and its arguments (a script, so that timeout can run it)
-# (the sanitizers' options of a sanitizer build, OpenMP's wait policy and the library path, where
-# set, passed to the ranks with -x)
+# (the sanitizers' options of a sanitizer build, OpenMP's wait policy, the library path and the
+# test data directory of an out-of-tree build, where set, passed to the ranks with -x)
 fwd=
-for v in ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS OMP_WAIT_POLICY LD_LIBRARY_PATH; do
+for v in ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS OMP_WAIT_POLICY LD_LIBRARY_PATH \
+    YOLOCL_TEST_DATA; do
     eval "[ -n \"\${$v:-}\" ]" && fwd="$fwd -x $v"
 done
 cat >"$tmp/mpi" <<EOF
