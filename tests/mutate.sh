@@ -369,11 +369,6 @@ mut resume_first_epoch_refused src/train/train.c "test_seg_train" \
 mut mpi_interrupt_grads_not_summed src/train/train.c "test_mpi" \
     'if (t->world > 1 && t->epoch_grads && (st = yc_dist_allreduce_grads(m)))' \
     'if (0 && t->world > 1 && t->epoch_grads && (st = yc_dist_allreduce_grads(m)))'
-# a signal to mpirun: standard output left blocking, rank 0 blocks on the terminal mpirun no
-# longer reads and is killed before its checkpoint (src/train/stop.c)
-mut stop_output_blocking src/train/stop.c "test_mpi" \
-    'fcntl(STDOUT_FILENO, F_SETFL, flags | O_NONBLOCK);' \
-    'fcntl(STDOUT_FILENO, F_SETFL, flags);'
 mut mpi_resumed_grads_not_zeroed src/train/train.c "test_mpi" \
     'if (resuming && t->rank > 0 && t->resume_grads && (st = yc_model_zero_grad(t->m)))' \
     'if (0 && resuming && t->rank > 0 && t->resume_grads && (st = yc_model_zero_grad(t->m)))'
