@@ -251,6 +251,23 @@ wait_epoch() {
         j=$((j + 1))
     done
 }
+# a run named $2 with one rank per host, signal $1 to its rank on the last host ($last) once it
+# has trained an epoch; sets p (that rank's pid), st (mpirun's status) and secs (from the
+# signal to the end)
+signal_last() {
+    # shellcheck disable=SC2086
+    OMP_NUM_THREADS=1 timeout 120 "$mpi" 1 -x OMP_NUM_THREADS "$yolocl" $tiny_train \
+        --epochs 1000 --batch $((2 * hosts)) --name "$2" >"$tmp/out" 2>"$tmp/err" </dev/null &
+    job=$!
+    wait_epoch "$2"
+    p=$(rank_pid "$last") || fail "no rank on ${name}$last"
+    t0=$(date +%s.%N)
+    [ -n "$p" ] && kill -"$1" "$p"
+    wait $job
+    st=$?
+    job=
+    secs=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
+}
 
 for step in $steps; do
     case $step in
@@ -364,20 +381,8 @@ for step in $steps; do
         echo "== faults: one rank per host, the tiny model on the demo data"
         demo
         last=$hosts
-        # SIGTERM to the rank on the last host
-        # shellcheck disable=SC2086
-        OMP_NUM_THREADS=1 timeout 120 "$mpi" 1 -x OMP_NUM_THREADS "$yolocl" $tiny_train \
-            --epochs 1000 --batch $((2 * hosts)) --name sig >"$tmp/out" 2>"$tmp/err" </dev/null &
-        job=$!
-        wait_epoch sig
-        p=$(rank_pid "$last") || fail "no rank on ${name}$last"
-        t0=$(date +%s.%N)
-        [ -n "$p" ] && kill -TERM "$p"
-        wait $job
-        st=$?
-        job=
-        echo "SIGTERM to the rank on ${name}$last (pid $p): status $st after" \
-             "$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }') s;" \
+        signal_last TERM sig
+        echo "SIGTERM to the rank on ${name}$last (pid $p): status $st after $secs s;" \
              "$(grep -c "training interrupted" "$tmp/err") ranks said 'training interrupted'"
         [ $st = 130 ] || fail "SIGTERM to a rank on ${name}$last: status $st, not 130"
         head -c 65536 "$tmp/runs/sig/weights/last.safetensors" | grep -a -q '"next_batch":"[1-9]' ||
@@ -386,19 +391,8 @@ for step in $steps; do
             grep -a -q "world_size\\\\\": $hosts," ||
             fail "the interrupted checkpoint does not say $hosts ranks"
         # SIGKILL to it
-        # shellcheck disable=SC2086
-        OMP_NUM_THREADS=1 timeout 120 "$mpi" 1 -x OMP_NUM_THREADS "$yolocl" $tiny_train \
-            --epochs 1000 --batch $((2 * hosts)) --name kill >"$tmp/out" 2>"$tmp/err" </dev/null &
-        job=$!
-        wait_epoch kill
-        p=$(rank_pid "$last") || fail "no rank on ${name}$last"
-        t0=$(date +%s.%N)
-        [ -n "$p" ] && kill -KILL "$p"
-        wait $job
-        st=$?
-        job=
-        echo "SIGKILL to the rank on ${name}$last (pid $p): status $st after" \
-             "$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }') s:" \
+        signal_last KILL kill
+        echo "SIGKILL to the rank on ${name}$last (pid $p): status $st after $secs s:" \
              "$(grep -h "mpirun noticed" "$tmp/out" "$tmp/err")"
         [ $st != 0 ] && [ $st != 124 ] || fail "SIGKILL to a rank on ${name}$last: status $st"
         grep -q "rank $((last - 1)) with PID $p on node ${name}$last exited on signal 9" \

@@ -32,6 +32,7 @@
 #include <stddef.h>
 
 #include "backend.h"
+#include "dataset.h"
 #include "demo.h"
 #include "detect.h"
 #include "image.h"
@@ -173,6 +174,11 @@ void yc_harness_write_image(const char *path, const yc_image *im);
  * main() or a child process may call it.  It runs OpenMP threads: a program whose test cases are
  * forked calls it in a child process or in a test case, never in the parent before its tests. */
 int yc_harness_demo(const char *dir, const yc_demo_options *opt, char *yaml, size_t len);
+
+/* The three-image polygon dataset tests/data/segdata (a, b, c: images and YOLOv5 segment labels,
+ * 3 classes) copied into the scratch folder segval/ (yc_harness_tmp) and loaded into *ds (its
+ * images folder: segval/images).  Fails the test when it cannot. */
+void yc_harness_seg_dataset(yc_dataset *ds);
 
 /* ---------------------------------------------------------------------------------------------
  * Backends and models.

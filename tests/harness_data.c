@@ -6,6 +6,7 @@
 
 #include <check.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -85,4 +86,21 @@ int yc_harness_demo(const char *dir, const yc_demo_options *opt, char *yaml, siz
     if (st == YC_OK)
         snprintf(yaml, len, "%s/%s", dir, YC_DEMO_YAML);
     return st;
+}
+
+void yc_harness_seg_dataset(yc_dataset *ds)
+{
+    for (int i = 0; i < 3; i++) {
+        const char *name = (const char[][2]){"a", "b", "c"}[i];
+        size_t len;
+        char *img = yc_harness_read(yc_harness_test_data("segdata/images/%s.png", name), &len);
+        yc_harness_write(yc_harness_tmp("segval/images/%s.png", name), img, len);
+        free(img);
+        char *lbl = yc_harness_read(yc_harness_test_data("segdata/labels/%s.txt", name), &len);
+        yc_harness_write(yc_harness_tmp("segval/labels/%s.txt", name), lbl, len);
+        free(lbl);
+    }
+    const char *dir = yc_harness_tmp("segval/images");
+    yc_dataset_options dopt = {.nc = 3, .quiet = true, .threads = 2};
+    ck_assert_msg(yc_dataset_load(&dir, 1, &dopt, ds) == YC_OK, "%s", yc_last_error());
 }

@@ -369,20 +369,8 @@ START_TEST(val_tiny_matches_yolov5)
         q = end;
     }
     free(ref);
-    for (int i = 0; i < 3; i++) {
-        const char *name = (const char[][2]){"a", "b", "c"}[i];
-        size_t len;
-        char *img = yc_harness_read(yc_harness_test_data("segdata/images/%s.png", name), &len);
-        yc_harness_write(yc_harness_tmp("segval/images/%s.png", name), img, len);
-        free(img);
-        char *lbl = yc_harness_read(yc_harness_test_data("segdata/labels/%s.txt", name), &len);
-        yc_harness_write(yc_harness_tmp("segval/labels/%s.txt", name), lbl, len);
-        free(lbl);
-    }
-    const char *dir = yc_harness_tmp("segval/images");
     yc_dataset ds;
-    yc_dataset_options dopt = {.nc = 3, .quiet = true, .threads = 2};
-    ck_assert_msg(yc_dataset_load(&dir, 1, &dopt, &ds) == YC_OK, "%s", yc_last_error());
+    yc_harness_seg_dataset(&ds);
     ck_assert(ds.has_polygons);
     yc_backend *be;
     yc_harness_cpu(&be, 2);
